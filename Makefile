@@ -1,0 +1,31 @@
+# Entry points: `make bench` (the main job), `make test` (the whole suite), `make model` (real weights).
+BUILD ?= build
+JOBS ?= $(shell nproc)
+SYNTH_MODEL ?= models/synth-qwen2.5-0.5b
+
+.PHONY: setup build test bench model tokenizer synth clean
+
+setup:
+	bash scripts/setup.sh
+
+build: setup
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j $(JOBS)
+
+tokenizer: setup
+	bash scripts/get-tokenizer.sh
+
+test: build tokenizer
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+synth: build tokenizer
+	@[ -f $(SYNTH_MODEL)/model.safetensors ] || $(BUILD)/bin/fornace synth --preset qwen2.5-0.5b --out $(SYNTH_MODEL)
+
+bench: synth
+	bash scripts/bench.sh $(BUILD) $(SYNTH_MODEL)
+
+model:
+	bash scripts/download-model.sh
+
+clean:
+	rm -rf $(BUILD)

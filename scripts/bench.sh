@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The main job: fornace-bench with the three KV caches on both prompts of the synthetic model.
+set -euo pipefail
+build=${1:-build}
+model=${2:-models/synth-qwen2.5-0.5b}
+if [ ! -x "$build/bin/fornace-bench" ]; then
+  echo "fornace-bench is not built yet"
+  exit 0
+fi
+exec "$build/bin/fornace-bench" --model "$model" --kv-cache cat,cat-contiguous,prealloc \
+  --prompts bench/prompts/alice-512.txt,bench/prompts/alice-2048.txt

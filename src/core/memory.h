@@ -1,0 +1,96 @@
+// Memory accounting: live and peak bytes per device, per-phase and per-op allocation counts,
+// and the bytes that copy kernels move, split into contiguous and strided.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fornace {
+
+enum class Device : uint8_t { cpu };
+constexpr int kNumDevices = 1;
+const char* device_name(Device device);
+
+enum class Phase : uint8_t { other, load, prefill, decode };
+constexpr int kNumPhases = 4;
+const char* phase_name(Phase phase);
+
+struct PhaseMemory {
+  int64_t allocated_bytes = 0;  // Bytes allocated while this phase was current.
+  int64_t released_bytes = 0;   // Bytes released while this phase was current.
+  int64_t peak_live_bytes = 0;  // Highest live bytes seen while this phase was current.
+  int64_t allocations = 0;
+};
+
+struct OpMemory {
+  std::string op;
+  Phase phase;
+  int64_t allocated_bytes = 0;
+  int64_t allocations = 0;
+};
+
+struct DeviceMemory {
+  int64_t live_bytes = 0;
+  int64_t peak_bytes = 0;
+  int64_t allocated_bytes = 0;  // Total ever allocated.
+};
+
+struct CopyBytes {
+  int64_t contiguous = 0;
+  int64_t strided = 0;
+};
+
+// Process-wide counters. Allocation is counted by Storage; copies by the copy kernels.
+namespace memory {
+
+void set_phase(Phase phase);
+Phase phase();
+// The op name that allocations on this thread are tagged with (a string literal).
+const char* current_op();
+
+void record_allocation(Device device, int64_t bytes);
+void record_release(Device device, int64_t bytes);
+void record_copy(int64_t bytes, bool strided);
+
+DeviceMemory device_memory(Device device = Device::cpu);
+PhaseMemory phase_memory(Phase phase);
+// Allocations grouped by (op, phase), largest first.
+std::vector<OpMemory> op_memory();
+CopyBytes copy_bytes();
+// Zeroes phase, op and copy counters and sets peak to the current live bytes.
+void reset_counters();
+
+// Tags allocations made on this thread with an op name for its lifetime. Nested scopes keep
+// the outermost name, so an op that calls other ops is charged for their allocations.
+class OpScope {
+ public:
+  explicit OpScope(const char* op);
+  ~OpScope();
+  OpScope(const OpScope&) = delete;
+  OpScope& operator=(const OpScope&) = delete;
+
+ private:
+  const char* previous_;
+};
+
+// Sets the phase for its lifetime and restores the previous one after.
+class PhaseScope {
+ public:
+  explicit PhaseScope(Phase phase);
+  ~PhaseScope();
+  PhaseScope(const PhaseScope&) = delete;
+  PhaseScope& operator=(const PhaseScope&) = delete;
+
+ private:
+  Phase previous_;
+};
+
+}  // namespace memory
+
+// The process high-water mark of resident memory (VmHWM) in bytes, or -1 when unknown.
+int64_t peak_rss_bytes();
+int64_t current_rss_bytes();
+
+}  // namespace fornace

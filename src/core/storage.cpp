@@ -1,0 +1,39 @@
+// Aligned, counted heap storage and borrowed mapped storage.
+#include "core/storage.h"
+
+#include <cstdlib>
+#include <new>
+
+#include "core/error.h"
+
+namespace fornace {
+
+std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
+  constexpr size_t kAlignment = 64;
+  size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  void* data = rounded ? std::aligned_alloc(kAlignment, rounded) : nullptr;
+  if (rounded && !data) fail("out of memory allocating ", bytes, " bytes for ", memory::current_op());
+  std::shared_ptr<Storage> storage(new Storage());
+  storage->data_ = data;
+  storage->bytes_ = bytes;
+  storage->device_ = device;
+  memory::record_allocation(device, static_cast<int64_t>(bytes));
+  return storage;
+}
+
+std::shared_ptr<Storage> Storage::borrow(std::shared_ptr<const void> owner, const void* data,
+                                         size_t bytes) {
+  std::shared_ptr<Storage> storage(new Storage());
+  storage->data_ = const_cast<void*>(data);
+  storage->bytes_ = bytes;
+  storage->owner_ = std::move(owner);
+  return storage;
+}
+
+Storage::~Storage() {
+  if (owner_) return;
+  std::free(data_);
+  memory::record_release(device_, static_cast<int64_t>(bytes_));
+}
+
+}  // namespace fornace

@@ -1,0 +1,37 @@
+// Storage: a counted, 64-byte aligned heap buffer, or a read-only region of a file mapping.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "core/memory.h"
+
+namespace fornace {
+
+class Storage {
+ public:
+  // A new heap buffer of `bytes`, uninitialised, counted by the memory accounting.
+  static std::shared_ptr<Storage> allocate(size_t bytes, Device device = Device::cpu);
+  // A read-only view of `bytes` at `data`, kept alive by `owner` (a file mapping). Not counted.
+  static std::shared_ptr<Storage> borrow(std::shared_ptr<const void> owner, const void* data,
+                                         size_t bytes);
+
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  Device device() const { return device_; }
+  bool read_only() const { return owner_ != nullptr; }
+
+ private:
+  Storage() = default;
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+  Device device_ = Device::cpu;
+  std::shared_ptr<const void> owner_;
+};
+
+}  // namespace fornace

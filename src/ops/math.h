@@ -1,0 +1,44 @@
+// Ops that compute: matmul, linear, norms, rotary embedding, softmax, activations, reductions.
+// Every op accepts any layout and returns a new contiguous tensor. Float math accumulates in f32.
+#pragma once
+
+#include <optional>
+
+#include "core/tensor.h"
+
+namespace fornace {
+
+// [..., M, K] x [..., K, N] -> [..., M, N]; batch dims broadcast. Both inputs share a float
+// dtype (f32, bf16 or f16); the result has that dtype, accumulated in f32.
+Tensor matmul(const Tensor& left, const Tensor& right);
+
+// x [..., K] times weight [N, K] transposed, plus bias [N]: [..., N] in x's dtype. The weight
+// and bias may have another float dtype than x (bf16 weights with f32 activations).
+Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = {});
+
+// x / sqrt(mean(x^2, last dim) + eps) * weight, weight [H] for x [..., H].
+Tensor rms_norm(const Tensor& input, const Tensor& weight, double eps);
+
+// Rotary embedding in the half-split form of HF's Qwen2 and Llama (rotate_half): for x
+// [B, H, S, D], with cos and sin [S, D/2] for the positions of the S rows:
+//   out[..., i]       = x[..., i] * cos - x[..., i + D/2] * sin
+//   out[..., i + D/2] = x[..., i + D/2] * cos + x[..., i] * sin
+Tensor rope(const Tensor& input, const Tensor& cos, const Tensor& sin);
+
+// Softmax over the last dim, shifted by the row maximum.
+Tensor softmax(const Tensor& input);
+Tensor silu(const Tensor& input);
+// Elementwise with NumPy broadcasting; both operands share a dtype.
+Tensor add(const Tensor& left, const Tensor& right);
+Tensor mul(const Tensor& left, const Tensor& right);
+Tensor scale(const Tensor& input, double factor);
+// Index of the largest element over the last dim (first one on ties), as u32 [...].
+Tensor argmax(const Tensor& input);
+
+// Attention for q [B, Hq, Sq, D], k and v [B, Hkv, Skv, D] in any layout, Hq a multiple of Hkv
+// (query head h reads kv head h / (Hq / Hkv), no repeated copies). With `causal`, query i sits
+// at position Skv - Sq + i and sees keys up to it. Returns [B, Hq, Sq, D] in q's dtype.
+Tensor attention(const Tensor& query, const Tensor& key, const Tensor& value, double scale,
+                 bool causal);
+
+}  // namespace fornace
