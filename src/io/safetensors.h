@@ -1,0 +1,75 @@
+// safetensors checkpoints: a validated, memory-mapped reader (zero copy), sharded directories
+// through model.safetensors.index.json, and an atomic writer.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace fornace {
+
+struct TensorEntry {
+  std::string name;
+  DType dtype;
+  Dims shape;
+  size_t begin = 0;  // Byte range in the data section, [begin, end).
+  size_t end = 0;
+};
+
+// One .safetensors file, mapped read-only. The header is validated when the file is opened:
+// header length, JSON object form, known dtypes (BF16, F16, F32), shape x dtype size equal to
+// the byte range, ranges inside the file and not overlapping. Errors name the file and tensor.
+class SafetensorsFile {
+ public:
+  static std::shared_ptr<SafetensorsFile> open(const std::string& path);
+  // Parses and validates a header from memory (for fuzzing and tests): `bytes` is the whole file.
+  static std::vector<TensorEntry> parse_header(const void* bytes, size_t size,
+                                               const std::string& source_name);
+
+  const std::string& path() const { return path_; }
+  const std::vector<TensorEntry>& entries() const { return entries_; }
+  bool contains(const std::string& name) const;
+  const TensorEntry& entry(const std::string& name) const;
+  // A read-only tensor that points into the mapping; it keeps the mapping alive.
+  Tensor tensor(const std::string& name) const;
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+ private:
+  std::string path_;
+  std::shared_ptr<const void> mapping_;
+  const char* data_ = nullptr;  // Start of the data section.
+  size_t file_size_ = 0;
+  std::vector<TensorEntry> entries_;
+  std::map<std::string, size_t> index_;
+  std::map<std::string, std::string> metadata_;
+};
+
+// The weights of a checkpoint directory: model.safetensors, or the shards listed by
+// model.safetensors.index.json.
+class Checkpoint {
+ public:
+  static Checkpoint open_directory(const std::string& directory);
+
+  bool contains(const std::string& name) const;
+  // Throws Error naming the directory and the tensor when it is missing.
+  Tensor tensor(const std::string& name) const;
+  std::vector<std::string> names() const;
+  const std::string& directory() const { return directory_; }
+
+ private:
+  std::string directory_;
+  std::vector<std::shared_ptr<SafetensorsFile>> files_;
+  std::map<std::string, size_t> file_of_;
+};
+
+// Writes tensors (any layout; written row-major) to `path` through a temporary file and a
+// rename, so an interrupted write never leaves a complete-looking file.
+void write_safetensors(const std::string& path,
+                       const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace fornace

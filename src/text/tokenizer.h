@@ -1,0 +1,73 @@
+// Byte-level BPE tokenizer read from a Hugging Face tokenizer.json, with added tokens, NFC,
+// the file's split regex (PCRE2), an incremental decoder and the ChatML template.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fornace {
+
+struct ChatMessage {
+  std::string role;  // "system", "user" or "assistant"
+  std::string content;
+};
+
+class Tokenizer {
+ public:
+  // Reads <directory>/tokenizer.json and, when present, <directory>/tokenizer_config.json.
+  static Tokenizer load(const std::string& directory);
+  // Parses tokenizer.json text; errors name `source_name` and the offending field.
+  static Tokenizer from_json(std::string_view json, const std::string& source_name);
+
+  Tokenizer(Tokenizer&&) noexcept;
+  Tokenizer& operator=(Tokenizer&&) noexcept;
+  ~Tokenizer();
+
+  // Text to ids. Added tokens in the text become their ids when `parse_special` is set.
+  // Invalid UTF-8 throws Error naming the byte offset.
+  std::vector<uint32_t> encode(std::string_view text, bool parse_special = true) const;
+  // Ids to text; ids out of range throw Error. Invalid UTF-8 from partial tokens is replaced
+  // with U+FFFD.
+  std::string decode(const std::vector<uint32_t>& ids, bool skip_special = false) const;
+  // The raw bytes of one token (its byte-level form decoded).
+  std::string token_bytes(uint32_t id) const;
+
+  size_t vocab_size() const;  // Largest id + 1, added tokens included.
+  std::optional<uint32_t> token_to_id(std::string_view token) const;
+  bool is_special(uint32_t id) const;
+  // The eos token named by tokenizer_config.json, when there is one.
+  std::optional<uint32_t> eos_token_id() const;
+
+  // ChatML (Qwen instruct models): "<|im_start|>role\ncontent<|im_end|>\n" per message, plus
+  // "<|im_start|>assistant\n" when `add_generation_prompt` is set.
+  std::string apply_chat_template(const std::vector<ChatMessage>& messages,
+                                  bool add_generation_prompt) const;
+
+ private:
+  struct Impl;
+  explicit Tokenizer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+  friend class IncrementalDecoder;
+};
+
+// Turns a stream of ids into text pieces that are always whole UTF-8 sequences: bytes of an
+// unfinished character are held until the character completes.
+class IncrementalDecoder {
+ public:
+  explicit IncrementalDecoder(const Tokenizer& tokenizer, bool skip_special = false);
+  // The text that became complete with this id (may be empty).
+  std::string push(uint32_t id);
+  // Whatever is still held, with incomplete sequences replaced by U+FFFD.
+  std::string flush();
+
+ private:
+  const Tokenizer& tokenizer_;
+  bool skip_special_;
+  std::string pending_;
+};
+
+}  // namespace fornace
