@@ -1,0 +1,114 @@
+// Prefill and decode with per-step timing, copy and allocation counts.
+#include "engine/generator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "core/error.h"
+#include "ops/creation.h"
+
+namespace fornace {
+namespace {
+
+double elapsed_ms(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+CopyBytes difference(const CopyBytes& after, const CopyBytes& before) {
+  return CopyBytes{after.contiguous - before.contiguous, after.strided - before.strided};
+}
+
+}  // namespace
+
+double GenerationResult::prefill_tokens_per_second() const {
+  return prefill_ms > 0 ? 1000.0 * static_cast<double>(prompt.size()) / prefill_ms : 0;
+}
+
+double GenerationResult::decode_tokens_per_second() const {
+  double total = 0;
+  for (const DecodeStep& step : steps) total += step.ms;
+  return total > 0 ? 1000.0 * static_cast<double>(steps.size()) / total : 0;
+}
+
+double GenerationResult::mean_step_ms_last(int64_t count) const {
+  if (steps.empty()) return 0;
+  size_t first = steps.size() > static_cast<size_t>(count) ? steps.size() - count : 0;
+  double total = 0;
+  for (size_t i = first; i < steps.size(); ++i) total += steps[i].ms;
+  return total / static_cast<double>(steps.size() - first);
+}
+
+Generator::Generator(Model& model, KvCacheKind kind, int64_t max_context,
+                     const SamplerOptions& sampling)
+    : model_(model),
+      cache_(kind, model.config().num_hidden_layers, model.kv_cache_shape(max_context)),
+      sampler_(sampling) {}
+
+GenerationResult Generator::generate(const std::vector<uint32_t>& prompt,
+                                     const GenerationOptions& options,
+                                     const std::function<void(uint32_t)>& on_token) {
+  if (prompt.empty()) fail("generate: empty prompt");
+  int64_t needed = static_cast<int64_t>(prompt.size()) + options.max_new_tokens;
+  if (needed > cache_.max_length()) {
+    fail("generate: ", prompt.size(), " prompt tokens + ", options.max_new_tokens,
+         " new tokens exceed the context of ", cache_.max_length());
+  }
+  cache_.clear();
+  GenerationResult result;
+  result.prompt = prompt;
+  std::vector<uint32_t> history = prompt;
+  std::vector<float> logits;
+
+  auto run_forward = [&](const std::vector<uint32_t>& ids) {
+    std::vector<int32_t> values(ids.begin(), ids.end());
+    Tensor input = from_ids(values, {1, static_cast<int64_t>(ids.size())});
+    Tensor output = model_.forward(input, cache_, true);
+    logits = to_f32_vector(output);
+    if (options.keep_logits) result.logits.push_back(logits);
+  };
+  auto is_eos = [&](uint32_t id) {
+    return std::find(options.eos_ids.begin(), options.eos_ids.end(), id) != options.eos_ids.end();
+  };
+  auto accept = [&](uint32_t id) {
+    result.generated.push_back(id);
+    history.push_back(id);
+    if (on_token) on_token(id);
+    return !options.ignore_eos && is_eos(id);
+  };
+
+  {
+    memory::PhaseScope phase(Phase::prefill);
+    CopyBytes before = memory::copy_bytes();
+    auto start = std::chrono::steady_clock::now();
+    run_forward(prompt);
+    uint32_t first = options.max_new_tokens > 0 ? sampler_.sample(logits, history) : 0;
+    result.prefill_ms = elapsed_ms(start);
+    result.prefill_copied = difference(memory::copy_bytes(), before);
+    if (options.max_new_tokens == 0) return result;
+    result.stopped_at_eos = accept(first);
+  }
+
+  memory::PhaseScope phase(Phase::decode);
+  result.steps.reserve(options.max_new_tokens);
+  std::vector<uint32_t> next(1);
+  while (!result.stopped_at_eos &&
+         static_cast<int64_t>(result.generated.size()) < options.max_new_tokens) {
+    CopyBytes copies_before = memory::copy_bytes();
+    int64_t allocated_before = memory::phase_memory(Phase::decode).allocated_bytes;
+    auto start = std::chrono::steady_clock::now();
+    next[0] = result.generated.back();
+    run_forward(next);
+    uint32_t id = sampler_.sample(logits, history);
+    DecodeStep step;
+    step.ms = elapsed_ms(start);
+    step.copied = difference(memory::copy_bytes(), copies_before);
+    step.allocated_bytes = memory::phase_memory(Phase::decode).allocated_bytes - allocated_before;
+    result.steps.push_back(step);
+    result.stopped_at_eos = accept(id);
+  }
+  return result;
+}
+
+}  // namespace fornace

@@ -1,0 +1,58 @@
+// The generation loop: one batched prefill, then one token per decode step, timed per step.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/memory.h"
+#include "engine/sampler.h"
+#include "models/model.h"
+#include "nn/kv_cache.h"
+
+namespace fornace {
+
+struct GenerationOptions {
+  int64_t max_new_tokens = 128;
+  bool ignore_eos = false;
+  std::vector<int64_t> eos_ids;
+  bool keep_logits = false;  // Keep the last-position logits of every forward pass.
+};
+
+struct DecodeStep {
+  double ms = 0;
+  CopyBytes copied;             // Bytes the copy kernels moved in this step.
+  int64_t allocated_bytes = 0;  // Bytes allocated in this step.
+};
+
+struct GenerationResult {
+  std::vector<uint32_t> prompt;
+  std::vector<uint32_t> generated;
+  double prefill_ms = 0;
+  CopyBytes prefill_copied;
+  std::vector<DecodeStep> steps;  // One per decode forward (the first token comes from prefill).
+  std::vector<std::vector<float>> logits;
+  bool stopped_at_eos = false;
+
+  double prefill_tokens_per_second() const;
+  double decode_tokens_per_second() const;
+  // Mean ms of the last `count` decode steps (all of them when there are fewer).
+  double mean_step_ms_last(int64_t count) const;
+};
+
+class Generator {
+ public:
+  Generator(Model& model, KvCacheKind kind, int64_t max_context, const SamplerOptions& sampling);
+  // Runs prefill over `prompt` and decodes until max_new_tokens or an eos id. Calls `on_token`
+  // after each new id.
+  GenerationResult generate(const std::vector<uint32_t>& prompt, const GenerationOptions& options,
+                            const std::function<void(uint32_t)>& on_token = {});
+  KvCacheSet& cache() { return cache_; }
+
+ private:
+  Model& model_;
+  KvCacheSet cache_;
+  Sampler sampler_;
+};
+
+}  // namespace fornace

@@ -1,0 +1,84 @@
+// The sampler: penalty, then greedy or filtered temperature sampling.
+#include "engine/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_set>
+
+#include "core/error.h"
+
+namespace fornace {
+
+void apply_repeat_penalty(std::vector<float>& logits, const std::vector<uint32_t>& history,
+                          double penalty, int64_t last_n) {
+  if (penalty == 1.0 || last_n <= 0) return;
+  size_t begin = history.size() > static_cast<size_t>(last_n) ? history.size() - last_n : 0;
+  std::unordered_set<uint32_t> seen;
+  for (size_t i = begin; i < history.size(); ++i) {
+    uint32_t id = history[i];
+    if (id >= logits.size() || !seen.insert(id).second) continue;
+    float& logit = logits[id];
+    logit = logit >= 0 ? static_cast<float>(logit / penalty) : static_cast<float>(logit * penalty);
+  }
+}
+
+Sampler::Sampler(const SamplerOptions& options) : options_(options), generator_(options.seed) {
+  if (options.temperature < 0) fail("sampler: temperature must be >= 0");
+  if (options.repeat_penalty <= 0) fail("sampler: repeat penalty must be > 0");
+  if (options.top_p <= 0 || options.top_p > 1) fail("sampler: top-p must be in (0, 1]");
+  if (options.min_p < 0 || options.min_p >= 1) fail("sampler: min-p must be in [0, 1)");
+}
+
+uint32_t Sampler::sample(std::vector<float>& logits, const std::vector<uint32_t>& history) {
+  if (logits.empty()) fail("sampler: no logits");
+  apply_repeat_penalty(logits, history, options_.repeat_penalty, options_.repeat_last_n);
+  if (options_.temperature == 0.0) {
+    return static_cast<uint32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  }
+  // Candidates sorted by logit, largest first; top-k keeps the first k.
+  size_t vocab = logits.size();
+  size_t keep = options_.top_k > 0 ? std::min<size_t>(options_.top_k, vocab) : vocab;
+  order_.resize(vocab);
+  for (size_t i = 0; i < vocab; ++i) order_[i] = static_cast<uint32_t>(i);
+  auto by_logit = [&](uint32_t left, uint32_t right) {
+    return logits[left] > logits[right] || (logits[left] == logits[right] && left < right);
+  };
+  std::partial_sort(order_.begin(), order_.begin() + keep, order_.end(), by_logit);
+  order_.resize(keep);
+  // Softmax at the temperature over the candidates.
+  double top = logits[order_[0]];
+  weights_.resize(keep);
+  double total = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    weights_[i] = std::exp((logits[order_[i]] - top) / options_.temperature);
+    total += weights_[i];
+  }
+  for (double& weight : weights_) weight /= total;
+  // min-p: drop candidates below min_p times the largest probability.
+  size_t count = keep;
+  if (options_.min_p > 0) {
+    double floor = options_.min_p * weights_[0];
+    while (count > 1 && weights_[count - 1] < floor) --count;
+  }
+  // top-p: the smallest prefix whose mass reaches top_p.
+  if (options_.top_p < 1.0) {
+    double mass = 0;
+    for (size_t i = 0; i < count; ++i) {
+      mass += weights_[i];
+      if (mass >= options_.top_p) {
+        count = i + 1;
+        break;
+      }
+    }
+  }
+  double kept = 0;
+  for (size_t i = 0; i < count; ++i) kept += weights_[i];
+  double target = std::uniform_real_distribution<double>(0.0, kept)(generator_);
+  for (size_t i = 0; i < count; ++i) {
+    target -= weights_[i];
+    if (target <= 0) return order_[i];
+  }
+  return order_[count - 1];
+}
+
+}  // namespace fornace

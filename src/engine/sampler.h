@@ -1,0 +1,40 @@
+// Token sampling: repeat penalty as HF and Candle apply it, then greedy or temperature with
+// top-k, top-p and min-p filters and a seeded generator.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace fornace {
+
+struct SamplerOptions {
+  double temperature = 0.0;  // 0: greedy.
+  int64_t top_k = 0;         // 0: off.
+  double top_p = 1.0;        // 1: off.
+  double min_p = 0.0;        // 0: off.
+  double repeat_penalty = 1.1;
+  int64_t repeat_last_n = 64;
+  uint64_t seed = 299792458;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplerOptions& options);
+  // Picks the next id from `logits` (modified in place by the penalty) given the ids so far.
+  uint32_t sample(std::vector<float>& logits, const std::vector<uint32_t>& history);
+  const SamplerOptions& options() const { return options_; }
+
+ private:
+  SamplerOptions options_;
+  std::mt19937_64 generator_;
+  std::vector<uint32_t> order_;  // Scratch: candidate ids.
+  std::vector<double> weights_;  // Scratch: candidate probabilities.
+};
+
+// For each distinct id among the last `last_n` of `history`: a positive logit is divided by
+// `penalty`, a negative one multiplied by it.
+void apply_repeat_penalty(std::vector<float>& logits, const std::vector<uint32_t>& history,
+                          double penalty, int64_t last_n);
+
+}  // namespace fornace

@@ -1,0 +1,81 @@
+// Formats the memory and copy counters that a generation leaves behind.
+#include "engine/trace.h"
+
+#include <cstdio>
+
+namespace fornace {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+std::string line(const char* format, auto... values) {
+  char buffer[256];
+  std::snprintf(buffer, sizeof(buffer), format, values...);
+  return buffer;
+}
+
+}  // namespace
+
+std::string format_trace(const GenerationResult& result) {
+  std::string text = "trace: tensor memory by phase (MiB; weights are mapped, not counted)\n";
+  text += line("  %-8s %12s %12s %12s %12s\n", "phase", "allocated", "released", "net", "peak live");
+  for (Phase phase : {Phase::load, Phase::prefill, Phase::decode}) {
+    PhaseMemory memory = memory::phase_memory(phase);
+    text += line("  %-8s %12.1f %12.1f %+12.1f %12.1f\n", phase_name(phase),
+                 memory.allocated_bytes / kMiB, memory.released_bytes / kMiB,
+                 (memory.allocated_bytes - memory.released_bytes) / kMiB,
+                 memory.peak_live_bytes / kMiB);
+  }
+  text += line("trace: prefill copied %.2f MiB contiguous, %.2f MiB strided\n",
+               result.prefill_copied.contiguous / kMiB, result.prefill_copied.strided / kMiB);
+  text += "trace: per decode step (KiB copied by the copy kernels; allocated KiB)\n";
+  text += line("  %6s %9s %12s %12s %12s %9s\n", "step", "position", "contiguous", "strided",
+               "allocated", "ms");
+  int64_t position = static_cast<int64_t>(result.prompt.size());
+  for (size_t index = 0; index < result.steps.size(); ++index) {
+    const DecodeStep& step = result.steps[index];
+    text += line("  %6zu %9lld %12.1f %12.1f %12.1f %9.3f\n", index + 1,
+                 static_cast<long long>(position + index), step.copied.contiguous / 1024.0,
+                 step.copied.strided / 1024.0, step.allocated_bytes / 1024.0, step.ms);
+  }
+  text += "trace: ops that allocated most in prefill\n";
+  text += line("  %-16s %12s %10s\n", "op", "MiB", "count");
+  int shown = 0;
+  for (const OpMemory& op : memory::op_memory()) {
+    if (op.phase != Phase::prefill) continue;
+    text += line("  %-16s %12.1f %10lld\n", op.op.c_str(), op.allocated_bytes / kMiB,
+                 static_cast<long long>(op.allocations));
+    if (++shown == 8) break;
+  }
+  return text;
+}
+
+nlohmann::json trace_to_json(const GenerationResult& result) {
+  nlohmann::json phases = nlohmann::json::object();
+  for (Phase phase : {Phase::load, Phase::prefill, Phase::decode}) {
+    PhaseMemory memory = memory::phase_memory(phase);
+    phases[phase_name(phase)] = {{"allocated_bytes", memory.allocated_bytes},
+                                 {"released_bytes", memory.released_bytes},
+                                 {"peak_live_bytes", memory.peak_live_bytes}};
+  }
+  nlohmann::json steps = nlohmann::json::array();
+  for (const DecodeStep& step : result.steps) {
+    steps.push_back({{"contiguous_bytes", step.copied.contiguous},
+                     {"strided_bytes", step.copied.strided},
+                     {"allocated_bytes", step.allocated_bytes}});
+  }
+  nlohmann::json ops = nlohmann::json::array();
+  for (const OpMemory& op : memory::op_memory()) {
+    ops.push_back({{"op", op.op},
+                   {"phase", phase_name(op.phase)},
+                   {"allocated_bytes", op.allocated_bytes},
+                   {"allocations", op.allocations}});
+  }
+  return {{"phases", phases},
+          {"prefill_copied", {{"contiguous_bytes", result.prefill_copied.contiguous},
+                              {"strided_bytes", result.prefill_copied.strided}}},
+          {"decode_steps", steps},
+          {"ops", ops}};
+}
+
+}  // namespace fornace

@@ -1,0 +1,17 @@
+// The --trace report: memory per phase, bytes copied per decode step, top allocating ops.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/generator.h"
+
+namespace fornace {
+
+// A human-readable report of where time and memory went in one generation.
+std::string format_trace(const GenerationResult& result);
+// The same figures as JSON, for tools that aggregate runs.
+nlohmann::json trace_to_json(const GenerationResult& result);
+
+}  // namespace fornace

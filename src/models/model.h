@@ -1,0 +1,39 @@
+// The interface every architecture implements, and the registry that picks one by model_type.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "io/config.h"
+#include "nn/kv_cache.h"
+
+namespace fornace {
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual const ModelConfig& config() const = 0;
+  // The dtype the weights are held in.
+  virtual DType weight_dtype() const = 0;
+  // The dtype of activations and of the KV cache.
+  virtual DType activation_dtype() const = 0;
+  // Runs `ids` [1, S] (u32) at the positions after what `cache` holds, appends their keys and
+  // values to it, and returns f32 logits [S, vocab] of every position, or [1, vocab] of the last
+  // one when `last_only` is set.
+  virtual Tensor forward(const Tensor& ids, KvCacheSet& cache, bool last_only = true) = 0;
+  // The shape a KV cache for this model needs, holding up to `max_length` positions.
+  KvCacheShape kv_cache_shape(int64_t max_length) const;
+};
+
+struct ModelOptions {
+  std::optional<DType> dtype;  // Weights in this dtype (converted at load); default: as stored.
+};
+
+// Loads the checkpoint in `directory`; the architecture comes from config.json's model_type.
+std::unique_ptr<Model> load_model(const std::string& directory, const ModelOptions& options = {});
+std::vector<std::string> supported_model_types();
+
+}  // namespace fornace

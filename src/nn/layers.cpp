@@ -1,0 +1,48 @@
+// Embedding, Linear, RmsNorm and RotaryEmbedding over the ops.
+#include "nn/layers.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "ops/copy.h"
+#include "ops/math.h"
+
+namespace fornace {
+
+Tensor Embedding::forward(const Tensor& ids, DType dtype) const {
+  memory::OpScope scope("embedding");
+  return to_dtype(index_select(table_, ids), dtype);
+}
+
+Tensor Linear::forward(const Tensor& input) const { return linear(input, weight_, bias_); }
+
+Tensor RmsNorm::forward(const Tensor& input) const { return rms_norm(input, weight_, eps_); }
+
+RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t max_positions, double theta) {
+  if (head_dim % 2 != 0) fail("rotary embedding: head_dim ", head_dim, " is odd");
+  memory::OpScope scope("rotary_tables");
+  int64_t half = head_dim / 2;
+  cos_ = Tensor::empty({max_positions, half}, DType::f32);
+  sin_ = Tensor::empty({max_positions, half}, DType::f32);
+  float* cos_data = cos_.data<float>();
+  float* sin_data = sin_.data<float>();
+  for (int64_t i = 0; i < half; ++i) {
+    double inverse_frequency = std::pow(theta, -2.0 * static_cast<double>(i) / head_dim);
+    for (int64_t position = 0; position < max_positions; ++position) {
+      double angle = static_cast<double>(position) * inverse_frequency;
+      cos_data[position * half + i] = static_cast<float>(std::cos(angle));
+      sin_data[position * half + i] = static_cast<float>(std::sin(angle));
+    }
+  }
+}
+
+Tensor RotaryEmbedding::apply(const Tensor& input, int64_t start) const {
+  int64_t length = input.dim(2);
+  if (start + length > max_positions()) {
+    fail("rotary embedding: positions up to ", start + length, " exceed the table of ",
+         max_positions());
+  }
+  return rope(input, cos_.narrow(0, start, length), sin_.narrow(0, start, length));
+}
+
+}  // namespace fornace

@@ -1,0 +1,60 @@
+// Building blocks of a decoder: embedding, linear, RMSNorm and the rotary embedding tables.
+#pragma once
+
+#include <optional>
+
+#include "core/tensor.h"
+
+namespace fornace {
+
+class Embedding {
+ public:
+  Embedding() = default;
+  explicit Embedding(Tensor table) : table_(std::move(table)) {}
+  // ids [B, S] (u32) -> [B, S, hidden] in `dtype`.
+  Tensor forward(const Tensor& ids, DType dtype) const;
+  const Tensor& table() const { return table_; }
+
+ private:
+  Tensor table_;
+};
+
+class Linear {
+ public:
+  Linear() = default;
+  Linear(Tensor weight, std::optional<Tensor> bias) : weight_(std::move(weight)), bias_(std::move(bias)) {}
+  Tensor forward(const Tensor& input) const;
+  const Tensor& weight() const { return weight_; }
+  const std::optional<Tensor>& bias() const { return bias_; }
+
+ private:
+  Tensor weight_;  // [out, in]
+  std::optional<Tensor> bias_;
+};
+
+class RmsNorm {
+ public:
+  RmsNorm() = default;
+  RmsNorm(Tensor weight, double eps) : weight_(std::move(weight)), eps_(eps) {}
+  Tensor forward(const Tensor& input) const;
+
+ private:
+  Tensor weight_;
+  double eps_ = 1e-6;
+};
+
+// cos and sin of position * theta^(-2i/D) for i < D/2, computed in double and stored as f32.
+class RotaryEmbedding {
+ public:
+  RotaryEmbedding() = default;
+  RotaryEmbedding(int64_t head_dim, int64_t max_positions, double theta);
+  // Rotates x [B, H, S, D] whose rows sit at positions start .. start + S - 1.
+  Tensor apply(const Tensor& input, int64_t start) const;
+  int64_t max_positions() const { return cos_.defined() ? cos_.dim(0) : 0; }
+
+ private:
+  Tensor cos_;  // [max_positions, D/2]
+  Tensor sin_;
+};
+
+}  // namespace fornace
