@@ -1,0 +1,125 @@
+// The sampler: repeat penalty semantics, greedy choice, and the seeded filters.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "core/error.h"
+#include "engine/sampler.h"
+
+namespace fornace {
+namespace {
+
+TEST(RepeatPenalty, DividesPositiveAndMultipliesNegativeLogitsOncePerDistinctId) {
+  std::vector<float> logits = {2.0f, -2.0f, 0.5f, 3.0f};
+  // Id 0 appears twice: it is penalised once, as HF and Candle do.
+  apply_repeat_penalty(logits, {0, 1, 0}, 2.0, 64);
+  EXPECT_FLOAT_EQ(logits[0], 1.0f);
+  EXPECT_FLOAT_EQ(logits[1], -4.0f);
+  EXPECT_FLOAT_EQ(logits[2], 0.5f);
+  EXPECT_FLOAT_EQ(logits[3], 3.0f);
+}
+
+TEST(RepeatPenalty, LooksOnlyAtTheLastNIds) {
+  std::vector<float> logits = {2.0f, 2.0f, 2.0f};
+  apply_repeat_penalty(logits, {0, 1, 2}, 2.0, 2);
+  EXPECT_FLOAT_EQ(logits[0], 2.0f);
+  EXPECT_FLOAT_EQ(logits[1], 1.0f);
+  EXPECT_FLOAT_EQ(logits[2], 1.0f);
+}
+
+TEST(Sampler, GreedyPicksTheLargestLogitAfterThePenalty) {
+  SamplerOptions options;
+  options.repeat_penalty = 1.5;
+  Sampler sampler(options);
+  std::vector<float> logits = {1.0f, 1.4f, 0.2f};
+  // Id 1 was generated before: 1.4 / 1.5 < 1.0, so id 0 wins.
+  EXPECT_EQ(sampler.sample(logits, {1}), 0u);
+  std::vector<float> fresh = {1.0f, 1.4f, 0.2f};
+  EXPECT_EQ(sampler.sample(fresh, {}), 1u);
+}
+
+TEST(Sampler, TopKOneIsGreedyAtAnyTemperature) {
+  SamplerOptions options;
+  options.temperature = 5.0;
+  options.top_k = 1;
+  options.repeat_penalty = 1.0;
+  Sampler sampler(options);
+  for (int i = 0; i < 50; ++i) {
+    std::vector<float> logits = {0.1f, 0.3f, 0.2f};
+    EXPECT_EQ(sampler.sample(logits, {}), 1u);
+  }
+}
+
+TEST(Sampler, SameSeedGivesTheSameSequence) {
+  SamplerOptions options;
+  options.temperature = 1.0;
+  options.repeat_penalty = 1.0;
+  Sampler first(options);
+  Sampler second(options);
+  for (int i = 0; i < 100; ++i) {
+    std::vector<float> a = {0.0f, 0.5f, 1.0f, 0.2f};
+    std::vector<float> b = a;
+    EXPECT_EQ(first.sample(a, {}), second.sample(b, {}));
+  }
+}
+
+TEST(Sampler, FrequenciesFollowTheSoftmaxAtTheTemperature) {
+  SamplerOptions options;
+  options.temperature = 2.0;
+  options.repeat_penalty = 1.0;
+  Sampler sampler(options);
+  std::vector<float> base = {0.0f, 1.0f, 2.0f};
+  // Independent expectation: exp(l / T) normalised.
+  double weights[3] = {std::exp(0.0), std::exp(0.5), std::exp(1.0)};
+  double total = weights[0] + weights[1] + weights[2];
+  std::map<uint32_t, int> counts;
+  const int draws = 20000;
+  for (int i = 0; i < draws; ++i) {
+    std::vector<float> logits = base;
+    ++counts[sampler.sample(logits, {})];
+  }
+  for (uint32_t id = 0; id < 3; ++id) {
+    EXPECT_NEAR(counts[id] / double(draws), weights[id] / total, 0.02) << "id " << id;
+  }
+}
+
+TEST(Sampler, TopPKeepsTheSmallestSetReachingTheMass) {
+  SamplerOptions options;
+  options.temperature = 1.0;
+  options.top_p = 0.5;
+  options.repeat_penalty = 1.0;
+  Sampler sampler(options);
+  // Probabilities about 0.665, 0.245, 0.09: the top id alone reaches 0.5.
+  for (int i = 0; i < 200; ++i) {
+    std::vector<float> logits = {2.0f, 1.0f, 0.0f};
+    EXPECT_EQ(sampler.sample(logits, {}), 0u);
+  }
+}
+
+TEST(Sampler, MinPDropsUnlikelyTokens) {
+  SamplerOptions options;
+  options.temperature = 1.0;
+  options.min_p = 0.2;
+  options.repeat_penalty = 1.0;
+  Sampler sampler(options);
+  // p(2) / p(0) = e^-3 < 0.2, so id 2 is never drawn; p(1) / p(0) = e^-1 > 0.2 stays.
+  std::map<uint32_t, int> counts;
+  for (int i = 0; i < 2000; ++i) {
+    std::vector<float> logits = {3.0f, 2.0f, 0.0f};
+    ++counts[sampler.sample(logits, {})];
+  }
+  EXPECT_EQ(counts[2], 0);
+  EXPECT_GT(counts[1], 0);
+}
+
+TEST(Sampler, RejectsInvalidOptions) {
+  SamplerOptions options;
+  options.top_p = 0.0;
+  EXPECT_THROW(Sampler{options}, Error);
+  options = SamplerOptions();
+  options.temperature = -1;
+  EXPECT_THROW(Sampler{options}, Error);
+}
+
+}  // namespace
+}  // namespace fornace
