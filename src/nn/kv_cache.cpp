@@ -53,6 +53,7 @@ class ConcatenatingCache : public KvCache {
     return {keys_, values_};
   }
 
+  std::pair<Tensor, Tensor> contents() const override { return {keys_, values_}; }
   int64_t length() const override { return keys_.defined() ? keys_.dim(2) : 0; }
   void clear() override {
     keys_ = Tensor();
@@ -85,9 +86,13 @@ class PreallocatedCache : public KvCache {
     slice_set(keys_, contiguous(key), 2, length_);
     slice_set(values_, contiguous(value), 2, length_);
     length_ += added;
-    return {keys_.narrow(2, 0, length_), values_.narrow(2, 0, length_)};
+    return contents();
   }
 
+  std::pair<Tensor, Tensor> contents() const override {
+    if (length_ == 0) return {};
+    return {keys_.narrow(2, 0, length_), values_.narrow(2, 0, length_)};
+  }
   int64_t length() const override { return length_; }
   void clear() override { length_ = 0; }
 

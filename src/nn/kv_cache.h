@@ -33,6 +33,8 @@ class KvCache {
   // Adds the new positions and returns the whole cache. The returned tensors may be views in any
   // layout; attention reads them as they are.
   virtual std::pair<Tensor, Tensor> append(const Tensor& key, const Tensor& value) = 0;
+  // The cache as append last returned it (undefined tensors when empty).
+  virtual std::pair<Tensor, Tensor> contents() const = 0;
   virtual int64_t length() const = 0;
   virtual void clear() = 0;
 };

@@ -1,0 +1,120 @@
+// KV cache kinds on random keys and values laid out as the model produces them.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "nn/kv_cache.h"
+#include "ops/copy.h"
+#include "ops/creation.h"
+
+namespace fornace {
+namespace {
+
+constexpr int64_t kHeads = 2;
+constexpr int64_t kHeadDim = 8;
+
+// K as RoPE leaves it (contiguous [1, H, S, D]) and V as the projection leaves it: a
+// [1, S, H, D] tensor transposed to a [1, H, S, D] view.
+std::pair<Tensor, Tensor> model_like_step(int64_t length, uint64_t seed) {
+  Tensor key = randn({1, kHeads, length, kHeadDim}, seed);
+  Tensor value = randn({1, length, kHeads, kHeadDim}, seed + 1).transpose(1, 2);
+  return {key, value};
+}
+
+// Expected cache contents built with plain loops from the per-step tensors.
+std::vector<float> concatenate_by_hand(const std::vector<Tensor>& steps) {
+  int64_t total = 0;
+  for (const Tensor& step : steps) total += step.dim(2);
+  std::vector<float> result(kHeads * total * kHeadDim);
+  int64_t position = 0;
+  for (const Tensor& step : steps) {
+    std::vector<float> values = to_f32_vector(step);  // Row-major [1, H, S, D].
+    int64_t length = step.dim(2);
+    for (int64_t head = 0; head < kHeads; ++head) {
+      for (int64_t row = 0; row < length; ++row) {
+        for (int64_t i = 0; i < kHeadDim; ++i) {
+          result[(head * total + position + row) * kHeadDim + i] =
+              values[(head * length + row) * kHeadDim + i];
+        }
+      }
+    }
+    position += length;
+  }
+  return result;
+}
+
+TEST(KvCache, AllKindsHoldTheSameValuesAndOnlyCatKeepsAStridedV) {
+  KvCacheShape shape{1, kHeads, kHeadDim, 64, DType::f32};
+  std::vector<std::unique_ptr<KvCache>> caches;
+  for (KvCacheKind kind : all_kv_cache_kinds()) caches.push_back(make_kv_cache(kind, shape));
+  std::vector<Tensor> key_steps;
+  std::vector<Tensor> value_steps;
+  for (int step = 0; step < 10; ++step) {
+    auto [key, value] = model_like_step(step == 0 ? 7 : 1, 100 + 2 * step);
+    key_steps.push_back(key);
+    value_steps.push_back(value);
+    std::vector<float> expected_keys = concatenate_by_hand(key_steps);
+    std::vector<float> expected_values = concatenate_by_hand(value_steps);
+    for (size_t index = 0; index < caches.size(); ++index) {
+      auto [keys, values] = caches[index]->append(key, value);
+      KvCacheKind kind = all_kv_cache_kinds()[index];
+      SCOPED_TRACE(kv_cache_kind_name(kind));
+      EXPECT_EQ(keys.shape(), (Dims{1, kHeads, 7 + step, kHeadDim}));
+      EXPECT_EQ(to_f32_vector(keys), expected_keys);
+      EXPECT_EQ(to_f32_vector(values), expected_values);
+      if (kind == KvCacheKind::cat) {
+        EXPECT_FALSE(values.is_contiguous()) << "step " << step;
+      }
+      if (kind == KvCacheKind::cat_contiguous) {
+        EXPECT_TRUE(values.is_contiguous());
+        EXPECT_TRUE(keys.is_contiguous());
+      }
+    }
+  }
+}
+
+TEST(KvCache, CatCopiesTheWholeCacheEveryStepAndPreallocCopiesOnlyTheNewRows) {
+  KvCacheShape shape{1, kHeads, kHeadDim, 64, DType::f32};
+  auto [prompt_key, prompt_value] = model_like_step(16, 1);
+  auto [key, value] = model_like_step(1, 3);
+  int64_t row_bytes = kHeads * kHeadDim * 4;
+  for (KvCacheKind kind : all_kv_cache_kinds()) {
+    SCOPED_TRACE(kv_cache_kind_name(kind));
+    auto cache = make_kv_cache(kind, shape);
+    cache->append(prompt_key, prompt_value);
+    cache->append(key, value);
+    CopyBytes before = memory::copy_bytes();
+    cache->append(key, value);  // The cache now holds 17 positions; this adds the 18th.
+    CopyBytes after = memory::copy_bytes();
+    int64_t copied = (after.contiguous - before.contiguous) + (after.strided - before.strided);
+    if (kind == KvCacheKind::prealloc) {
+      EXPECT_EQ(copied, 2 * row_bytes);
+    } else {
+      EXPECT_EQ(copied, 2 * 18 * row_bytes);
+    }
+  }
+}
+
+TEST(KvCache, PreallocRefusesMorePositionsThanItHolds) {
+  KvCacheShape shape{1, kHeads, kHeadDim, 4, DType::f32};
+  auto cache = make_kv_cache(KvCacheKind::prealloc, shape);
+  auto [key, value] = model_like_step(3, 5);
+  cache->append(key, value);
+  try {
+    cache->append(key, value);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("exceed the preallocated 4"), std::string::npos);
+  }
+}
+
+TEST(KvCache, UnknownKindIsRejectedWithTheKnownOnes) {
+  try {
+    parse_kv_cache_kind("paged");
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("prealloc, cat or cat-contiguous"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace fornace
