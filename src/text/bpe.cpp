@@ -1,0 +1,230 @@
+// The BPE model's tables and merge loop.
+#include "text/bpe.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "text/byte_level.h"
+#include "text/hashing.h"
+
+namespace fornace::text {
+namespace {
+
+// A power of two with the table at most two-thirds full.
+size_t table_size_for(size_t entries) {
+  return std::bit_ceil(std::max<size_t>(16, entries + entries / 2));
+}
+
+}  // namespace
+
+bool Vocabulary::add(std::string_view text, uint32_t id) {
+  if (id >= spans_.size())
+    spans_.resize(std::max<size_t>(id + 1, spans_.size() + spans_.size() / 2));
+  if (spans_[id].length != missing) return false;
+  spans_[id] = {static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(text.size())};
+  arena_.append(text);
+  ++count_;
+  return true;
+}
+
+std::optional<uint32_t> Vocabulary::build_index() {
+  // Trim the over-allocation of add() so that size() is the largest id + 1.
+  size_t size = spans_.size();
+  while (size > 0 && spans_[size - 1].length == missing) --size;
+  spans_.resize(size);
+  slots_.assign(table_size_for(count_), Slot{});
+  size_t mask = slots_.size() - 1;
+  std::vector<uint64_t> hashes(size);
+  for (uint32_t id = 0; id < size; ++id) {
+    if (spans_[id].length != missing) hashes[id] = hash_bytes(text(id));
+  }
+  constexpr uint32_t prefetch_distance = 16;  // Slots are random writes: start loading them early.
+  for (uint32_t id = 0; id < size; ++id) {
+    if (id + prefetch_distance < size)
+      __builtin_prefetch(&slots_[hashes[id + prefetch_distance] & mask]);
+    if (spans_[id].length == missing) continue;
+    uint32_t tag = static_cast<uint32_t>(hashes[id] >> 32);
+    for (size_t slot = hashes[id] & mask;; slot = (slot + 1) & mask) {
+      if (slots_[slot].id == missing) {
+        slots_[slot] = {id, tag, spans_[id]};
+        break;
+      }
+      if (slots_[slot].tag == tag && text(slots_[slot].id) == text(id)) return id;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<uint32_t> Vocabulary::find(std::string_view key) const {
+  return find(key, hash_bytes(key));
+}
+
+std::optional<uint32_t> Vocabulary::find(std::string_view key, uint64_t hash) const {
+  if (slots_.empty()) return std::nullopt;
+  size_t mask = slots_.size() - 1;
+  uint32_t tag = static_cast<uint32_t>(hash >> 32);
+  for (size_t slot = hash & mask;; slot = (slot + 1) & mask) {
+    const Slot& entry = slots_[slot];
+    if (entry.id == missing) return std::nullopt;
+    if (entry.tag == tag && entry.span.length == key.size() &&
+        std::memcmp(arena_.data() + entry.span.offset, key.data(), key.size()) == 0) {
+      return entry.id;
+    }
+  }
+}
+
+void MergeTable::reserve(size_t merges) {
+  slots_.assign(table_size_for(merges), Slot{});
+  mask_ = slots_.size() - 1;
+  size_ = 0;
+}
+
+size_t MergeTable::slot_of(uint32_t left, uint32_t right) const {
+  return hash_pair(left, right) & mask_;
+}
+
+void MergeTable::insert(uint32_t left, uint32_t right, Merge merge) {
+  if ((size_ + 1) * 3 > slots_.size() * 2) {
+    std::vector<Slot> old = std::move(slots_);
+    reserve(std::max<size_t>(old.size(), 16));
+    for (const Slot& entry : old) {
+      if (entry.key != empty_key) {
+        insert(static_cast<uint32_t>(entry.key >> 32), static_cast<uint32_t>(entry.key),
+               entry.merge);
+      }
+    }
+  }
+  uint64_t key = static_cast<uint64_t>(left) << 32 | right;
+  for (size_t slot = slot_of(left, right);; slot = (slot + 1) & mask_) {
+    Slot& entry = slots_[slot];
+    if (entry.key == key) {
+      entry.merge = merge;
+      return;
+    }
+    if (entry.key == empty_key) {
+      entry = Slot{key, merge};
+      ++size_;
+      return;
+    }
+  }
+}
+
+bool PieceCache::find(std::string_view piece, std::vector<uint32_t>& ids) const {
+  uint64_t hash = hash_bytes(piece);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (slots_.empty()) return false;
+  size_t mask = slots_.size() - 1;
+  for (size_t slot = hash & mask;; slot = (slot + 1) & mask) {
+    const Entry& entry = slots_[slot];
+    if (entry.key_length == 0) return false;
+    if (entry.hash == hash &&
+        std::string_view(keys_.data() + entry.key_offset, entry.key_length) == piece) {
+      ids.insert(ids.end(), ids_.begin() + entry.ids_offset,
+                 ids_.begin() + entry.ids_offset + entry.ids_count);
+      return true;
+    }
+  }
+}
+
+void PieceCache::clear_locked() {
+  slots_.assign(table_size_for(max_entries), Entry{});
+  keys_.clear();
+  ids_.clear();
+  size_ = 0;
+}
+
+void PieceCache::insert(std::string_view piece, const uint32_t* ids, size_t count) {
+  if (piece.empty() || piece.size() > max_piece_bytes) return;
+  uint64_t hash = hash_bytes(piece);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (slots_.empty() || size_ >= max_entries) clear_locked();
+  size_t mask = slots_.size() - 1;
+  for (size_t slot = hash & mask;; slot = (slot + 1) & mask) {
+    Entry& entry = slots_[slot];
+    if (entry.key_length == 0) {
+      entry = Entry{hash, static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(piece.size()),
+                    static_cast<uint32_t>(ids_.size()), static_cast<uint32_t>(count)};
+      keys_.append(piece);
+      ids_.insert(ids_.end(), ids, ids + count);
+      ++size_;
+      return;
+    }
+    if (entry.hash == hash &&
+        std::string_view(keys_.data() + entry.key_offset, entry.key_length) == piece) {
+      return;  // Another thread cached it first.
+    }
+  }
+}
+
+void BpeModel::encode_piece(std::string_view piece, std::vector<uint32_t>& ids) const {
+  if (piece.size() == 1) {
+    ids.push_back(byte_ids[static_cast<uint8_t>(piece[0])]);
+    return;
+  }
+  bool cacheable = piece.size() <= PieceCache::max_piece_bytes;
+  if (cacheable && cache_.find(piece, ids)) return;
+  size_t first = ids.size();
+  std::optional<uint32_t> whole;
+  if (ignore_merges) whole = vocabulary.find(to_byte_level(piece));
+  if (whole) {
+    ids.push_back(*whole);
+  } else {
+    merge_piece(piece, ids);
+  }
+  if (cacheable) cache_.insert(piece, ids.data() + first, ids.size() - first);
+}
+
+void BpeModel::merge_piece(std::string_view piece, std::vector<uint32_t>& ids) const {
+  struct Symbol {
+    uint32_t id;
+    int32_t previous, next;  // Neighbours in the list of live symbols; -1 at the ends.
+  };
+  // A pair that may merge: the lowest rank goes first, then the leftmost.
+  struct Candidate {
+    uint32_t rank;
+    int32_t left;
+    uint32_t left_id, right_id, merged_id;
+    bool operator>(const Candidate& other) const {
+      return rank != other.rank ? rank > other.rank : left > other.left;
+    }
+  };
+  static constexpr uint32_t dead = UINT32_MAX;
+  thread_local std::vector<Symbol> symbols;
+  thread_local std::vector<Candidate> heap;
+  symbols.clear();
+  heap.clear();
+  const int32_t count = static_cast<int32_t>(piece.size());
+  for (int32_t index = 0; index < count; ++index) {
+    symbols.push_back({byte_ids[static_cast<uint8_t>(piece[index])], index - 1,
+                       index + 1 < count ? index + 1 : -1});
+  }
+  const auto push_pair = [&](int32_t left) {
+    if (left < 0) return;
+    int32_t right = symbols[left].next;
+    if (right < 0) return;
+    const MergeTable::Merge* merge = merges.find(symbols[left].id, symbols[right].id);
+    if (merge == nullptr) return;
+    heap.push_back({merge->rank, left, symbols[left].id, symbols[right].id, merge->merged_id});
+    std::push_heap(heap.begin(), heap.end(), std::greater<>());
+  };
+  for (int32_t index = 0; index + 1 < count; ++index) push_pair(index);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    Candidate candidate = heap.back();
+    heap.pop_back();
+    Symbol& left = symbols[candidate.left];
+    if (left.id != candidate.left_id || left.next < 0) continue;  // Stale: the pair changed.
+    Symbol& right = symbols[left.next];
+    if (right.id != candidate.right_id) continue;
+    left.id = candidate.merged_id;
+    right.id = dead;
+    left.next = right.next;
+    if (left.next >= 0) symbols[left.next].previous = candidate.left;
+    push_pair(left.previous);
+    push_pair(candidate.left);
+  }
+  for (int32_t index = 0; index >= 0; index = symbols[index].next) ids.push_back(symbols[index].id);
+}
+
+}  // namespace fornace::text

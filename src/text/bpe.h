@@ -1,0 +1,131 @@
+// The BPE model: vocabulary, merge ranks keyed by id pairs, the merge loop and its piece cache.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fornace::text {
+
+// Token texts by id, and an open-addressing index from text to id.
+class Vocabulary {
+ public:
+  // Records `text` for `id`; returns false when the id already has a text.
+  bool add(std::string_view text, uint32_t id);
+  // Builds the index after the last add. Returns the id of a text that two ids share, if any.
+  std::optional<uint32_t> build_index();
+
+  std::optional<uint32_t> find(std::string_view text) const;
+  // The same with the text's hash_bytes() already computed.
+  std::optional<uint32_t> find(std::string_view text, uint64_t hash) const;
+  // Starts loading the index slot of `hash` into the cache, ahead of a find().
+  void prefetch(uint64_t hash) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[hash & (slots_.size() - 1)]);
+  }
+  bool contains(uint32_t id) const { return id < spans_.size() && spans_[id].length != missing; }
+  std::string_view text(uint32_t id) const {
+    return {arena_.data() + spans_[id].offset, spans_[id].length};
+  }
+  size_t size() const { return spans_.size(); }  // Largest id + 1.
+  size_t count() const { return count_; }        // Ids that have a text.
+
+ private:
+  static constexpr uint32_t missing = UINT32_MAX;
+  struct Span {
+    uint32_t offset = 0;
+    uint32_t length = missing;  // `missing` for an id without a token.
+  };
+  struct Slot {
+    uint32_t id = missing;  // `missing` for an empty slot.
+    uint32_t tag = 0;       // High bits of the text's hash, to skip most comparisons.
+    Span span;              // A copy of spans_[id], to save a cache miss per lookup.
+  };
+  std::string arena_;
+  std::vector<Span> spans_;
+  std::vector<Slot> slots_;
+  size_t count_ = 0;
+};
+
+// Merge ranks keyed by the (left id, right id) pair, in one open-addressing table.
+class MergeTable {
+ public:
+  struct Merge {
+    uint32_t rank;
+    uint32_t merged_id;
+  };
+
+  void reserve(size_t merges);
+  // A pair listed twice keeps its later rank, as the Hugging Face loader's map does.
+  void insert(uint32_t left, uint32_t right, Merge merge);
+  const Merge* find(uint32_t left, uint32_t right) const {
+    uint64_t key = static_cast<uint64_t>(left) << 32 | right;
+    for (size_t slot = slot_of(left, right);; slot = (slot + 1) & mask_) {
+      const Slot& entry = slots_[slot];
+      if (entry.key == key) return &entry.merge;
+      if (entry.key == empty_key) return nullptr;
+    }
+  }
+  size_t size() const { return size_; }
+  // Starts loading the slot of a pair into the cache, ahead of an insert() or find().
+  void prefetch(uint32_t left, uint32_t right) const {
+    __builtin_prefetch(&slots_[slot_of(left, right)]);
+  }
+
+ private:
+  static constexpr uint64_t empty_key = UINT64_MAX;
+  struct Slot {
+    uint64_t key = empty_key;
+    Merge merge{};
+  };
+  size_t slot_of(uint32_t left, uint32_t right) const;
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  size_t size_ = 0;
+};
+
+// Ids of pieces already encoded, shared by all threads that encode with one tokenizer.
+class PieceCache {
+ public:
+  static constexpr size_t max_piece_bytes = 256;
+  static constexpr size_t max_entries = 1 << 17;
+
+  // Appends the cached ids of `piece` to `ids`; false when it is not cached.
+  bool find(std::string_view piece, std::vector<uint32_t>& ids) const;
+  void insert(std::string_view piece, const uint32_t* ids, size_t count);
+
+ private:
+  struct Entry {
+    uint64_t hash = 0;
+    uint32_t key_offset = 0, key_length = 0;  // In keys_.
+    uint32_t ids_offset = 0, ids_count = 0;   // In ids_; key_length 0 marks an empty slot.
+  };
+  void clear_locked();
+  mutable std::mutex mutex_;
+  std::vector<Entry> slots_;
+  std::string keys_;
+  std::vector<uint32_t> ids_;
+  size_t size_ = 0;
+};
+
+// Byte-level BPE over raw bytes: each byte starts as its own token, then the lowest-ranked
+// adjacent pair merges until none is left.
+class BpeModel {
+ public:
+  Vocabulary vocabulary;
+  MergeTable merges;
+  std::array<uint32_t, 256> byte_ids{};  // The token of each single byte.
+  bool ignore_merges = false;            // Take a piece that is a whole token as it is.
+
+  // Appends the ids of one pre-tokenized piece.
+  void encode_piece(std::string_view piece, std::vector<uint32_t>& ids) const;
+
+ private:
+  mutable PieceCache cache_;
+  void merge_piece(std::string_view piece, std::vector<uint32_t>& ids) const;
+};
+
+}  // namespace fornace::text

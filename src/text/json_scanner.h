@@ -1,0 +1,79 @@
+// A small pull reader for JSON, fast enough to walk a 150k-entry tokenizer.json in milliseconds.
+// It reads in place (no document tree); errors name the source, the field and the byte offset.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/error.h"
+
+namespace fornace::text {
+
+class JsonScanner {
+ public:
+  JsonScanner(std::string_view json, std::string source_name);
+
+  // Throws Error "<source>: <field>: <what> (at byte N)".
+  [[noreturn]] void fail_at(std::string_view field, std::string_view what) const;
+
+  // The next significant character without consuming it ('\0' at the end).
+  char peek();
+  // Fails unless only whitespace is left.
+  void expect_end();
+
+  // Calls `on_member(key)` for each member of the object that comes next; the callback must
+  // consume the value. The key stays valid until the next string is read.
+  template <typename OnMember>
+  void for_each_member(std::string_view field, OnMember&& on_member) {
+    expect('{', field, "expected an object");
+    if (consume('}')) return;
+    do {
+      std::string_view key = string(field);
+      expect(':', field, "expected ':' after a key");
+      on_member(key);
+    } while (consume(','));
+    expect('}', field, "expected ',' or '}' in an object");
+  }
+
+  // Calls `on_element(index)` for each element of the array that comes next; the callback must
+  // consume the element.
+  template <typename OnElement>
+  void for_each_element(std::string_view field, OnElement&& on_element) {
+    expect('[', field, "expected an array");
+    if (consume(']')) return;
+    size_t index = 0;
+    do {
+      on_element(index++);
+    } while (consume(','));
+    expect(']', field, "expected ',' or ']' in an array");
+  }
+
+  // A string value, unescaped. The view points into the JSON when the string has no escapes and
+  // into a scratch buffer otherwise, valid until the next string is read.
+  std::string_view string(std::string_view field);
+  uint64_t unsigned_integer(std::string_view field);
+  bool boolean(std::string_view field);
+  // Consumes `null` when it comes next.
+  bool null();
+  // Consumes any value.
+  void skip_value(std::string_view field);
+  // Consumes any value and returns its JSON text.
+  std::string_view raw_value(std::string_view field);
+
+  size_t position() const { return position_; }
+
+ private:
+  void skip_whitespace();
+  bool consume(char expected);
+  void expect(char expected, std::string_view field, std::string_view what);
+  void skip_value(std::string_view field, int depth);
+  void unescape(size_t end_of_plain, std::string_view field);
+
+  std::string_view json_;
+  std::string source_name_;
+  size_t position_ = 0;
+  std::string scratch_;
+};
+
+}  // namespace fornace::text

@@ -1,0 +1,198 @@
+// Tokenizer: loading, the encode pipeline (added tokens, NFC, split, BPE), decoding, ChatML and
+// the incremental decoder.
+#include "text/tokenizer.h"
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "io/files.h"
+#include "text/byte_level.h"
+#include "text/tokenizer_state.h"
+#include "text/utf8.h"
+
+namespace fornace {
+
+struct Tokenizer::Impl : text::TokenizerState {};
+
+namespace {
+
+// Encodes text that holds no raw added token: normalization, normalized added tokens, the
+// regex splits and BPE. Buffers are kept across calls of one encode().
+class SegmentEncoder {
+ public:
+  SegmentEncoder(const text::TokenizerState& impl, bool parse_special, std::vector<uint32_t>& ids)
+      : impl_(impl), parse_special_(parse_special), ids_(ids) {}
+
+  void encode(std::string_view segment) {
+    if (segment.empty()) return;
+    std::string normalized;
+    if (impl_.normalize_nfc && !text::is_ascii(segment)) {
+      normalized = text::to_nfc(segment);
+      segment = normalized;
+    }
+    const text::AddedTokenMatcher& added = impl_.normalized_added_tokens;
+    size_t position = 0;
+    if (!added.empty()) {
+      while (auto match = added.find(segment, position, parse_special_)) {
+        split_and_merge(segment.substr(position, match->start - position));
+        ids_.push_back(match->id);
+        position = match->start + match->length;
+      }
+    }
+    split_and_merge(segment.substr(position));
+  }
+
+ private:
+  void split_and_merge(std::string_view text) {
+    if (text.empty()) return;
+    pieces_.assign(1, text);
+    for (const auto& splitter : impl_.splitters) {
+      next_pieces_.clear();
+      for (std::string_view piece : pieces_) splitter->split(piece, next_pieces_);
+      pieces_.swap(next_pieces_);
+    }
+    for (std::string_view piece : pieces_) impl_.model.encode_piece(piece, ids_);
+  }
+
+  const text::TokenizerState& impl_;
+  bool parse_special_;
+  std::vector<uint32_t>& ids_;
+  std::vector<std::string_view> pieces_, next_pieces_;
+};
+
+void check_id(const text::TokenizerState& impl, uint32_t id) {
+  if (!impl.model.vocabulary.contains(id)) {
+    fail("decode: token id ", id, " is out of range (", impl.source_name, " has ",
+         impl.model.vocabulary.size(), " ids)");
+  }
+}
+
+}  // namespace
+
+Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
+Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
+Tokenizer::~Tokenizer() = default;
+
+Tokenizer Tokenizer::from_json(std::string_view json, const std::string& source_name) {
+  auto impl = std::make_unique<Impl>();
+  impl->source_name = source_name;
+  text::parse_tokenizer_json(json, *impl);
+  return Tokenizer(std::move(impl));
+}
+
+Tokenizer Tokenizer::load(const std::string& directory) {
+  std::string path = directory + "/tokenizer.json";
+  Tokenizer tokenizer = from_json(read_file(path), path);
+  std::string config_path = directory + "/tokenizer_config.json";
+  if (std::filesystem::exists(config_path)) {
+    text::parse_tokenizer_config(read_file(config_path), config_path, *tokenizer.impl_);
+  }
+  return tokenizer;
+}
+
+std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool parse_special) const {
+  size_t invalid = text::first_invalid_utf8(text);
+  if (invalid != std::string_view::npos) {
+    fail("encode: the text is not valid UTF-8 at byte offset ", invalid, " (byte 0x", std::hex,
+         static_cast<int>(static_cast<uint8_t>(text[invalid])), ")");
+  }
+  std::vector<uint32_t> ids;
+  ids.reserve(text.size() / 3 + 4);
+  SegmentEncoder segments(*impl_, parse_special, ids);
+  size_t position = 0;
+  if (!impl_->raw_added_tokens.empty()) {
+    while (auto match = impl_->raw_added_tokens.find(text, position, parse_special)) {
+      segments.encode(text.substr(position, match->start - position));
+      ids.push_back(match->id);
+      position = match->start + match->length;
+    }
+  }
+  segments.encode(text.substr(position));
+  return ids;
+}
+
+std::string Tokenizer::decode(const std::vector<uint32_t>& ids, bool skip_special) const {
+  std::string bytes;
+  for (uint32_t id : ids) {
+    check_id(*impl_, id);
+    if (skip_special && impl_->special[id]) continue;
+    text::append_from_byte_level(impl_->model.vocabulary.text(id), bytes);
+  }
+  std::string text;
+  text.reserve(bytes.size());
+  text::append_utf8_lossy(bytes, text);
+  return text;
+}
+
+std::string Tokenizer::token_bytes(uint32_t id) const {
+  check_id(*impl_, id);
+  std::string bytes;
+  text::append_from_byte_level(impl_->model.vocabulary.text(id), bytes);
+  return bytes;
+}
+
+size_t Tokenizer::vocab_size() const { return impl_->model.vocabulary.size(); }
+
+std::optional<uint32_t> Tokenizer::token_to_id(std::string_view token) const {
+  return impl_->model.vocabulary.find(token);
+}
+
+bool Tokenizer::is_special(uint32_t id) const {
+  return id < impl_->special.size() && impl_->special[id];
+}
+
+std::optional<uint32_t> Tokenizer::eos_token_id() const { return impl_->eos_token_id; }
+
+std::string Tokenizer::apply_chat_template(const std::vector<ChatMessage>& messages,
+                                           bool add_generation_prompt) const {
+  for (const char* marker : {"<|im_start|>", "<|im_end|>"}) {
+    if (!token_to_id(marker)) {
+      fail("chat template: ", impl_->source_name, " has no ", marker,
+           " token (not a ChatML model)");
+    }
+  }
+  std::string prompt;
+  for (const ChatMessage& message : messages) {
+    if (message.role != "system" && message.role != "user" && message.role != "assistant") {
+      fail("chat template: unknown role '", message.role, "' (expected system, user or assistant)");
+    }
+    prompt += "<|im_start|>" + message.role + "\n" + message.content + "<|im_end|>\n";
+  }
+  if (add_generation_prompt) prompt += "<|im_start|>assistant\n";
+  return prompt;
+}
+
+IncrementalDecoder::IncrementalDecoder(const Tokenizer& tokenizer, bool skip_special)
+    : tokenizer_(tokenizer), skip_special_(skip_special) {}
+
+std::string IncrementalDecoder::push(uint32_t id) {
+  const text::TokenizerState& impl = *tokenizer_.impl_;
+  check_id(impl, id);
+  if (skip_special_ && impl.special[id]) return {};
+  text::append_from_byte_level(impl.model.vocabulary.text(id), pending_);
+  // Emit everything up to an unfinished sequence at the end; invalid bytes become U+FFFD now,
+  // exactly as decode() would replace them.
+  size_t position = 0, keep_from = pending_.size();
+  while (position < pending_.size()) {
+    size_t length = 0;
+    if (text::classify_utf8(pending_, position, length) == text::Utf8Status::incomplete) {
+      keep_from = position;
+      break;
+    }
+    position += length;
+  }
+  std::string text;
+  text::append_utf8_lossy(std::string_view(pending_).substr(0, keep_from), text);
+  pending_.erase(0, keep_from);
+  return text;
+}
+
+std::string IncrementalDecoder::flush() {
+  std::string text;
+  text::append_utf8_lossy(pending_, text);
+  pending_.clear();
+  return text;
+}
+
+}  // namespace fornace

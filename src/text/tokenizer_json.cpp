@@ -1,0 +1,429 @@
+// Reads tokenizer.json and tokenizer_config.json into the tokenizer's state. The large parts
+// (vocab, merges) go through JsonScanner in place; the small objects through nlohmann::json.
+#include <array>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "text/byte_level.h"
+#include "text/hashing.h"
+#include "text/json_scanner.h"
+#include "text/tokenizer_state.h"
+
+namespace fornace::text {
+namespace {
+
+using Json = nlohmann::json;
+
+struct AddedToken {
+  std::string content;
+  uint32_t id = 0;
+  bool special = false;
+  bool normalized = false;
+};
+
+// A merge's two sides, stored back to back in one buffer so that the merged text is a
+// substring of it too.
+struct MergeText {
+  uint32_t offset;
+  uint32_t left_length;
+  uint32_t right_length;
+};
+
+class TokenizerJsonReader {
+ public:
+  TokenizerJsonReader(std::string_view json, TokenizerState& impl)
+      : scanner_(json, impl.source_name), impl_(impl) {}
+
+  void read() {
+    bool has_model = false, has_pre_tokenizer = false, has_decoder = false;
+    scanner_.for_each_member("", [&](std::string_view key) {
+      if (key == "added_tokens") {
+        read_added_tokens(parse_small("added_tokens"));
+      } else if (key == "normalizer") {
+        read_normalizer(parse_small("normalizer"));
+      } else if (key == "pre_tokenizer") {
+        read_pre_tokenizer(parse_small("pre_tokenizer"));
+        has_pre_tokenizer = true;
+      } else if (key == "post_processor") {
+        read_post_processor(parse_small("post_processor"), "post_processor");
+      } else if (key == "decoder") {
+        read_decoder(parse_small("decoder"));
+        has_decoder = true;
+      } else if (key == "truncation" || key == "padding") {
+        std::string field(key);
+        if (!scanner_.null())
+          error(field, "must be null (truncation and padding are not supported)");
+      } else if (key == "model") {
+        read_model();
+        has_model = true;
+      } else {
+        scanner_.skip_value(key);
+      }
+    });
+    scanner_.expect_end();
+    if (!has_model) error("model", "missing");
+    if (!has_pre_tokenizer) error("pre_tokenizer", "missing");
+    if (!has_decoder) error("decoder", "missing");
+    finish();
+  }
+
+ private:
+  [[noreturn]] void error(const std::string& field, std::string_view what) const {
+    fail(impl_.source_name, ": ", field, ": ", what);
+  }
+
+  Json parse_small(std::string_view field) {
+    std::string_view text = scanner_.raw_value(field);
+    Json value = Json::parse(text.begin(), text.end(), nullptr, false);
+    if (value.is_discarded()) error(std::string(field), "not valid JSON");
+    return value;
+  }
+
+  const Json& member(const Json& object, const std::string& key, const std::string& field) const {
+    if (!object.is_object()) error(field, "expected an object");
+    auto found = object.find(key);
+    if (found == object.end()) error(field + "." + key, "missing");
+    return *found;
+  }
+
+  std::string string_member(const Json& object, const std::string& key,
+                            const std::string& field) const {
+    const Json& value = member(object, key, field);
+    if (!value.is_string()) error(field + "." + key, "expected a string");
+    return value.get<std::string>();
+  }
+
+  bool bool_member(const Json& object, const std::string& key, const std::string& field,
+                   bool fallback) const {
+    auto found = object.find(key);
+    if (found == object.end() || found->is_null()) return fallback;
+    if (!found->is_boolean()) error(field + "." + key, "expected true or false");
+    return found->get<bool>();
+  }
+
+  void require_flag(const Json& object, const std::string& key, const std::string& field,
+                    bool required) const {
+    if (bool_member(object, key, field, required) != required) {
+      error(field + "." + key, concat("must be ", required ? "true" : "false", " (the other ",
+                                      "setting is not supported)"));
+    }
+  }
+
+  void read_added_tokens(const Json& tokens) {
+    if (!tokens.is_array()) error("added_tokens", "expected an array");
+    for (size_t index = 0; index < tokens.size(); ++index) {
+      std::string field = concat("added_tokens[", index, "]");
+      const Json& token = tokens[index];
+      AddedToken added;
+      added.content = string_member(token, "content", field);
+      const Json& id = member(token, "id", field);
+      if (!id.is_number_unsigned() || id.get<uint64_t>() >= UINT32_MAX) {
+        error(field + ".id", "expected a non-negative integer below 2^32 - 1");
+      }
+      added.id = id.get<uint32_t>();
+      added.special = bool_member(token, "special", field, false);
+      added.normalized = bool_member(token, "normalized", field, !added.special);
+      for (const char* flag : {"single_word", "lstrip", "rstrip"}) {
+        require_flag(token, flag, field, false);
+      }
+      added_tokens_.push_back(std::move(added));
+    }
+  }
+
+  void read_normalizer(const Json& normalizer) {
+    if (normalizer.is_null()) return;
+    std::string type = string_member(normalizer, "type", "normalizer");
+    if (type == "NFC") {
+      impl_.normalize_nfc = true;
+    } else if (type == "Sequence") {
+      const Json& steps = member(normalizer, "normalizers", "normalizer");
+      if (!steps.is_array()) error("normalizer.normalizers", "expected an array");
+      for (size_t index = 0; index < steps.size(); ++index) {
+        std::string field = concat("normalizer.normalizers[", index, "]");
+        std::string step = string_member(steps[index], "type", field);
+        if (step != "NFC")
+          error(field + ".type", concat("'", step, "' is not supported (only NFC)"));
+        impl_.normalize_nfc = true;
+      }
+    } else {
+      error("normalizer.type", concat("'", type, "' is not supported (only NFC or null)"));
+    }
+  }
+
+  void read_byte_level(const Json& step, const std::string& field) {
+    require_flag(step, "add_prefix_space", field, false);
+    require_flag(step, "use_regex", field, false);
+  }
+
+  void read_split(const Json& split, const std::string& field) {
+    const Json& pattern = member(split, "pattern", field);
+    std::string regex;
+    if (pattern.is_object() && pattern.contains("Regex")) {
+      regex = string_member(pattern, "Regex", field + ".pattern");
+    } else if (pattern.is_object() && pattern.contains("String")) {
+      regex = escape_regex(string_member(pattern, "String", field + ".pattern"));
+    } else {
+      error(field + ".pattern", "expected {\"Regex\": ...} or {\"String\": ...}");
+    }
+    std::string behavior = string_member(split, "behavior", field);
+    if (behavior != "Isolated") {
+      error(field + ".behavior", concat("'", behavior, "' is not supported (only Isolated)"));
+    }
+    require_flag(split, "invert", field, false);
+    impl_.splitters.push_back(std::make_unique<RegexSplitter>(regex, field + ".pattern"));
+  }
+
+  void read_pre_tokenizer(const Json& pre_tokenizer) {
+    if (pre_tokenizer.is_null())
+      error("pre_tokenizer", "must not be null (byte-level BPE needs ByteLevel)");
+    std::string type = string_member(pre_tokenizer, "type", "pre_tokenizer");
+    if (type == "ByteLevel") {
+      read_byte_level(pre_tokenizer, "pre_tokenizer");
+      return;
+    }
+    if (type != "Sequence") {
+      error("pre_tokenizer.type",
+            concat("'", type, "' is not supported (only Sequence or ByteLevel)"));
+    }
+    const Json& steps = member(pre_tokenizer, "pretokenizers", "pre_tokenizer");
+    if (!steps.is_array() || steps.empty())
+      error("pre_tokenizer.pretokenizers", "expected a non-empty array");
+    for (size_t index = 0; index < steps.size(); ++index) {
+      std::string field = concat("pre_tokenizer.pretokenizers[", index, "]");
+      std::string step = string_member(steps[index], "type", field);
+      bool last = index + 1 == steps.size();
+      if (step == "Split" && !last) {
+        read_split(steps[index], field);
+      } else if (step == "ByteLevel" && last) {
+        read_byte_level(steps[index], field);
+      } else {
+        error(field + ".type", concat("'", step, "' is not supported here (expected Split steps ",
+                                      "followed by one ByteLevel)"));
+      }
+    }
+  }
+
+  // Post-processors only add template tokens (a BOS) on request; encode() never adds them, so
+  // ByteLevel and TemplateProcessing are accepted and have no effect.
+  void read_post_processor(const Json& processor, const std::string& field) {
+    if (processor.is_null()) return;
+    std::string type = string_member(processor, "type", field);
+    if (type == "ByteLevel" || type == "TemplateProcessing") return;
+    if (type == "Sequence") {
+      const Json& steps = member(processor, "processors", field);
+      if (!steps.is_array()) error(field + ".processors", "expected an array");
+      for (size_t index = 0; index < steps.size(); ++index) {
+        read_post_processor(steps[index], concat(field, ".processors[", index, "]"));
+      }
+      return;
+    }
+    error(field + ".type", concat("'", type, "' is not supported"));
+  }
+
+  void read_decoder(const Json& decoder) {
+    if (decoder.is_null()) error("decoder", "must not be null (byte-level BPE needs ByteLevel)");
+    std::string type = string_member(decoder, "type", "decoder");
+    if (type != "ByteLevel")
+      error("decoder.type", concat("'", type, "' is not supported (only ByteLevel)"));
+  }
+
+  void read_model() {
+    std::string type;
+    scanner_.for_each_member("model", [&](std::string_view key) {
+      if (key == "type") {
+        type = scanner_.string("model.type");
+      } else if (key == "vocab") {
+        read_vocab();
+      } else if (key == "merges") {
+        read_merges();
+      } else if (key == "dropout") {
+        if (!scanner_.null()) error("model.dropout", "must be null (dropout is not supported)");
+      } else if (key == "continuing_subword_prefix" || key == "end_of_word_suffix") {
+        std::string field = concat("model.", key);
+        if (!scanner_.null() && !scanner_.string(field).empty()) {
+          error(field, "must be null or empty (not supported)");
+        }
+      } else if (key == "byte_fallback") {
+        if (scanner_.boolean("model.byte_fallback"))
+          error("model.byte_fallback", "must be false (not supported)");
+      } else if (key == "ignore_merges") {
+        impl_.model.ignore_merges = scanner_.boolean("model.ignore_merges");
+      } else {
+        scanner_.skip_value(key);  // unk_token, fuse_unk: byte-level BPE never needs an unknown.
+      }
+    });
+    if (type.empty()) error("model.type", "missing");
+    if (type != "BPE") error("model.type", concat("'", type, "' is not supported (only BPE)"));
+    if (!has_vocab_) error("model.vocab", "missing");
+    if (!has_merges_) error("model.merges", "missing");
+  }
+
+  void read_vocab() {
+    has_vocab_ = true;
+    Vocabulary& vocabulary = impl_.model.vocabulary;
+    scanner_.for_each_member("model.vocab", [&](std::string_view token) {
+      uint64_t id = scanner_.unsigned_integer("model.vocab");
+      if (id >= UINT32_MAX) scanner_.fail_at("model.vocab", "id too large");
+      if (!vocabulary.add(token, static_cast<uint32_t>(id))) {
+        scanner_.fail_at("model.vocab", concat("id ", id, " appears twice"));
+      }
+    });
+  }
+
+  void read_merges() {
+    has_merges_ = true;
+    scanner_.for_each_element("model.merges", [&](size_t index) {
+      MergeText merge{static_cast<uint32_t>(merge_text_.size()), 0, 0};
+      if (scanner_.peek() == '"') {
+        std::string_view line = scanner_.string("model.merges");
+        size_t space = line.find(' ');
+        if (space == std::string_view::npos ||
+            line.find(' ', space + 1) != std::string_view::npos) {
+          scanner_.fail_at(concat("model.merges[", index, "]"),
+                           "expected two tokens separated by one space");
+        }
+        merge_text_.append(line.substr(0, space));
+        merge_text_.append(line.substr(space + 1));
+        merge.left_length = static_cast<uint32_t>(space);
+        merge.right_length = static_cast<uint32_t>(line.size() - space - 1);
+      } else if (scanner_.peek() == '[') {
+        std::string field = "model.merges";
+        size_t parts = 0;
+        scanner_.for_each_element(field, [&](size_t part) {
+          std::string_view side = scanner_.string(field);
+          if (part == 0) merge.left_length = static_cast<uint32_t>(side.size());
+          if (part == 1) merge.right_length = static_cast<uint32_t>(side.size());
+          merge_text_.append(side);
+          ++parts;
+        });
+        if (parts != 2) {
+          scanner_.fail_at(concat("model.merges[", index, "]"), "expected a pair of tokens");
+        }
+      } else {
+        scanner_.fail_at(concat("model.merges[", index, "]"),
+                         "expected a string \"a b\" or a pair [\"a\", \"b\"]");
+      }
+      merges_.push_back(merge);
+    });
+  }
+
+  void finish() {
+    Vocabulary& vocabulary = impl_.model.vocabulary;
+    for (size_t index = 0; index < added_tokens_.size(); ++index) {
+      const AddedToken& token = added_tokens_[index];
+      if (!vocabulary.add(token.content, token.id) && vocabulary.text(token.id) != token.content) {
+        error(concat("added_tokens[", index, "].id"),
+              concat(token.id, " is already the model's token '", vocabulary.text(token.id), "'"));
+      }
+    }
+    if (std::optional<uint32_t> duplicate = vocabulary.build_index()) {
+      error("model.vocab", concat("the token '", vocabulary.text(*duplicate),
+                                  "' has more than one id (one is ", *duplicate, ")"));
+    }
+    impl_.special.assign(vocabulary.size(), false);
+    for (const AddedToken& token : added_tokens_) {
+      impl_.special[token.id] = token.special;
+      AddedTokenMatcher& matcher =
+          token.normalized ? impl_.normalized_added_tokens : impl_.raw_added_tokens;
+      matcher.add(token.content, token.id, token.special);
+    }
+    for (int byte = 0; byte < 256; ++byte) {
+      std::string text = to_byte_level(std::string(1, static_cast<char>(byte)));
+      std::optional<uint32_t> id = vocabulary.find(text);
+      if (!id) error("model.vocab", concat("has no token for the byte ", byte, " ('", text, "')"));
+      impl_.model.byte_ids[byte] = *id;
+    }
+    resolve_merges();
+  }
+
+  // Turns the merge texts into ids. Lookups are the bulk of the load time, so: the merged token
+  // is first guessed as the id after the previous merge's (true of vocabularies that list merge
+  // results in rank order) and checked, and the index slots are prefetched a few merges ahead.
+  void resolve_merges() {
+    const Vocabulary& vocabulary = impl_.model.vocabulary;
+    const size_t count = merges_.size();
+    const auto sides = [&](size_t rank) {
+      const MergeText& merge = merges_[rank];
+      std::string_view both(merge_text_.data() + merge.offset,
+                            merge.left_length + merge.right_length);
+      return std::array<std::string_view, 3>{both.substr(0, merge.left_length),
+                                             both.substr(merge.left_length), both};
+    };
+    std::vector<uint64_t> hashes(2 * count);
+    for (size_t rank = 0; rank < count; ++rank) {
+      auto [left, right, both] = sides(rank);
+      hashes[2 * rank] = hash_bytes(left);
+      hashes[2 * rank + 1] = hash_bytes(right);
+    }
+    constexpr size_t prefetch_distance = 16;
+    struct Resolved {
+      uint32_t left, right, merged;
+    };
+    std::vector<Resolved> resolved(count);
+    uint32_t guess = 0;
+    for (size_t rank = 0; rank < count; ++rank) {
+      if (rank + prefetch_distance < count) {
+        vocabulary.prefetch(hashes[2 * (rank + prefetch_distance)]);
+        vocabulary.prefetch(hashes[2 * (rank + prefetch_distance) + 1]);
+      }
+      auto [left, right, both] = sides(rank);
+      std::optional<uint32_t> left_id = vocabulary.find(left, hashes[2 * rank]);
+      std::optional<uint32_t> right_id = vocabulary.find(right, hashes[2 * rank + 1]);
+      std::optional<uint32_t> merged_id;
+      if (vocabulary.contains(guess) && vocabulary.text(guess) == both) {
+        merged_id = guess;
+      } else {
+        merged_id = vocabulary.find(both);
+      }
+      for (auto [text, id] :
+           {std::pair{left, left_id}, std::pair{right, right_id}, std::pair{both, merged_id}}) {
+        if (!id)
+          error(concat("model.merges[", rank, "]"), concat("'", text, "' is not in the vocab"));
+      }
+      resolved[rank] = {*left_id, *right_id, *merged_id};
+      guess = *merged_id + 1;
+    }
+    MergeTable& table = impl_.model.merges;
+    table.reserve(count);
+    for (size_t rank = 0; rank < count; ++rank) {
+      if (rank + prefetch_distance < count) {
+        const Resolved& ahead = resolved[rank + prefetch_distance];
+        table.prefetch(ahead.left, ahead.right);
+      }
+      const Resolved& merge = resolved[rank];
+      table.insert(merge.left, merge.right, {static_cast<uint32_t>(rank), merge.merged});
+    }
+  }
+
+  JsonScanner scanner_;
+  TokenizerState& impl_;
+  std::vector<AddedToken> added_tokens_;
+  std::string merge_text_;
+  std::vector<MergeText> merges_;
+  bool has_vocab_ = false;
+  bool has_merges_ = false;
+};
+
+}  // namespace
+
+void parse_tokenizer_json(std::string_view json, TokenizerState& impl) {
+  TokenizerJsonReader(json, impl).read();
+}
+
+void parse_tokenizer_config(std::string_view json, const std::string& source_name,
+                            TokenizerState& impl) {
+  Json config = Json::parse(json.begin(), json.end(), nullptr, false);
+  if (config.is_discarded()) fail(source_name, ": not valid JSON");
+  if (!config.is_object()) fail(source_name, ": expected an object at the top level");
+  auto found = config.find("eos_token");
+  if (found == config.end() || found->is_null()) return;
+  const Json* name = &*found;
+  if (name->is_object() && name->contains("content")) name = &(*name)["content"];  // Older form.
+  if (!name->is_string()) fail(source_name, ": eos_token: expected a string");
+  std::string eos = name->get<std::string>();
+  std::optional<uint32_t> id = impl.model.vocabulary.find(eos);
+  if (!id) fail(source_name, ": eos_token: '", eos, "' is not a token of the vocabulary");
+  impl.eos_token_id = id;
+}
+
+}  // namespace fornace::text
