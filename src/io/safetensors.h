@@ -2,6 +2,7 @@
 // through model.safetensors.index.json, and an atomic writer.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -11,6 +12,8 @@
 #include "core/tensor.h"
 
 namespace fornace {
+
+class ReadOnlyFile;  // io/files.h
 
 struct TensorEntry {
   std::string name;
@@ -37,9 +40,13 @@ class SafetensorsFile {
   // A read-only tensor that points into the mapping; it keeps the mapping alive.
   Tensor tensor(const std::string& name) const;
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  // Throws Error naming the file when its size changed since it was opened (for example it was
+  // truncated in place), since the mapping would then run past the end of the file.
+  void check_unchanged() const;
 
  private:
   std::string path_;
+  std::shared_ptr<const ReadOnlyFile> file_;
   std::shared_ptr<const void> mapping_;
   const char* data_ = nullptr;  // Start of the data section.
   size_t file_size_ = 0;
@@ -59,6 +66,10 @@ class Checkpoint {
   Tensor tensor(const std::string& name) const;
   std::vector<std::string> names() const;
   const std::string& directory() const { return directory_; }
+  // The mapped files, in the order they were opened.
+  const std::vector<std::shared_ptr<SafetensorsFile>>& files() const { return files_; }
+  // Throws Error when any file changed size since it was opened.
+  void check_unchanged() const;
 
  private:
   std::string directory_;
@@ -71,5 +82,19 @@ class Checkpoint {
 void write_safetensors(const std::string& path,
                        const std::vector<std::pair<std::string, Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
+
+// The name, dtype and shape of a tensor that write_safetensors_streamed will write.
+struct TensorSpec {
+  std::string name;
+  DType dtype;
+  Dims shape;
+};
+
+// Like write_safetensors, but the tensors are made one at a time by `produce(index)` (which must
+// return a tensor of specs[index]'s dtype and shape), so at most one is held in memory. Tensors
+// are laid out by element size, largest first, so each is aligned to its element size.
+void write_safetensors_streamed(const std::string& path, const std::vector<TensorSpec>& specs,
+                                const std::function<Tensor(size_t index)>& produce,
+                                const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace fornace

@@ -1,0 +1,48 @@
+// Synthetic Qwen2 checkpoints: presets with real shapes, seeded weights, and an atomic writer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "io/config.h"
+#include "io/safetensors.h"
+
+namespace fornace {
+
+struct SyntheticOptions {
+  std::string preset;
+  std::string out_directory;
+  uint64_t seed = 0;
+  DType dtype = DType::bf16;
+  std::string tokenizer_directory = "models";
+};
+
+struct SyntheticSummary {
+  int64_t parameters = 0;
+  int64_t weight_bytes = 0;  // Tensor data bytes in model.safetensors.
+  double seconds = 0;        // Wall time of the whole write.
+};
+
+// "tiny", "qwen2.5-0.5b", "qwen2.5-1.5b".
+std::vector<std::string> synthetic_preset_names();
+// The config of a preset (torch_dtype left empty). Throws Error listing the presets otherwise.
+ModelConfig synthetic_preset(const std::string& name);
+
+// The tensors of a Hugging Face Qwen2 checkpoint for `config`: names and [out, in] shapes, with
+// lm_head.weight only when the embeddings are not tied.
+std::vector<TensorSpec> qwen2_tensor_specs(const ModelConfig& config, DType dtype);
+
+// The synthetic values of one tensor. They depend only on (seed, spec.name, element index), not
+// on the thread count: linear weights ~ N(0, 1/fan_in), embeddings ~ N(0, 1/hidden_size),
+// biases ~ N(0, 0.1^2), norm weights ~ 1 + N(0, 0.1^2).
+Tensor synthetic_tensor(const TensorSpec& spec, uint64_t seed);
+
+// Writes config.json, generation_config.json, model.safetensors and the tokenizer files (copied
+// from options.tokenizer_directory) into options.out_directory. The directory is built under a
+// temporary name and renamed into place; an existing model directory is replaced only after
+// success, and anything else at that path is refused.
+SyntheticSummary write_synthetic_model(const SyntheticOptions& options);
+
+}  // namespace fornace
