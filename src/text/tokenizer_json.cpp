@@ -170,7 +170,8 @@ class TokenizerJsonReader {
       error(field + ".behavior", concat("'", behavior, "' is not supported (only Isolated)"));
     }
     require_flag(split, "invert", field, false);
-    impl_.splitters.push_back(std::make_unique<RegexSplitter>(regex, field + ".pattern"));
+    impl_.splitters.push_back(
+        std::make_unique<RegexSplitter>(regex, concat(impl_.source_name, ": ", field, ".pattern")));
   }
 
   void read_pre_tokenizer(const Json& pre_tokenizer) {

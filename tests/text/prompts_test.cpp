@@ -1,0 +1,24 @@
+// The benchmark prompts encode to exactly the token counts their names promise (plain encode,
+// no chat template): 512 and 2048 tokens of prompt plus one, as cut with the reference tokenizer.
+#include <gtest/gtest.h>
+
+#include "text/tokenizer.h"
+#include "tokenizer_fixture.h"
+
+namespace fornace {
+namespace {
+
+size_t prompt_tokens(const std::string& name) {
+  std::string text = testing::read_test_file(testing::source_path("bench/prompts/" + name));
+  EXPECT_EQ(text.rfind("CHAPTER I\n", 0), 0u) << name << " should start at chapter I";
+  return testing::qwen_tokenizer().encode(text).size();
+}
+
+TEST(BenchPrompts, Alice512EncodesTo513Tokens) { EXPECT_EQ(prompt_tokens("alice-512.txt"), 513u); }
+
+TEST(BenchPrompts, Alice2048EncodesTo2049Tokens) {
+  EXPECT_EQ(prompt_tokens("alice-2048.txt"), 2049u);
+}
+
+}  // namespace
+}  // namespace fornace
