@@ -43,6 +43,9 @@ class SafetensorsFile {
   // Throws Error naming the file when its size changed since it was opened (for example it was
   // truncated in place), since the mapping would then run past the end of the file.
   void check_unchanged() const;
+  // The whole mapped file, for checks that tensors point into it.
+  const void* mapped_data() const { return mapping_.get(); }
+  size_t mapped_size() const { return file_size_; }
 
  private:
   std::string path_;
