@@ -40,8 +40,10 @@ void ThreadPool::set_threads(int threads) {
 void ThreadPool::start(int threads) {
   threads_ = threads;
   stopping_ = false;
+  // Read before the threads start, so a job dispatched before a worker first runs is not missed.
+  const uint64_t seen = generation_.load(std::memory_order_acquire);
   for (int index = 1; index < threads; ++index) {
-    workers_.emplace_back([this, index] { worker_loop(index); });
+    workers_.emplace_back([this, index, seen] { worker_loop(index, seen); });
   }
 }
 
@@ -53,8 +55,7 @@ void ThreadPool::stop() {
   workers_.clear();
 }
 
-void ThreadPool::worker_loop(int index) {
-  uint64_t seen = generation_.load(std::memory_order_acquire);
+void ThreadPool::worker_loop(int index, uint64_t seen) {
   while (true) {
     // Spin for about a millisecond so that back-to-back ops in a decode step do not sleep.
     auto spin_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
@@ -67,7 +68,11 @@ void ThreadPool::worker_loop(int index) {
       if (current != seen || std::chrono::steady_clock::now() > spin_until) break;
     }
     if (current == seen) {
-      generation_.wait(seen, std::memory_order_acquire);
+      // Counted before the wait re-checks the generation: a dispatcher that bumps the
+      // generation either sees this sleeper and wakes it, or this wait sees the new generation.
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      generation_.wait(seen, std::memory_order_seq_cst);
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
       current = generation_.load(std::memory_order_acquire);
     }
     seen = current;
@@ -95,8 +100,9 @@ void ThreadPool::dispatch(int64_t count, int64_t grain, void* context, Invoker i
   count_ = count;
   parts_ = parts;
   pending_.store(threads_ - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  // Spinning workers see the new generation by themselves; only sleepers need the syscall.
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
   invoker(context, 0, count / parts);
   while (pending_.load(std::memory_order_acquire) != 0) FORNACE_PAUSE();
   running_ = false;

@@ -38,7 +38,8 @@ class ThreadPool {
   void dispatch(int64_t count, int64_t grain, void* context, Invoker invoker);
   void start(int threads);
   void stop();
-  void worker_loop(int index);
+  // `seen` is the job generation when the worker was started; it runs every later one.
+  void worker_loop(int index, uint64_t seen);
 
   int threads_ = 1;
   std::vector<std::thread> workers_;
@@ -49,6 +50,8 @@ class ThreadPool {
   int parts_ = 0;
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
+  // Workers asleep on generation_ (or about to be); dispatch skips the futex wake when zero.
+  std::atomic<int> sleepers_{0};
   std::atomic<bool> stopping_{false};
   bool running_ = false;
 };

@@ -1,0 +1,296 @@
+// The blocked, packed GEMM driver (blocking, packing, threading), its portable micro-kernel, and
+// linear(), which picks the GEMV or the GEMM.
+#include "cpu/gemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "core/storage.h"
+#include "cpu/cpu_features.h"
+#include "cpu/gemm_kernels.h"
+#include "cpu/thread_pool.h"
+
+namespace fornace::cpu {
+namespace {
+
+using kernels::kPanelDepthBf16;
+using kernels::kPanelDepthF32;
+
+constexpr int kMaxKernelRows = 12;
+constexpr int kMaxKernelColumns = 32;
+// Weight columns packed at a time per thread (the packed block stays in L2).
+constexpr int64_t kColumnBlock = 256;
+// The packed input of one row block stays under this many bytes.
+constexpr int64_t kInputBlockBytes = int64_t{8} << 20;
+
+int64_t divide_up(int64_t value, int64_t divisor) { return (value + divisor - 1) / divisor; }
+int64_t round_up(int64_t value, int64_t multiple) { return divide_up(value, multiple) * multiple; }
+
+// Portable micro-kernel: 4 rows x 16 columns over f32 panels; the compiler vectorizes the
+// column loop.
+void gemm_f32_4x16_portable(int64_t steps, const void* input_panel, const void* weight_panel,
+                            float* c, int64_t c_stride, bool accumulate, const float* bias) {
+  constexpr int kRows = 4;
+  constexpr int kColumns = 16;
+  const float* input = static_cast<const float*>(input_panel);
+  const float* weight = static_cast<const float*>(weight_panel);
+  float acc[kRows][kColumns];
+  for (int row = 0; row < kRows; ++row) {
+    for (int column = 0; column < kColumns; ++column) {
+      acc[row][column] = accumulate ? c[row * c_stride + column] : (bias ? bias[column] : 0.0f);
+    }
+  }
+  for (int64_t step = 0; step < steps; ++step) {
+    const float* weight_row = weight + step * kColumns;
+    for (int row = 0; row < kRows; ++row) {
+      float value = input[row * kPanelDepthF32 + step];
+      for (int column = 0; column < kColumns; ++column) {
+        acc[row][column] += value * weight_row[column];
+      }
+    }
+  }
+  for (int row = 0; row < kRows; ++row) {
+    for (int column = 0; column < kColumns; ++column) c[row * c_stride + column] = acc[row][column];
+  }
+}
+
+struct GemmKernel {
+  int rows;
+  int columns;
+  int64_t panel_depth;  // The most k values one packed panel holds.
+  bool bf16_pairs;      // Panels hold bf16 k pairs (else f32).
+  kernels::MicroKernel multiply;
+};
+
+GemmKernel select_kernel(DType weight_dtype) {
+  switch (active_isa()) {
+    case Isa::avx512:
+      if (weight_dtype == DType::bf16) {
+        return {12, 32, kPanelDepthBf16, true, kernels::gemm_bf16_12x32_avx512};
+      }
+      return {12, 32, kPanelDepthF32, false, kernels::gemm_f32_12x32_avx512};
+    case Isa::avx2:
+      return {6, 16, kPanelDepthF32, false, kernels::gemm_f32_6x16_avx2};
+    default:
+      return {4, 16, kPanelDepthF32, false, gemm_f32_4x16_portable};
+  }
+}
+
+// Packs kernel.rows input rows (rows_valid of them real, the rest zero), k in
+// [k_begin, k_begin + k_count), at a row stride of kernel.panel_depth.
+void pack_input_panel(const GemmKernel& kernel, const float* input, int64_t input_stride,
+                      int64_t rows_valid, int64_t k_begin, int64_t k_count, void* panel) {
+  if (kernel.bf16_pairs) {
+    int64_t padded = round_up(k_count, 2);
+    for (int row = 0; row < kernel.rows; ++row) {
+      uint16_t* destination = static_cast<uint16_t*>(panel) + row * kernel.panel_depth;
+      if (row < rows_valid) {
+        kernels::convert_f32_to_bf16_avx512(input + row * input_stride + k_begin, destination,
+                                            k_count);
+        if (padded > k_count) destination[k_count] = 0;
+      } else {
+        std::memset(destination, 0, padded * sizeof(uint16_t));
+      }
+    }
+    return;
+  }
+  for (int row = 0; row < kernel.rows; ++row) {
+    float* destination = static_cast<float*>(panel) + row * kernel.panel_depth;
+    if (row < rows_valid) {
+      std::memcpy(destination, input + row * input_stride + k_begin, k_count * sizeof(float));
+    } else {
+      std::memset(destination, 0, k_count * sizeof(float));
+    }
+  }
+}
+
+template <typename Convert, typename Element>
+void transpose_into_f32(const Element* row, int64_t k_count, int64_t columns, float* destination,
+                        Convert convert) {
+  for (int64_t k = 0; k < k_count; ++k) destination[k * columns] = convert(row[k]);
+}
+
+// Packs the weight rows [column_begin, column_begin + kernel.columns) (rows past the weight are
+// zero), k in [k_begin, k_begin + k_count), transposed into the kernel's panel format.
+void pack_weight_panel(const GemmKernel& kernel, const LinearProblem& problem,
+                       int64_t column_begin, int64_t k_begin, int64_t k_count, void* panel) {
+  int64_t columns_valid = std::min<int64_t>(kernel.columns, problem.outputs - column_begin);
+  if (kernel.bf16_pairs) {
+    uint32_t* destination = static_cast<uint32_t*>(panel);
+    int64_t pairs = k_count / 2;
+    int64_t steps = divide_up(k_count, 2);
+    for (int column = 0; column < kernel.columns; ++column) {
+      if (column >= columns_valid) {
+        for (int64_t step = 0; step < steps; ++step) destination[step * kernel.columns + column] = 0;
+        continue;
+      }
+      const uint16_t* row = static_cast<const uint16_t*>(problem.weight) +
+                            (column_begin + column) * problem.weight_stride + k_begin;
+      for (int64_t pair = 0; pair < pairs; ++pair) {
+        uint32_t word;
+        std::memcpy(&word, row + 2 * pair, sizeof(word));
+        destination[pair * kernel.columns + column] = word;
+      }
+      if (steps > pairs) destination[pairs * kernel.columns + column] = row[2 * pairs];
+    }
+    return;
+  }
+  float* destination = static_cast<float*>(panel);
+  for (int column = 0; column < kernel.columns; ++column) {
+    float* target = destination + column;
+    if (column >= columns_valid) {
+      for (int64_t k = 0; k < k_count; ++k) target[k * kernel.columns] = 0.0f;
+      continue;
+    }
+    int64_t start = (column_begin + column) * problem.weight_stride + k_begin;
+    switch (problem.weight_dtype) {
+      case DType::bf16:
+        transpose_into_f32(static_cast<const uint16_t*>(problem.weight) + start, k_count,
+                           kernel.columns, target, bf16_to_f32);
+        break;
+      case DType::f16:
+        transpose_into_f32(static_cast<const uint16_t*>(problem.weight) + start, k_count,
+                           kernel.columns, target, f16_to_f32);
+        break;
+      default:
+        transpose_into_f32(static_cast<const float*>(problem.weight) + start, k_count,
+                           kernel.columns, target, [](float value) { return value; });
+        break;
+    }
+  }
+}
+
+// Runs the kernel on a tile that may be cut by the matrix edge, through a full-size buffer.
+void multiply_edge_tile(const GemmKernel& kernel, int64_t steps, const void* input_panel,
+                        const void* weight_panel, float* c, int64_t c_stride, int64_t rows_valid,
+                        int64_t columns_valid, bool accumulate, const float* bias) {
+  alignas(64) float tile[kMaxKernelRows * kMaxKernelColumns] = {};
+  alignas(64) float bias_tile[kMaxKernelColumns] = {};
+  if (accumulate) {
+    for (int64_t row = 0; row < rows_valid; ++row) {
+      std::memcpy(tile + row * kernel.columns, c + row * c_stride, columns_valid * sizeof(float));
+    }
+  }
+  if (bias) std::memcpy(bias_tile, bias, columns_valid * sizeof(float));
+  kernel.multiply(steps, input_panel, weight_panel, tile, kernel.columns, accumulate,
+                  bias ? bias_tile : nullptr);
+  for (int64_t row = 0; row < rows_valid; ++row) {
+    std::memcpy(c + row * c_stride, tile + row * kernel.columns, columns_valid * sizeof(float));
+  }
+}
+
+void fill_with_bias(const LinearProblem& problem) {
+  for (int64_t row = 0; row < problem.rows; ++row) {
+    float* output = problem.output + row * problem.output_stride;
+    for (int64_t column = 0; column < problem.outputs; ++column) {
+      output[column] = problem.bias ? problem.bias[column] : 0.0f;
+    }
+  }
+}
+
+}  // namespace
+
+void gemm(const LinearProblem& problem) {
+  if (problem.rows <= 0 || problem.outputs <= 0) return;
+  if (problem.depth <= 0) return fill_with_bias(problem);
+  const GemmKernel kernel = select_kernel(problem.weight_dtype);
+  const int64_t element_bytes = kernel.bf16_pairs ? 2 : 4;
+
+  // Depth blocks of equal, even length.
+  const int64_t depth_blocks = divide_up(problem.depth, kernel.panel_depth);
+  const int64_t block_depth = round_up(divide_up(problem.depth, depth_blocks), 2);
+  const int64_t input_panel_bytes = kernel.rows * kernel.panel_depth * element_bytes;
+  const int64_t weight_panel_bytes = kernel.columns * block_depth * element_bytes;
+
+  // Row blocks of equal length whose packed input fits kInputBlockBytes.
+  const int64_t panel_rows_limit = std::max<int64_t>(
+      1, kInputBlockBytes / (depth_blocks * input_panel_bytes));
+  const int64_t row_blocks = divide_up(divide_up(problem.rows, kernel.rows), panel_rows_limit);
+  const int64_t block_rows = round_up(divide_up(problem.rows, row_blocks), kernel.rows);
+  const int64_t block_panels = block_rows / kernel.rows;
+
+  const int64_t column_panels = divide_up(problem.outputs, kernel.columns);
+  const int64_t block_column_panels = std::max<int64_t>(1, kColumnBlock / kernel.columns);
+  ThreadPool& pool = ThreadPool::global();
+  const int parts = static_cast<int>(std::min<int64_t>(pool.threads(), column_panels));
+
+  const int64_t input_bytes = depth_blocks * block_panels * input_panel_bytes;
+  const int64_t weight_block_bytes = block_column_panels * weight_panel_bytes;
+  std::shared_ptr<Storage> scratch = Storage::allocate(input_bytes + parts * weight_block_bytes);
+  char* input_pack = static_cast<char*>(scratch->data());
+
+  for (int64_t row_begin = 0; row_begin < problem.rows; row_begin += block_rows) {
+    const int64_t rows_here = std::min(block_rows, problem.rows - row_begin);
+    const int64_t panels_here = divide_up(rows_here, kernel.rows);
+
+    pool.run(depth_blocks * panels_here, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t index = begin; index < end; ++index) {
+        int64_t depth_block = index / panels_here;
+        int64_t panel = index % panels_here;
+        int64_t k_begin = depth_block * block_depth;
+        pack_input_panel(kernel, problem.input + (row_begin + panel * kernel.rows) * problem.input_stride,
+                         problem.input_stride, std::min<int64_t>(kernel.rows, rows_here - panel * kernel.rows),
+                         k_begin, std::min(block_depth, problem.depth - k_begin),
+                         input_pack + (depth_block * panels_here + panel) * input_panel_bytes);
+      }
+    });
+
+    pool.run(parts, 1, [&](int64_t part_begin, int64_t part_end) {
+      for (int64_t part = part_begin; part < part_end; ++part) {
+        char* weight_pack = input_pack + input_bytes + part * weight_block_bytes;
+        const int64_t panel_begin = column_panels * part / parts;
+        const int64_t panel_end = column_panels * (part + 1) / parts;
+        for (int64_t block = panel_begin; block < panel_end; block += block_column_panels) {
+          const int64_t block_end = std::min(panel_end, block + block_column_panels);
+          for (int64_t depth_block = 0; depth_block < depth_blocks; ++depth_block) {
+            const int64_t k_begin = depth_block * block_depth;
+            const int64_t k_count = std::min(block_depth, problem.depth - k_begin);
+            const int64_t steps = kernel.bf16_pairs ? divide_up(k_count, 2) : k_count;
+            const bool accumulate = depth_block > 0;
+            for (int64_t panel = block; panel < block_end; ++panel) {
+              pack_weight_panel(kernel, problem, panel * kernel.columns, k_begin, k_count,
+                                weight_pack + (panel - block) * weight_panel_bytes);
+            }
+            for (int64_t input_panel = 0; input_panel < panels_here; ++input_panel) {
+              const char* packed_input =
+                  input_pack + (depth_block * panels_here + input_panel) * input_panel_bytes;
+              const int64_t row = row_begin + input_panel * kernel.rows;
+              const int64_t rows_valid = std::min<int64_t>(kernel.rows, problem.rows - row);
+              for (int64_t panel = block; panel < block_end; ++panel) {
+                const int64_t column = panel * kernel.columns;
+                const int64_t columns_valid =
+                    std::min<int64_t>(kernel.columns, problem.outputs - column);
+                const char* packed_weight = weight_pack + (panel - block) * weight_panel_bytes;
+                float* c = problem.output + row * problem.output_stride + column;
+                const float* bias = !accumulate && problem.bias ? problem.bias + column : nullptr;
+                if (rows_valid == kernel.rows && columns_valid == kernel.columns) {
+                  kernel.multiply(steps, packed_input, packed_weight, c, problem.output_stride,
+                                  accumulate, bias);
+                } else {
+                  multiply_edge_tile(kernel, steps, packed_input, packed_weight, c,
+                                     problem.output_stride, rows_valid, columns_valid, accumulate,
+                                     bias);
+                }
+              }
+            }
+          }
+        }
+      }
+    });
+  }
+}
+
+void linear(const LinearProblem& problem) {
+  if (problem.rows <= kGemvMaxRows) {
+    gemv(problem);
+  } else {
+    gemm(problem);
+  }
+}
+
+bool linear_rounds_input_to_bf16(DType weight_dtype) {
+  return weight_dtype == DType::bf16 && active_isa() == Isa::avx512;
+}
+
+}  // namespace fornace::cpu

@@ -1,0 +1,43 @@
+// Linear-layer kernels on raw pointers: output = input · weightᵀ + bias, as a GEMV for a few
+// rows (decode) or a blocked, packed GEMM (prefill), on the thread pool, for the active ISA.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace fornace::cpu {
+
+// output[m][n] = sum_k input[m][k] * weight[n][k] + bias[n], for m < rows, n < outputs,
+// k < depth. Rows are contiguous along k (and along n for the output); the strides are between
+// rows, in elements. Accumulation is in f32.
+struct LinearProblem {
+  const float* input = nullptr;
+  int64_t input_stride = 0;
+  int64_t rows = 0;     // M
+  int64_t depth = 0;    // K
+  int64_t outputs = 0;  // N
+  const void* weight = nullptr;  // f32, bf16 or f16
+  DType weight_dtype = DType::f32;
+  int64_t weight_stride = 0;
+  const float* bias = nullptr;  // f32 [outputs], or null
+  float* output = nullptr;
+  int64_t output_stride = 0;
+};
+
+// Up to this many rows, linear() runs the GEMV kernels, which read the weight once.
+constexpr int64_t kGemvMaxRows = 4;
+
+// Picks gemv() or gemm() by the row count.
+void linear(const LinearProblem& problem);
+// Streams the weight once per group of kGemvMaxRows input rows; rows split across threads.
+// With AVX512_BF16 and bf16 weights, the input is rounded to bf16 (nearest even) first.
+void gemv(const LinearProblem& problem);
+// Packs input and weight panels per call and runs a register-blocked micro-kernel; output
+// columns split across threads. With AVX512_BF16 and bf16 weights, the input is rounded to bf16.
+void gemm(const LinearProblem& problem);
+
+// Whether linear() with this weight dtype rounds its input to bf16 at the active ISA.
+bool linear_rounds_input_to_bf16(DType weight_dtype);
+
+}  // namespace fornace::cpu

@@ -1,0 +1,93 @@
+// AVX-512 GEMM micro-kernels (vdpbf16ps for bf16 weights, FMA for f32 panels) and bf16 rounding.
+#include <immintrin.h>
+
+#include "cpu/gemm_kernels.h"
+
+namespace fornace::cpu::kernels {
+namespace {
+
+constexpr int kRows = 12;
+
+// The accumulator tile starts from c (accumulate), the bias row, or zero.
+inline void load_tile(__m512 (&acc)[kRows][2], const float* c, int64_t c_stride, bool accumulate,
+                      const float* bias) {
+  __m512 first = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
+  __m512 second = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
+#pragma GCC unroll 12
+  for (int row = 0; row < kRows; ++row) {
+    if (accumulate) {
+      acc[row][0] = _mm512_loadu_ps(c + row * c_stride);
+      acc[row][1] = _mm512_loadu_ps(c + row * c_stride + 16);
+    } else {
+      acc[row][0] = first;
+      acc[row][1] = second;
+    }
+  }
+}
+
+inline void store_tile(const __m512 (&acc)[kRows][2], float* c, int64_t c_stride) {
+#pragma GCC unroll 12
+  for (int row = 0; row < kRows; ++row) {
+    _mm512_storeu_ps(c + row * c_stride, acc[row][0]);
+    _mm512_storeu_ps(c + row * c_stride + 16, acc[row][1]);
+  }
+}
+
+}  // namespace
+
+void gemm_bf16_12x32_avx512(int64_t steps, const void* input_panel, const void* weight_panel,
+                            float* c, int64_t c_stride, bool accumulate, const float* bias) {
+  // Input rows are bf16 at a stride of kPanelDepthBf16; one 32-bit word holds a k pair.
+  constexpr int64_t kRowWords = kPanelDepthBf16 / 2;
+  const int32_t* input = static_cast<const int32_t*>(input_panel);
+  const __m512i* weight = static_cast<const __m512i*>(weight_panel);
+  __m512 acc[kRows][2];
+  load_tile(acc, c, c_stride, accumulate, bias);
+  for (int64_t step = 0; step < steps; ++step) {
+    __m512bh weight_low = (__m512bh)_mm512_load_si512(weight + 2 * step);
+    __m512bh weight_high = (__m512bh)_mm512_load_si512(weight + 2 * step + 1);
+#pragma GCC unroll 12
+    for (int row = 0; row < kRows; ++row) {
+      __m512bh pair = (__m512bh)_mm512_set1_epi32(input[row * kRowWords + step]);
+      acc[row][0] = _mm512_dpbf16_ps(acc[row][0], pair, weight_low);
+      acc[row][1] = _mm512_dpbf16_ps(acc[row][1], pair, weight_high);
+    }
+  }
+  store_tile(acc, c, c_stride);
+}
+
+void gemm_f32_12x32_avx512(int64_t steps, const void* input_panel, const void* weight_panel,
+                           float* c, int64_t c_stride, bool accumulate, const float* bias) {
+  const float* input = static_cast<const float*>(input_panel);
+  const float* weight = static_cast<const float*>(weight_panel);
+  __m512 acc[kRows][2];
+  load_tile(acc, c, c_stride, accumulate, bias);
+  for (int64_t step = 0; step < steps; ++step) {
+    __m512 weight_low = _mm512_load_ps(weight + 32 * step);
+    __m512 weight_high = _mm512_load_ps(weight + 32 * step + 16);
+#pragma GCC unroll 12
+    for (int row = 0; row < kRows; ++row) {
+      __m512 value = _mm512_set1_ps(input[row * kPanelDepthF32 + step]);
+      acc[row][0] = _mm512_fmadd_ps(value, weight_low, acc[row][0]);
+      acc[row][1] = _mm512_fmadd_ps(value, weight_high, acc[row][1]);
+    }
+  }
+  store_tile(acc, c, c_stride);
+}
+
+void convert_f32_to_bf16_avx512(const float* source, uint16_t* destination, int64_t count) {
+  int64_t index = 0;
+  for (; index + 32 <= count; index += 32) {
+    __m512bh packed = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(source + index + 16),
+                                          _mm512_loadu_ps(source + index));
+    _mm512_storeu_si512(destination + index, (__m512i)packed);
+  }
+  for (; index < count; index += 16) {
+    int64_t left = count - index < 16 ? count - index : 16;
+    __mmask16 mask = static_cast<__mmask16>((1u << left) - 1u);
+    __m256bh packed = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, source + index));
+    _mm256_mask_storeu_epi16(destination + index, mask, (__m256i)packed);
+  }
+}
+
+}  // namespace fornace::cpu::kernels

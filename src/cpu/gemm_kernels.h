@@ -1,0 +1,54 @@
+// The ISA-specific GEMM micro-kernels and GEMV kernels behind gemm.h, and their panel formats.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace fornace::cpu::kernels {
+
+// Packed panels. An input panel holds kernel-rows rows of up to kPanelDepth* elements each, at a
+// fixed row stride of kPanelDepth* elements (bf16 for the bf16 kernel, f32 otherwise); rows past
+// the input are zero. A weight panel holds kernel-columns weight rows, transposed: for the f32
+// kernels [k][column], for the bf16 kernel [k / 2][column][2] (the pairs vdpbf16ps multiplies).
+constexpr int64_t kPanelDepthBf16 = 512;
+constexpr int64_t kPanelDepthF32 = 256;
+
+// One full rows x columns tile: c = (accumulate ? c : bias row or 0) + a-panel · b-panel over
+// `steps` k-steps (k pairs for bf16, single k otherwise). c has row stride c_stride.
+using MicroKernel = void (*)(int64_t steps, const void* input_panel, const void* weight_panel,
+                             float* c, int64_t c_stride, bool accumulate, const float* bias);
+
+void gemm_bf16_12x32_avx512(int64_t steps, const void* input_panel, const void* weight_panel,
+                            float* c, int64_t c_stride, bool accumulate, const float* bias);
+void gemm_f32_12x32_avx512(int64_t steps, const void* input_panel, const void* weight_panel,
+                           float* c, int64_t c_stride, bool accumulate, const float* bias);
+void gemm_f32_6x16_avx2(int64_t steps, const void* input_panel, const void* weight_panel,
+                        float* c, int64_t c_stride, bool accumulate, const float* bias);
+
+// f32 -> bf16, round to nearest even (NaN stays NaN).
+void convert_f32_to_bf16_avx512(const float* source, uint16_t* destination, int64_t count);
+
+// GEMV over weight rows [begin, end) for up to kGemvMaxRows input rows:
+// output[r][n] = input[r] · weight[n] + bias[n]. Strides in elements.
+struct GemvArguments {
+  const void* input;  // f32 rows, or bf16 rows for gemv_bf16_dot_avx512
+  int64_t input_stride;
+  int rows;
+  int64_t depth;
+  const void* weight;
+  DType weight_dtype;
+  int64_t weight_stride;
+  const float* bias;
+  float* output;
+  int64_t output_stride;
+};
+using GemvKernel = void (*)(const GemvArguments& arguments, int64_t begin, int64_t end);
+
+// bf16 weights with bf16 input, vdpbf16ps.
+void gemv_bf16_dot_avx512(const GemvArguments& arguments, int64_t begin, int64_t end);
+// f32, bf16 or f16 weights widened to f32, with f32 input, FMA.
+void gemv_f32_avx512(const GemvArguments& arguments, int64_t begin, int64_t end);
+void gemv_f32_avx2(const GemvArguments& arguments, int64_t begin, int64_t end);
+
+}  // namespace fornace::cpu::kernels

@@ -1,0 +1,170 @@
+// matmul and linear over the CPU GEMV/GEMM kernels (cpu/gemm.h).
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/memory.h"
+#include "cpu/gemm.h"
+#include "ops/copy.h"
+#include "ops/math.h"
+
+namespace fornace {
+namespace {
+
+void require_float_cpu(const Tensor& tensor, const char* op, const char* role) {
+  if (!tensor.defined()) fail(op, ": ", role, " is undefined");
+  if (tensor.device() != Device::cpu) {
+    fail(op, ": ", role, " ", tensor.describe(), " is on unsupported device ",
+         device_name(tensor.device()));
+  }
+  if (tensor.dtype() != DType::f32 && tensor.dtype() != DType::bf16 &&
+      tensor.dtype() != DType::f16) {
+    fail(op, ": ", role, " ", tensor.describe(), " must be f32, bf16 or f16");
+  }
+}
+
+// A contiguous f32 copy, or the tensor itself when it already is one.
+Tensor contiguous_f32(const Tensor& tensor) {
+  return tensor.dtype() == DType::f32 ? contiguous(tensor) : to_dtype(tensor, DType::f32);
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  require_float_cpu(input, "linear", "input");
+  require_float_cpu(weight, "linear", "weight");
+  if (input.rank() < 1 || weight.rank() != 2 || input.dim(-1) != weight.dim(1)) {
+    fail("linear: input ", input.describe(), " does not match weight ", weight.describe(),
+         " (expected input [..., K] and weight [N, K])");
+  }
+  const int64_t depth = weight.dim(1);
+  const int64_t outputs = weight.dim(0);
+  if (bias) {
+    require_float_cpu(*bias, "linear", "bias");
+    if (bias->rank() != 1 || bias->dim(0) != outputs) {
+      fail("linear: bias ", bias->describe(), " does not match weight ", weight.describe(),
+           " and input ", input.describe(), " (expected bias [N])");
+    }
+  }
+  memory::OpScope scope("linear");
+
+  Tensor rows = contiguous_f32(input);
+  // Weights are mmapped and contiguous in the model; any other layout is copied once here.
+  Tensor packed_weight = contiguous(weight);
+  std::optional<Tensor> bias_f32;
+  if (bias) bias_f32 = contiguous_f32(*bias);
+
+  Dims output_shape = input.shape();
+  output_shape[output_shape.size() - 1] = outputs;
+  Tensor output = Tensor::empty(output_shape, DType::f32);
+
+  cpu::LinearProblem problem;
+  problem.input = rows.data<float>();
+  problem.input_stride = depth;
+  problem.rows = 1;
+  for (int dim = 0; dim + 1 < input.rank(); ++dim) problem.rows *= input.shape()[dim];
+  problem.depth = depth;
+  problem.outputs = outputs;
+  problem.weight = packed_weight.raw();
+  problem.weight_dtype = packed_weight.dtype();
+  problem.weight_stride = depth;
+  problem.bias = bias_f32 ? bias_f32->data<float>() : nullptr;
+  problem.output = output.data<float>();
+  problem.output_stride = outputs;
+  cpu::linear(problem);
+
+  return input.dtype() == DType::f32 ? output : to_dtype(output, input.dtype());
+}
+
+Tensor matmul(const Tensor& left, const Tensor& right) {
+  require_float_cpu(left, "matmul", "left");
+  require_float_cpu(right, "matmul", "right");
+  if (left.dtype() != right.dtype()) {
+    fail("matmul: dtypes differ, left ", left.describe(), " and right ", right.describe());
+  }
+  if (left.rank() < 2 || right.rank() < 2) {
+    fail("matmul: left ", left.describe(), " and right ", right.describe(),
+         " must both have at least 2 dims");
+  }
+  if (left.dim(-1) != right.dim(-2)) {
+    fail("matmul: inner dims differ, left ", left.describe(), " and right ", right.describe());
+  }
+  const int64_t rows = left.dim(-2);
+  const int64_t depth = left.dim(-1);
+  const int64_t outputs = right.dim(-1);
+
+  // Batch dims broadcast NumPy-style, aligned from the right.
+  const int left_batch_rank = left.rank() - 2;
+  const int right_batch_rank = right.rank() - 2;
+  const int batch_rank = std::max(left_batch_rank, right_batch_rank);
+  Dims batch_shape;
+  for (int dim = 0; dim < batch_rank; ++dim) {
+    int left_dim = dim - (batch_rank - left_batch_rank);
+    int right_dim = dim - (batch_rank - right_batch_rank);
+    int64_t left_extent = left_dim >= 0 ? left.shape()[left_dim] : 1;
+    int64_t right_extent = right_dim >= 0 ? right.shape()[right_dim] : 1;
+    if (left_extent != right_extent && left_extent != 1 && right_extent != 1) {
+      fail("matmul: batch dims do not broadcast, left ", left.describe(), " and right ",
+           right.describe());
+    }
+    batch_shape.push_back(std::max(left_extent, right_extent));
+  }
+  memory::OpScope scope("matmul");
+
+  // Each operand is copied once to contiguous f32 over its own batch dims; the right one is
+  // transposed to [..., N, K], the weight layout of the linear kernels.
+  Tensor left_rows = contiguous_f32(left);
+  Tensor right_columns = contiguous_f32(right.transpose(-1, -2));
+
+  Dims output_shape = batch_shape;
+  output_shape.push_back(rows);
+  output_shape.push_back(outputs);
+  Tensor output = Tensor::empty(output_shape, DType::f32);
+  const int64_t batches = batch_shape.product();
+
+  // Element offsets of batch `index` in each operand, with broadcast dims held at 0.
+  auto batch_offsets = [&](int64_t index, int64_t& left_offset, int64_t& right_offset) {
+    left_offset = 0;
+    right_offset = 0;
+    int64_t left_pitch = rows * depth;
+    int64_t right_pitch = depth * outputs;
+    for (int dim = batch_rank - 1; dim >= 0; --dim) {
+      int64_t position = index % batch_shape[dim];
+      index /= batch_shape[dim];
+      int left_dim = dim - (batch_rank - left_batch_rank);
+      int right_dim = dim - (batch_rank - right_batch_rank);
+      if (left_dim >= 0) {
+        if (left.shape()[left_dim] != 1) left_offset += position * left_pitch;
+        left_pitch *= left.shape()[left_dim];
+      }
+      if (right_dim >= 0) {
+        if (right.shape()[right_dim] != 1) right_offset += position * right_pitch;
+        right_pitch *= right.shape()[right_dim];
+      }
+    }
+  };
+
+  // When the right operand has one batch and the left has all of them, fold the batches into rows.
+  const bool fold_batches = right_columns.numel() == depth * outputs &&
+                            left_rows.numel() == batches * rows * depth;
+  const int64_t calls = fold_batches ? 1 : batches;
+  for (int64_t call = 0; call < calls; ++call) {
+    int64_t left_offset = 0;
+    int64_t right_offset = 0;
+    if (!fold_batches) batch_offsets(call, left_offset, right_offset);
+    cpu::LinearProblem problem;
+    problem.input = left_rows.data<float>() + left_offset;
+    problem.input_stride = depth;
+    problem.rows = fold_batches ? batches * rows : rows;
+    problem.depth = depth;
+    problem.outputs = outputs;
+    problem.weight = right_columns.data<float>() + right_offset;
+    problem.weight_dtype = DType::f32;
+    problem.weight_stride = depth;
+    problem.output = output.data<float>() + call * rows * outputs;
+    problem.output_stride = outputs;
+    cpu::linear(problem);
+  }
+  return left.dtype() == DType::f32 ? output : to_dtype(output, left.dtype());
+}
+
+}  // namespace fornace

@@ -1,0 +1,351 @@
+// matmul and linear on every kernel path (ISA x threads) against plain double-precision loops.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cpu/cpu_features.h"
+#include "cpu/gemm.h"
+#include "cpu/thread_pool.h"
+#include "ops/copy.h"
+#include "ops/creation.h"
+#include "ops/math.h"
+#include "test_tensors.h"
+
+namespace fornace {
+namespace {
+
+using test::error_message;
+
+struct KernelPath {
+  cpu::Isa isa;
+  int threads;
+};
+
+std::vector<KernelPath> supported_paths() {
+  std::vector<KernelPath> paths;
+  for (cpu::Isa isa : {cpu::Isa::portable, cpu::Isa::avx2, cpu::Isa::avx512}) {
+    if (static_cast<int>(isa) > static_cast<int>(cpu::detected_isa())) continue;
+    for (int threads : {1, 2}) paths.push_back({isa, threads});
+  }
+  return paths;
+}
+
+std::string path_name(const testing::TestParamInfo<KernelPath>& info) {
+  return std::string(cpu::isa_name(info.param.isa)) + "_threads" +
+         std::to_string(info.param.threads);
+}
+
+// Forces one ISA and thread count for the test, and restores the defaults after.
+class KernelPathTest : public testing::TestWithParam<KernelPath> {
+ protected:
+  void SetUp() override {
+    cpu::set_isa(GetParam().isa);
+    set_num_threads(GetParam().threads);
+  }
+  void TearDown() override {
+    cpu::reset_isa();
+    set_num_threads(0);
+  }
+};
+
+double round_to_bf16(double value) {
+  return bf16_to_f32(f32_to_bf16(static_cast<float>(value)));
+}
+
+// Reference: out[m][n] = sum_k x[m][k] * w[n][k] + b[n] in double, and the scale
+// sum_k |x[m][k] * w[n][k]| + |b[n]| that bounds the f32 rounding error.
+struct Reference {
+  std::vector<double> values;
+  std::vector<double> scale;
+};
+
+Reference reference_linear(const std::vector<double>& x, int64_t rows, int64_t depth,
+                           const std::vector<double>& w, int64_t outputs,
+                           const std::vector<double>* bias, bool round_input) {
+  Reference reference{std::vector<double>(rows * outputs), std::vector<double>(rows * outputs)};
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t n = 0; n < outputs; ++n) {
+      double sum = bias ? (*bias)[n] : 0.0;
+      double scale = bias ? std::abs((*bias)[n]) : 0.0;
+      for (int64_t k = 0; k < depth; ++k) {
+        double input = x[m * depth + k];
+        if (round_input) input = round_to_bf16(input);
+        sum += input * w[n * depth + k];
+        scale += std::abs(input * w[n * depth + k]);
+      }
+      reference.values[m * outputs + n] = sum;
+      reference.scale[m * outputs + n] = scale;
+    }
+  }
+  return reference;
+}
+
+// Each element within relative_to_scale * scale + relative_to_value * |value|.
+void expect_near_reference(const std::vector<double>& actual, const Reference& reference,
+                           double relative_to_scale, double relative_to_value,
+                           const std::string& context) {
+  ASSERT_EQ(actual.size(), reference.values.size()) << context;
+  int failures = 0;
+  for (size_t i = 0; i < actual.size() && failures < 5; ++i) {
+    double error = std::abs(actual[i] - reference.values[i]);
+    double allowed = relative_to_scale * reference.scale[i] +
+                     relative_to_value * std::abs(reference.values[i]) + 1e-30;
+    if (!(error <= allowed)) {
+      ++failures;
+      ADD_FAILURE() << context << ": element " << i << " is " << actual[i] << ", expected "
+                    << reference.values[i] << " (error " << error << ", allowed " << allowed
+                    << ")";
+    }
+  }
+}
+
+// f32 accumulation over exact (or bf16-rounded-input) products.
+constexpr double kAccumulationTolerance = 2e-6;
+
+struct LinearShape {
+  int64_t rows;
+  int64_t depth;
+  int64_t outputs;
+};
+
+// Sizes 1, 3, 17 and 4097 in each of M, K and N, GEMV and GEMM edges, odd depths and depths
+// spanning several packed panels.
+const LinearShape kLinearShapes[] = {
+    {1, 17, 3},   {3, 4097, 17}, {17, 3, 4097}, {4097, 17, 3}, {1, 4097, 1},  {4, 896, 128},
+    {2, 64, 300}, {5, 33, 65},   {13, 1025, 37}, {64, 600, 96}, {1, 1, 1},    {29, 520, 33},
+};
+
+TEST_P(KernelPathTest, LinearMatchesDoubleLoopForEveryWeightDtypeWithAndWithoutBias) {
+  uint64_t seed = 1;
+  for (const LinearShape& shape : kLinearShapes) {
+    for (DType weight_dtype : {DType::f32, DType::bf16, DType::f16}) {
+      for (bool with_bias : {false, true}) {
+        Tensor input = randn({shape.rows, shape.depth}, seed++);
+        Tensor weight = randn({shape.outputs, shape.depth}, seed++, 1.0, weight_dtype);
+        std::optional<Tensor> bias;
+        if (with_bias) bias = randn({shape.outputs}, seed++, 1.0, weight_dtype);
+        Tensor output = linear(input, weight, bias);
+        ASSERT_EQ(output.dtype(), DType::f32);
+        ASSERT_EQ(output.shape(), (Dims{shape.rows, shape.outputs}));
+        std::vector<double> bias_values;
+        if (bias) bias_values = to_f64_vector(*bias);
+        Reference reference = reference_linear(
+            to_f64_vector(input), shape.rows, shape.depth, to_f64_vector(weight), shape.outputs,
+            bias ? &bias_values : nullptr, cpu::linear_rounds_input_to_bf16(weight_dtype));
+        expect_near_reference(to_f64_vector(output), reference, kAccumulationTolerance, 0.0,
+                              "linear " + weight.describe() + (with_bias ? " with bias" : "") +
+                                  " rows " + std::to_string(shape.rows));
+      }
+    }
+  }
+}
+
+TEST_P(KernelPathTest, LinearReadsStridedAndBroadcastInputsAndBatchDims) {
+  const int64_t depth = 37;
+  const int64_t outputs = 19;
+  Tensor weight = randn({outputs, depth}, 7, 1.0, DType::bf16);
+  std::vector<double> weight_values = to_f64_vector(weight);
+  bool round_input = cpu::linear_rounds_input_to_bf16(DType::bf16);
+  std::vector<Tensor> inputs = {
+      randn({depth, 6}, 8).transpose(0, 1),                   // transposed view
+      randn({3, 9, depth + 4}, 9).narrow(2, 2, depth),          // narrowed last dim, batch dims
+      randn({1, depth}, 10).broadcast_as({5, depth}),          // broadcast rows
+      randn({2, depth}, 11).unsqueeze(0).broadcast_as({4, 2, depth}),
+      test::make_tensor(test::random_values(3 * depth, 12), {3, depth}, DType::f32,
+                        test::Storage::padded),
+  };
+  for (const Tensor& input : inputs) {
+    Tensor output = linear(input, weight);
+    Dims expected_shape = input.shape();
+    expected_shape[expected_shape.size() - 1] = outputs;
+    ASSERT_EQ(output.shape(), expected_shape) << input.describe();
+    EXPECT_TRUE(output.is_contiguous());
+    int64_t rows = input.numel() / depth;
+    Reference reference = reference_linear(to_f64_vector(input), rows, depth, weight_values,
+                                           outputs, nullptr, round_input);
+    expect_near_reference(to_f64_vector(output), reference, kAccumulationTolerance, 0.0,
+                          "linear of " + input.describe());
+  }
+}
+
+TEST_P(KernelPathTest, LinearAcceptsStridedWeightsAndReturnsTheInputDtype) {
+  const int64_t depth = 40;
+  const int64_t outputs = 33;
+  // A weight stored [K, N] and viewed as [N, K].
+  Tensor weight = randn({depth, outputs}, 21).transpose(0, 1);
+  Tensor bias = randn({outputs}, 22);
+  for (DType input_dtype : {DType::f32, DType::bf16, DType::f16}) {
+    for (int64_t rows : {int64_t{2}, int64_t{9}}) {
+      Tensor input = randn({rows, depth}, 23, 1.0, input_dtype);
+      Tensor output = linear(input, weight, bias);
+      EXPECT_EQ(output.dtype(), input_dtype);
+      std::vector<double> bias_values = to_f64_vector(bias);
+      Reference reference = reference_linear(to_f64_vector(input), rows, depth,
+                                             to_f64_vector(weight), outputs, &bias_values, false);
+      // The result is rounded once to the input's dtype.
+      expect_near_reference(to_f64_vector(output), reference, kAccumulationTolerance,
+                            input_dtype == DType::f32 ? 0.0 : test::relative_tolerance(input_dtype),
+                            "linear " + input.describe());
+    }
+  }
+}
+
+TEST_P(KernelPathTest, LinearWithEmptyDepthGivesTheBias) {
+  Tensor input = zeros({3, 0});
+  Tensor weight = zeros({4, 0});
+  Tensor bias = from_vector({1, 2, 3, 4}, {4});
+  std::vector<float> values = to_f32_vector(linear(input, weight, bias));
+  EXPECT_EQ(values, (std::vector<float>{1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4}));
+}
+
+// Reference for matmul over the broadcast batch: left [..., M, K], right [..., K, N], both
+// already broadcast to the full batch and read in row-major order.
+std::vector<double> reference_matmul(const std::vector<double>& left,
+                                     const std::vector<double>& right, int64_t batches,
+                                     int64_t rows, int64_t depth, int64_t outputs,
+                                     std::vector<double>& scale) {
+  std::vector<double> values(batches * rows * outputs);
+  scale.assign(values.size(), 0.0);
+  for (int64_t batch = 0; batch < batches; ++batch) {
+    for (int64_t m = 0; m < rows; ++m) {
+      for (int64_t n = 0; n < outputs; ++n) {
+        double sum = 0.0;
+        double magnitude = 0.0;
+        for (int64_t k = 0; k < depth; ++k) {
+          double product = left[(batch * rows + m) * depth + k] *
+                           right[(batch * depth + k) * outputs + n];
+          sum += product;
+          magnitude += std::abs(product);
+        }
+        values[(batch * rows + m) * outputs + n] = sum;
+        scale[(batch * rows + m) * outputs + n] = magnitude;
+      }
+    }
+  }
+  return values;
+}
+
+void check_matmul(const Tensor& left, const Tensor& right, const Dims& expected_shape) {
+  Tensor output = matmul(left, right);
+  ASSERT_EQ(output.shape(), expected_shape) << left.describe() << " x " << right.describe();
+  ASSERT_EQ(output.dtype(), left.dtype());
+  EXPECT_TRUE(output.is_contiguous());
+  const int rank = expected_shape.size();
+  const int64_t rows = expected_shape[rank - 2];
+  const int64_t outputs = expected_shape[rank - 1];
+  const int64_t depth = left.dim(-1);
+  Dims batch_shape;
+  for (int dim = 0; dim < rank - 2; ++dim) batch_shape.push_back(expected_shape[dim]);
+  Dims left_shape = batch_shape;
+  left_shape.push_back(rows);
+  left_shape.push_back(depth);
+  Dims right_shape = batch_shape;
+  right_shape.push_back(depth);
+  right_shape.push_back(outputs);
+  Reference reference;
+  reference.values = reference_matmul(to_f64_vector(left.broadcast_as(left_shape)),
+                                      to_f64_vector(right.broadcast_as(right_shape)),
+                                      batch_shape.product(), rows, depth, outputs,
+                                      reference.scale);
+  expect_near_reference(to_f64_vector(output), reference, kAccumulationTolerance,
+                        left.dtype() == DType::f32 ? 0.0 : test::relative_tolerance(left.dtype()),
+                        "matmul " + left.describe() + " x " + right.describe());
+}
+
+TEST_P(KernelPathTest, MatmulMatchesDoubleLoopForEachDtypeAndSize) {
+  struct Case {
+    int64_t rows, depth, outputs;
+  };
+  const Case cases[] = {{1, 17, 4097}, {17, 4097, 3}, {4097, 3, 17}, {3, 1, 1}, {6, 70, 35}};
+  uint64_t seed = 100;
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
+    for (const Case& shape : cases) {
+      Tensor left = randn({shape.rows, shape.depth}, seed++, 1.0, dtype);
+      Tensor right = randn({shape.depth, shape.outputs}, seed++, 1.0, dtype);
+      check_matmul(left, right, {shape.rows, shape.outputs});
+    }
+  }
+}
+
+TEST_P(KernelPathTest, MatmulBroadcastsBatchDimsOverAnyLayout) {
+  // Batch broadcast both ways.
+  check_matmul(randn({2, 1, 5, 7}, 1), randn({3, 7, 4}, 2), {2, 3, 5, 4});
+  check_matmul(randn({5, 7}, 3), randn({2, 7, 6}, 4), {2, 5, 6});
+  check_matmul(randn({3, 9, 8}, 5), randn({8, 11}, 6), {3, 9, 11});
+  // Transposed, narrowed and broadcast operands.
+  check_matmul(randn({2, 7, 5}, 7).transpose(1, 2), randn({2, 6, 7}, 8).transpose(1, 2),
+               {2, 5, 6});
+  check_matmul(randn({4, 12}, 9).narrow(1, 3, 6), randn({10, 20}, 10).narrow(0, 2, 6).narrow(1, 1, 17),
+               {4, 17});
+  check_matmul(randn({1, 3, 5}, 11).broadcast_as({4, 3, 5}), randn({5, 1}, 12).broadcast_as({5, 9}),
+               {4, 3, 9});
+  // Attention-shaped: [B, H, S, D] x [B, H, D, S] with a transposed key view, in bf16.
+  Tensor query = randn({1, 2, 6, 8}, 13, 1.0, DType::bf16);
+  Tensor key = randn({1, 6, 2, 8}, 14, 1.0, DType::bf16).transpose(1, 2).transpose(2, 3);
+  check_matmul(query, key, {1, 2, 6, 6});
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, KernelPathTest, testing::ValuesIn(supported_paths()), path_name);
+
+TEST(LinearErrors, ShapeMismatchNamesTheOpAndBothShapes) {
+  Tensor input = zeros({2, 5});
+  Tensor weight = zeros({3, 4});
+  std::string message = error_message([&] { linear(input, weight); });
+  EXPECT_NE(message.find("linear"), std::string::npos) << message;
+  EXPECT_NE(message.find("[2, 5]"), std::string::npos) << message;
+  EXPECT_NE(message.find("[3, 4]"), std::string::npos) << message;
+
+  message = error_message([&] { linear(zeros({2, 4}), weight, zeros({4})); });
+  EXPECT_NE(message.find("linear"), std::string::npos) << message;
+  EXPECT_NE(message.find("bias"), std::string::npos) << message;
+  EXPECT_NE(message.find("[4]"), std::string::npos) << message;
+  EXPECT_NE(message.find("[3, 4]"), std::string::npos) << message;
+
+  message = error_message([&] { linear(zeros({2, 4}), zeros({4})); });
+  EXPECT_NE(message.find("linear"), std::string::npos) << message;
+
+  message = error_message([&] { linear(zeros({2, 4}, DType::i32), weight); });
+  EXPECT_NE(message.find("linear"), std::string::npos) << message;
+  EXPECT_NE(message.find("i32[2, 4]"), std::string::npos) << message;
+}
+
+TEST(MatmulErrors, MismatchesNameTheOpAndBothShapes) {
+  std::string message = error_message([] { matmul(zeros({2, 3}), zeros({4, 5})); });
+  EXPECT_NE(message.find("matmul"), std::string::npos) << message;
+  EXPECT_NE(message.find("[2, 3]"), std::string::npos) << message;
+  EXPECT_NE(message.find("[4, 5]"), std::string::npos) << message;
+
+  message = error_message([] { matmul(zeros({2, 2, 3}), zeros({3, 3, 5})); });
+  EXPECT_NE(message.find("matmul"), std::string::npos) << message;
+  EXPECT_NE(message.find("[2, 2, 3]"), std::string::npos) << message;
+  EXPECT_NE(message.find("[3, 3, 5]"), std::string::npos) << message;
+
+  message = error_message([] { matmul(zeros({2, 3}), zeros({3, 5}, DType::bf16)); });
+  EXPECT_NE(message.find("matmul"), std::string::npos) << message;
+  EXPECT_NE(message.find("f32[2, 3]"), std::string::npos) << message;
+  EXPECT_NE(message.find("bf16[3, 5]"), std::string::npos) << message;
+
+  message = error_message([] { matmul(zeros({3}), zeros({3, 5})); });
+  EXPECT_NE(message.find("matmul"), std::string::npos) << message;
+  EXPECT_NE(message.find("[3]"), std::string::npos) << message;
+}
+
+TEST(IsaDispatch, ForcingAnUnsupportedLevelThrowsAndEveryLowerLevelIsAccepted) {
+  for (cpu::Isa isa : {cpu::Isa::portable, cpu::Isa::avx2, cpu::Isa::avx512}) {
+    if (static_cast<int>(isa) <= static_cast<int>(cpu::detected_isa())) {
+      cpu::set_isa(isa);
+      EXPECT_EQ(cpu::active_isa(), isa);
+    } else {
+      EXPECT_THROW(cpu::set_isa(isa), Error);
+    }
+  }
+  cpu::reset_isa();
+  EXPECT_THROW(cpu::parse_isa("sse9"), Error);
+  EXPECT_EQ(cpu::parse_isa("avx2"), cpu::Isa::avx2);
+}
+
+}  // namespace
+}  // namespace fornace
