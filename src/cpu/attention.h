@@ -1,0 +1,25 @@
+// Scaled dot-product attention on raw strided operands: grouped-query heads by index mapping,
+// K and V read in place through their strides, softmax online in f32, row by row.
+#pragma once
+
+#include "core/dtype.h"
+#include "core/layout.h"
+
+namespace fornace::cpu {
+
+// A read-only operand: the base of its storage, its dtype and its layout (offset included).
+struct StridedInput {
+  const void* base;
+  DType dtype;
+  Layout layout;
+};
+
+// query [B, Hq, Sq, D], key and value [B, Hkv, Skv, D] (shapes already checked by the caller;
+// Hq a multiple of Hkv, Skv >= 1, Sq <= Skv when causal). Writes the contiguous [B, Hq, Sq, D]
+// result to `output` in `output_dtype`. Query head h reads kv head h / (Hq / Hkv). With
+// `causal`, query row i sits at position Skv - Sq + i and sees keys 0..that position.
+// Runs on the global thread pool.
+void attention(const StridedInput& query, const StridedInput& key, const StridedInput& value,
+               void* output, DType output_dtype, float scale, bool causal);
+
+}  // namespace fornace::cpu

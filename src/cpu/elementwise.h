@@ -1,0 +1,29 @@
+// Kernels on unit-stride f32 runs and rows: activations, arithmetic, softmax, RMS norm, RoPE and
+// argmax. The ops in src/ops/math.cpp feed them rows of any layout and dtype.
+#pragma once
+
+#include <cstdint>
+
+namespace fornace::cpu {
+
+enum class BinaryOp { add, mul };
+
+// out[i] = left[i] op right[i]; out may alias left or right.
+void binary_run(BinaryOp op, const float* left, const float* right, float* out, int64_t count);
+// out[i] = left[i] op scalar.
+void binary_scalar_run(BinaryOp op, const float* left, float scalar, float* out, int64_t count);
+// out[i] = x / (1 + e^-x).
+void silu_run(const float* input, float* out, int64_t count);
+void scale_run(const float* input, float factor, float* out, int64_t count);
+
+// out = softmax(input) over `count` values, shifted by the maximum.
+void softmax_row(const float* input, float* out, int64_t count);
+// out[i] = input[i] / sqrt(mean(input^2) + eps) * weight[i].
+void rms_norm_row(const float* input, const float* weight, float epsilon, float* out,
+                  int64_t count);
+// Half-split rotation of one row of 2 * half values by cos/sin[half].
+void rope_row(const float* input, const float* cos, const float* sin, float* out, int64_t half);
+// Index of the first largest value; NaN never wins; 0 when every value is NaN.
+int64_t argmax_row(const float* input, int64_t count);
+
+}  // namespace fornace::cpu

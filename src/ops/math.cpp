@@ -1,0 +1,269 @@
+// The computing ops other than matmul/linear: checks, result allocation and threading around the
+// kernels in src/cpu. Inputs of any layout are read row by row (or run by run) as f32 through
+// cpu::read_f32, which uses unit-stride f32 data in place and converts everything else.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+#include "cpu/attention.h"
+#include "cpu/elementwise.h"
+#include "cpu/strided_access.h"
+#include "cpu/thread_pool.h"
+#include "ops/math.h"
+
+namespace fornace {
+namespace {
+
+// Below this many elements per thread the pool's hand-off costs more than it saves.
+constexpr int64_t kMinElementsPerPart = 16384;
+// Elementwise ops convert and compute in chunks of this many elements.
+constexpr int64_t kChunk = 512;
+
+void require_float(const Tensor& tensor, const char* op, const char* role) {
+  if (!tensor.defined()) fail(op, ": ", role, " is undefined");
+  if (tensor.device() != Device::cpu) {
+    fail(op, ": ", role, " ", tensor.describe(), " is on unsupported device ",
+         device_name(tensor.device()));
+  }
+  if (!is_float(tensor.dtype())) {
+    fail(op, ": ", role, " ", tensor.describe(), " must be f32, bf16 or f16");
+  }
+}
+
+// A per-thread f32 buffer of at least `size` elements; `slot` tells apart buffers in use at once.
+float* scratch(int slot, int64_t size) {
+  thread_local std::array<std::vector<float>, 4> buffers;
+  std::vector<float>& buffer = buffers[slot];
+  if (static_cast<int64_t>(buffer.size()) < size) buffer.resize(size);
+  return buffer.data();
+}
+
+// Runs body(begin, end) over `count` items of `item_size` elements each on the global pool.
+template <typename Body>
+void parallel_for(int64_t count, int64_t item_size, Body&& body) {
+  int64_t grain = std::max<int64_t>(1, kMinElementsPerPart / std::max<int64_t>(1, item_size));
+  ThreadPool::global().run(count, grain, body);
+}
+
+// A row-wise op over the last dim: body(input_row, output_row, row_index) gets row `row` of
+// `input` as f32 and a f32 row to fill; the result is a new contiguous tensor of `input`'s shape
+// and dtype.
+template <typename Body>
+Tensor map_rows(const Tensor& input, Body&& body) {
+  Tensor result = Tensor::empty(input.shape(), input.dtype());
+  if (input.numel() == 0) return result;
+  int64_t length = input.rank() == 0 ? 1 : input.shape().back();
+  int64_t stride = input.rank() == 0 ? 1 : input.strides().back();
+  int64_t rows = input.numel() / length;
+  const void* base = input.storage()->data();
+  DType dtype = input.dtype();
+  void* out_base = result.raw();
+  parallel_for(rows, length, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const float* in = cpu::read_f32(base, dtype, cpu::row_offset(input.layout(), row), stride,
+                                      length, scratch(0, length));
+      float* out = dtype == DType::f32 ? static_cast<float*>(out_base) + row * length
+                                       : scratch(1, length);
+      body(in, out, row);
+      if (dtype != DType::f32) cpu::store_f32(out_base, dtype, row * length, out, length);
+    }
+  });
+  return result;
+}
+
+// An elementwise op over `inputs` broadcast to `shape`: kernel(input_pointers, out, count) gets
+// f32 chunks. The result is a new contiguous tensor of `shape` and `dtype`.
+template <int N, typename Kernel>
+Tensor map_elements(const std::array<const Tensor*, N>& inputs, const Dims& shape, DType dtype,
+                    Kernel&& kernel) {
+  Tensor result = Tensor::empty(shape, dtype);
+  if (result.numel() == 0) return result;
+  std::array<Layout, N + 1> layouts;
+  layouts[0] = result.layout();
+  for (int i = 0; i < N; ++i) layouts[i + 1] = inputs[i]->layout().broadcast_as(shape);
+  std::array<const Layout*, N + 1> layout_pointers;
+  for (int i = 0; i <= N; ++i) layout_pointers[i] = &layouts[i];
+  cpu::MergedLayouts<N + 1> merged = cpu::merge_layouts<N + 1>(layout_pointers);
+  void* out_base = result.storage()->data();
+  parallel_for(result.numel(), 1, [&](int64_t begin, int64_t end) {
+    cpu::for_each_run(merged, begin, end, [&](const std::array<int64_t, N + 1>& offsets,
+                                              int64_t length) {
+      for (int64_t done = 0; done < length; done += kChunk) {
+        int64_t count = std::min(kChunk, length - done);
+        std::array<const float*, N> values;
+        for (int i = 0; i < N; ++i) {
+          int64_t stride = merged.inner_stride(i + 1);
+          values[i] = cpu::read_f32(inputs[i]->storage()->data(), inputs[i]->dtype(),
+                                    offsets[i + 1] + done * stride, stride, count,
+                                    scratch(i, kChunk));
+        }
+        int64_t out_offset = offsets[0] + done;
+        float* out = dtype == DType::f32 ? static_cast<float*>(out_base) + out_offset
+                                         : scratch(N, kChunk);
+        kernel(values, out, count);
+        if (dtype != DType::f32) cpu::store_f32(out_base, dtype, out_offset, out, count);
+      }
+    });
+  });
+  return result;
+}
+
+Tensor binary(const char* op, cpu::BinaryOp kind, const Tensor& left, const Tensor& right) {
+  require_float(left, op, "left");
+  require_float(right, op, "right");
+  if (left.dtype() != right.dtype()) {
+    fail(op, ": dtypes differ, ", left.describe(), " and ", right.describe());
+  }
+  Dims shape = broadcast_shapes(left.shape(), right.shape(), op);
+  memory::OpScope scope(op);
+  return map_elements<2>({&left, &right}, shape, left.dtype(),
+                         [kind](const std::array<const float*, 2>& values, float* out,
+                                int64_t count) {
+                           cpu::binary_run(kind, values[0], values[1], out, count);
+                         });
+}
+
+}  // namespace
+
+Tensor add(const Tensor& left, const Tensor& right) {
+  return binary("add", cpu::BinaryOp::add, left, right);
+}
+
+Tensor mul(const Tensor& left, const Tensor& right) {
+  return binary("mul", cpu::BinaryOp::mul, left, right);
+}
+
+Tensor scale(const Tensor& input, double factor) {
+  require_float(input, "scale", "input");
+  memory::OpScope scope("scale");
+  float value = static_cast<float>(factor);
+  return map_elements<1>({&input}, input.shape(), input.dtype(),
+                         [value](const std::array<const float*, 1>& values, float* out,
+                                 int64_t count) { cpu::scale_run(values[0], value, out, count); });
+}
+
+Tensor silu(const Tensor& input) {
+  require_float(input, "silu", "input");
+  memory::OpScope scope("silu");
+  return map_elements<1>({&input}, input.shape(), input.dtype(),
+                         [](const std::array<const float*, 1>& values, float* out,
+                            int64_t count) { cpu::silu_run(values[0], out, count); });
+}
+
+Tensor softmax(const Tensor& input) {
+  require_float(input, "softmax", "input");
+  memory::OpScope scope("softmax");
+  int64_t length = input.rank() == 0 ? 1 : input.shape().back();
+  return map_rows(input, [length](const float* in, float* out, int64_t) {
+    cpu::softmax_row(in, out, length);
+  });
+}
+
+Tensor rms_norm(const Tensor& input, const Tensor& weight, double eps) {
+  require_float(input, "rms_norm", "input");
+  require_float(weight, "rms_norm", "weight");
+  if (input.rank() < 1 || weight.rank() != 1 || weight.dim(0) != input.dim(-1)) {
+    fail("rms_norm: weight ", weight.describe(), " does not match the last dim of input ",
+         input.describe());
+  }
+  memory::OpScope scope("rms_norm");
+  int64_t length = input.dim(-1);
+  const float* weight_values =
+      cpu::read_f32(weight.storage()->data(), weight.dtype(), weight.layout().offset,
+                    weight.strides()[0], length, scratch(3, length));
+  float epsilon = static_cast<float>(eps);
+  return map_rows(input, [=](const float* in, float* out, int64_t) {
+    cpu::rms_norm_row(in, weight_values, epsilon, out, length);
+  });
+}
+
+Tensor rope(const Tensor& input, const Tensor& cos, const Tensor& sin) {
+  require_float(input, "rope", "input");
+  require_float(cos, "rope", "cos");
+  require_float(sin, "rope", "sin");
+  if (input.rank() < 2 || input.dim(-1) % 2 != 0) {
+    fail("rope: input ", input.describe(), " must be [..., S, D] with an even D");
+  }
+  int64_t length = input.dim(-2);
+  int64_t half = input.dim(-1) / 2;
+  Dims table_shape{length, half};
+  if (!(cos.shape() == table_shape) || !(sin.shape() == table_shape)) {
+    fail("rope: cos ", cos.describe(), " and sin ", sin.describe(), " must both be ",
+         table_shape.to_string(), " for input ", input.describe());
+  }
+  memory::OpScope scope("rope");
+  return map_rows(input, [&, length, half](const float* in, float* out, int64_t row) {
+    int64_t position = row % length;
+    const float* cos_row =
+        cpu::read_f32(cos.storage()->data(), cos.dtype(), cpu::row_offset(cos.layout(), position),
+                      cos.strides()[1], half, scratch(2, half));
+    const float* sin_row =
+        cpu::read_f32(sin.storage()->data(), sin.dtype(), cpu::row_offset(sin.layout(), position),
+                      sin.strides()[1], half, scratch(3, half));
+    cpu::rope_row(in, cos_row, sin_row, out, half);
+  });
+}
+
+Tensor argmax(const Tensor& input) {
+  require_float(input, "argmax", "input");
+  if (input.rank() < 1 || input.dim(-1) == 0) {
+    fail("argmax: input ", input.describe(), " has no last dim to reduce");
+  }
+  memory::OpScope scope("argmax");
+  Dims shape = input.shape();
+  shape.erase(shape.size() - 1);
+  Tensor result = Tensor::empty(shape, DType::u32);
+  int64_t length = input.dim(-1);
+  int64_t stride = input.strides().back();
+  uint32_t* out = result.data<uint32_t>();
+  parallel_for(result.numel(), length, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const float* values =
+          cpu::read_f32(input.storage()->data(), input.dtype(),
+                        cpu::row_offset(input.layout(), row), stride, length, scratch(0, length));
+      out[row] = static_cast<uint32_t>(cpu::argmax_row(values, length));
+    }
+  });
+  return result;
+}
+
+Tensor attention(const Tensor& query, const Tensor& key, const Tensor& value, double scale,
+                 bool causal) {
+  require_float(query, "attention", "query");
+  require_float(key, "attention", "key");
+  require_float(value, "attention", "value");
+  auto shapes = [&] {
+    return concat("query ", query.describe(), ", key ", key.describe(), ", value ",
+                  value.describe());
+  };
+  if (query.rank() != 4 || key.rank() != 4 || value.rank() != 4) {
+    fail("attention: expected rank-4 [B, H, S, D] tensors, got ", shapes());
+  }
+  if (!(key.shape() == value.shape())) fail("attention: key and value differ, ", shapes());
+  int64_t query_heads = query.dim(1);
+  int64_t kv_heads = key.dim(1);
+  if (query.dim(0) != key.dim(0) || query.dim(3) != key.dim(3)) {
+    fail("attention: batch or head_dim differ, ", shapes());
+  }
+  if (kv_heads == 0 || query_heads % kv_heads != 0) {
+    fail("attention: ", query_heads, " query heads are not a multiple of ", kv_heads,
+         " kv heads, ", shapes());
+  }
+  if (key.dim(2) == 0) fail("attention: no key positions, ", shapes());
+  if (causal && query.dim(2) > key.dim(2)) {
+    fail("attention: causal with more query rows than keys, ", shapes());
+  }
+  memory::OpScope scope("attention");
+  Tensor result = Tensor::empty(query.shape(), query.dtype());
+  if (result.numel() == 0) return result;
+  auto strided = [](const Tensor& tensor) {
+    return cpu::StridedInput{tensor.storage()->data(), tensor.dtype(), tensor.layout()};
+  };
+  cpu::attention(strided(query), strided(key), strided(value), result.raw(), result.dtype(),
+                 static_cast<float>(scale), causal);
+  return result;
+}
+
+}  // namespace fornace

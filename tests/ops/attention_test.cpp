@@ -1,0 +1,231 @@
+// attention() against a double-precision loop: grouped-query heads, causal masks, decode and
+// prefill shapes, K/V in the layouts the KV caches produce, every ISA kernel and thread count.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "cpu/cpu_features.h"
+#include "cpu/thread_pool.h"
+#include "ops/math.h"
+#include "test_tensors.h"
+
+namespace fornace {
+namespace {
+
+using test::random_values;
+
+struct Shape {
+  int64_t batch, query_heads, kv_heads, query_length, kv_length, head_dim;
+};
+
+// Logical values in [B, H, S, D] row-major order.
+struct Inputs {
+  Shape shape;
+  std::vector<float> query, key, value;
+};
+
+Inputs random_inputs(const Shape& shape, uint64_t seed) {
+  Inputs inputs{shape};
+  int64_t query_count = shape.batch * shape.query_heads * shape.query_length * shape.head_dim;
+  int64_t kv_count = shape.batch * shape.kv_heads * shape.kv_length * shape.head_dim;
+  inputs.query = random_values(query_count, seed);
+  inputs.key = random_values(kv_count, seed + 1);
+  inputs.value = random_values(kv_count, seed + 2);
+  return inputs;
+}
+
+std::vector<double> reference_attention(const Inputs& inputs, double scale, bool causal) {
+  const Shape& s = inputs.shape;
+  std::vector<double> out(s.batch * s.query_heads * s.query_length * s.head_dim, 0.0);
+  int64_t group = s.query_heads / s.kv_heads;
+  std::vector<double> scores(s.kv_length);
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t h = 0; h < s.query_heads; ++h) {
+      int64_t kv = h / group;
+      for (int64_t i = 0; i < s.query_length; ++i) {
+        const float* q = &inputs.query[((b * s.query_heads + h) * s.query_length + i) * s.head_dim];
+        int64_t visible = causal ? s.kv_length - s.query_length + i + 1 : s.kv_length;
+        double maximum = -INFINITY;
+        for (int64_t j = 0; j < visible; ++j) {
+          const float* k = &inputs.key[((b * s.kv_heads + kv) * s.kv_length + j) * s.head_dim];
+          double dot = 0;
+          for (int64_t d = 0; d < s.head_dim; ++d) dot += double(q[d]) * k[d];
+          scores[j] = dot * scale;
+          maximum = std::max(maximum, scores[j]);
+        }
+        double total = 0;
+        for (int64_t j = 0; j < visible; ++j) total += scores[j] = std::exp(scores[j] - maximum);
+        double* o = &out[((b * s.query_heads + h) * s.query_length + i) * s.head_dim];
+        for (int64_t j = 0; j < visible; ++j) {
+          const float* v = &inputs.value[((b * s.kv_heads + kv) * s.kv_length + j) * s.head_dim];
+          for (int64_t d = 0; d < s.head_dim; ++d) o[d] += scores[j] / total * v[d];
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// How K or V is stored.
+enum class KvLayout {
+  contiguous,   // [B, H, S, D]
+  transposed,   // a [B, S, H, D] buffer viewed as [B, H, S, D] (cat's V)
+  narrowed,     // the first S positions of a preallocated [B, H, S + 37, D] cache
+  reversed,     // every stride reversed, so D is not unit-stride (the slow path)
+};
+constexpr KvLayout kKvLayouts[] = {KvLayout::contiguous, KvLayout::transposed,
+                                   KvLayout::narrowed, KvLayout::reversed};
+
+Tensor make_kv(const std::vector<float>& values, const Shape& s, int64_t heads, int64_t length,
+               KvLayout layout, DType dtype) {
+  Dims shape{s.batch, heads, length, s.head_dim};
+  switch (layout) {
+    case KvLayout::contiguous:
+      return from_vector(values, shape, dtype);
+    case KvLayout::transposed: {
+      std::vector<float> physical(values.size());
+      for (int64_t b = 0; b < s.batch; ++b)
+        for (int64_t h = 0; h < heads; ++h)
+          for (int64_t p = 0; p < length; ++p)
+            for (int64_t d = 0; d < s.head_dim; ++d)
+              physical[((b * length + p) * heads + h) * s.head_dim + d] =
+                  values[((b * heads + h) * length + p) * s.head_dim + d];
+      return from_vector(physical, {s.batch, length, heads, s.head_dim}, dtype).transpose(1, 2);
+    }
+    case KvLayout::narrowed: {
+      const int64_t capacity = length + 37;
+      std::vector<float> physical(s.batch * heads * capacity * s.head_dim, NAN);
+      for (int64_t row = 0; row < s.batch * heads; ++row)
+        for (int64_t p = 0; p < length; ++p)
+          for (int64_t d = 0; d < s.head_dim; ++d)
+            physical[(row * capacity + p) * s.head_dim + d] =
+                values[(row * length + p) * s.head_dim + d];
+      return from_vector(physical, {s.batch, heads, capacity, s.head_dim}, dtype)
+          .narrow(2, 0, length);
+    }
+    case KvLayout::reversed:
+      return test::make_tensor(values, shape, dtype, test::Storage::reversed);
+  }
+  return {};
+}
+
+std::vector<cpu::Isa> supported_isas() {
+  std::vector<cpu::Isa> isas{cpu::Isa::portable};
+  if (cpu::detected_isa() >= cpu::Isa::avx2) isas.push_back(cpu::Isa::avx2);
+  if (cpu::detected_isa() >= cpu::Isa::avx512) isas.push_back(cpu::Isa::avx512);
+  return isas;
+}
+
+// Restores the thread count and ISA after a test changes them.
+class AttentionTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    set_num_threads(0);
+    cpu::reset_isa();
+  }
+};
+
+void check(const Shape& shape, bool causal, KvLayout layout, DType kv_dtype, uint64_t seed) {
+  Inputs inputs = random_inputs(shape, seed);
+  inputs.key = test::representable(inputs.key, kv_dtype);
+  inputs.value = test::representable(inputs.value, kv_dtype);
+  double scale = 1.0 / std::sqrt(double(shape.head_dim));
+  std::vector<double> expected = reference_attention(inputs, scale, causal);
+  Tensor query = from_vector(inputs.query, {shape.batch, shape.query_heads, shape.query_length,
+                                            shape.head_dim});
+  Tensor key = make_kv(inputs.key, shape, shape.kv_heads, shape.kv_length, layout, kv_dtype);
+  Tensor value = make_kv(inputs.value, shape, shape.kv_heads, shape.kv_length, layout, kv_dtype);
+  Tensor result = attention(query, key, value, scale, causal);
+  std::string context = concat("attention (", cpu::isa_name(cpu::active_isa()), ", ",
+                               num_threads(), " threads, causal ", causal, ") of q ",
+                               query.describe(), ", k ", key.describe(), ", v ", value.describe(),
+                               " strides ", value.strides().to_string());
+  ASSERT_EQ(result.shape(), query.shape()) << context;
+  ASSERT_TRUE(result.is_contiguous()) << context;
+  test::expect_close(to_f64_vector(result), expected, 2e-5, 1e-4, context);
+}
+
+TEST_F(AttentionTest, DecodeMatchesTheReferenceForEveryCacheLayoutIsaAndThreadCount) {
+  for (cpu::Isa isa : supported_isas()) {
+    cpu::set_isa(isa);
+    for (int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      for (KvLayout layout : kKvLayouts) {
+        check({1, 14, 2, 1, 513, 64}, true, layout, DType::f32, 20);
+        check({1, 14, 2, 1, 2049, 64}, false, layout, DType::f32, 21);
+      }
+    }
+  }
+}
+
+TEST_F(AttentionTest, PrefillMatchesTheReferenceWithACausalMask) {
+  for (cpu::Isa isa : supported_isas()) {
+    cpu::set_isa(isa);
+    for (KvLayout layout : kKvLayouts) {
+      check({1, 14, 2, 33, 33, 64}, true, layout, DType::f32, 30);
+      check({2, 4, 2, 17, 17, 3}, true, layout, DType::f32, 31);
+      // Queries that continue a longer cache: row i sits at position Skv - Sq + i.
+      check({1, 6, 3, 5, 70, 64}, true, layout, DType::f32, 32);
+      check({1, 2, 2, 3, 4097, 17}, false, layout, DType::f32, 33);
+    }
+  }
+}
+
+TEST_F(AttentionTest, SizesOneAndOddHeadDimensions) {
+  for (cpu::Isa isa : supported_isas()) {
+    cpu::set_isa(isa);
+    check({1, 1, 1, 1, 1, 1}, true, KvLayout::contiguous, DType::f32, 40);
+    check({3, 3, 1, 1, 3, 17}, false, KvLayout::transposed, DType::f32, 41);
+    check({1, 4, 4, 3, 3, 128}, true, KvLayout::narrowed, DType::f32, 42);
+  }
+}
+
+TEST_F(AttentionTest, ReadsHalfPrecisionCaches) {
+  for (DType dtype : {DType::bf16, DType::f16}) {
+    check({1, 14, 2, 1, 300, 64}, true, KvLayout::transposed, dtype, 50);
+    check({1, 4, 2, 9, 9, 64}, true, KvLayout::contiguous, dtype, 51);
+  }
+}
+
+TEST_F(AttentionTest, TransposedQueriesAndBf16QueriesKeepTheirDtype) {
+  Shape shape{1, 4, 2, 5, 5, 8};
+  Inputs inputs = random_inputs(shape, 60);
+  inputs.query = test::representable(inputs.query, DType::bf16);
+  std::vector<double> expected = reference_attention(inputs, 0.5, true);
+  // Query stored as [B, S, H, D] and viewed as [B, H, S, D], in bf16.
+  Tensor query = make_kv(inputs.query, shape, shape.query_heads, shape.query_length,
+                         KvLayout::transposed, DType::bf16);
+  Tensor key = from_vector(inputs.key, {1, 2, 5, 8});
+  Tensor value = from_vector(inputs.value, {1, 2, 5, 8});
+  Tensor result = attention(query, key, value, 0.5, true);
+  EXPECT_EQ(result.dtype(), DType::bf16);
+  test::expect_close(to_f64_vector(result), expected, 1e-3, 1.0 / 128, "bf16 attention");
+}
+
+TEST_F(AttentionTest, RejectsMismatchedShapesNamingThem) {
+  Tensor query = zeros({1, 14, 1, 64});
+  std::string message = test::error_message(
+      [&] { attention(query, zeros({1, 3, 5, 64}), zeros({1, 3, 5, 64}), 1.0, true); });
+  EXPECT_NE(message.find("attention: 14 query heads are not a multiple of 3 kv heads, query "
+                         "f32[1, 14, 1, 64], key f32[1, 3, 5, 64]"),
+            std::string::npos)
+      << message;
+  message = test::error_message(
+      [&] { attention(query, zeros({1, 2, 5, 64}), zeros({1, 2, 6, 64}), 1.0, true); });
+  EXPECT_NE(message.find("attention: key and value differ"), std::string::npos) << message;
+  message = test::error_message(
+      [&] { attention(query, zeros({1, 2, 5, 32}), zeros({1, 2, 5, 32}), 1.0, true); });
+  EXPECT_NE(message.find("attention: batch or head_dim differ"), std::string::npos) << message;
+  message = test::error_message(
+      [&] { attention(zeros({1, 2, 4, 8}), zeros({1, 2, 3, 8}), zeros({1, 2, 3, 8}), 1.0, true); });
+  EXPECT_NE(message.find("attention: causal with more query rows than keys"), std::string::npos)
+      << message;
+  message = test::error_message(
+      [&] { attention(zeros({14, 64}), zeros({1, 2, 5, 64}), zeros({1, 2, 5, 64}), 1.0, true); });
+  EXPECT_NE(message.find("attention: expected rank-4 [B, H, S, D] tensors, got query f32[14, 64]"),
+            std::string::npos)
+      << message;
+}
+
+}  // namespace
+}  // namespace fornace

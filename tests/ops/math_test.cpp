@@ -1,0 +1,353 @@
+// Elementwise, row and reduction ops against plain double-precision loops, over contiguous,
+// reversed-stride, padded (narrowed) and broadcast inputs in f32, bf16 and f16.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "ops/math.h"
+#include "test_tensors.h"
+
+namespace fornace {
+namespace {
+
+using test::expect_close;
+using test::make_tensor;
+using test::random_values;
+using test::representable;
+using test::Storage;
+
+constexpr DType kFloatTypes[] = {DType::f32, DType::bf16, DType::f16};
+
+// Flat index into an operand of `shape` broadcast (NumPy rules) to the output index.
+int64_t broadcast_source(const std::vector<int64_t>& out_index, const Dims& shape) {
+  int lead = static_cast<int>(out_index.size()) - shape.size();
+  int64_t flat = 0;
+  for (int dim = 0; dim < shape.size(); ++dim) {
+    int64_t coordinate = shape[dim] == 1 ? 0 : out_index[lead + dim];
+    flat = flat * shape[dim] + coordinate;
+  }
+  return flat;
+}
+
+std::vector<double> as_double(const std::vector<float>& values) {
+  return {values.begin(), values.end()};
+}
+
+std::string describe_case(const char* op, const Tensor& left, const Tensor& right) {
+  return concat(op, " of ", left.describe(), " and ", right.describe());
+}
+
+// Checks add or mul for every pair of layouts and every float dtype.
+void check_binary(const char* op, Tensor (*function)(const Tensor&, const Tensor&),
+                  double (*reference)(double, double), const Dims& left_shape,
+                  const Dims& right_shape) {
+  Dims out_shape = broadcast_shapes(left_shape, right_shape, "test");
+  for (DType dtype : kFloatTypes) {
+    std::vector<float> left_values =
+        representable(random_values(left_shape.product(), 1), dtype);
+    std::vector<float> right_values =
+        representable(random_values(right_shape.product(), 2), dtype);
+    std::vector<double> expected(out_shape.product());
+    for (int64_t flat = 0; flat < out_shape.product(); ++flat) {
+      std::vector<int64_t> index = test::unravel(flat, out_shape);
+      expected[flat] = reference(left_values[broadcast_source(index, left_shape)],
+                                 right_values[broadcast_source(index, right_shape)]);
+    }
+    for (Storage left_kind : test::kAllStorages) {
+      for (Storage right_kind : test::kAllStorages) {
+        Tensor left = make_tensor(left_values, left_shape, dtype, left_kind);
+        Tensor right = make_tensor(right_values, right_shape, dtype, right_kind);
+        Tensor result = function(left, right);
+        std::string context = describe_case(op, left, right);
+        EXPECT_EQ(result.shape(), out_shape) << context;
+        EXPECT_EQ(result.dtype(), dtype) << context;
+        EXPECT_TRUE(result.is_contiguous()) << context;
+        expect_close(to_f64_vector(result), expected, 1e-6,
+                     test::relative_tolerance(dtype), context);
+      }
+    }
+  }
+}
+
+double add_reference(double left, double right) { return left + right; }
+double mul_reference(double left, double right) { return left * right; }
+
+TEST(Add, BroadcastsLikeNumPyOverEveryLayoutAndDtype) {
+  check_binary("add", add, add_reference, {3, 17}, {17});
+  check_binary("add", add, add_reference, {17, 1}, {1, 3});
+  check_binary("add", add, add_reference, {2, 1, 4097}, {2, 3, 1});
+  check_binary("add", add, add_reference, {1}, {3});
+  check_binary("add", add, add_reference, {4097}, {4097});
+}
+
+TEST(Mul, BroadcastsLikeNumPyOverEveryLayoutAndDtype) {
+  check_binary("mul", mul, mul_reference, {3, 17}, {3, 1});
+  check_binary("mul", mul, mul_reference, {1, 3, 17}, {2, 1, 17});
+  check_binary("mul", mul, mul_reference, {4097, 3}, {1});
+}
+
+TEST(Add, AcceptsExplicitBroadcastViews) {
+  // A [17] bias viewed as [5, 17] with stride 0 on the first dim.
+  std::vector<float> bias = random_values(17, 3);
+  std::vector<float> rows = random_values(5 * 17, 4);
+  Tensor bias_view = from_vector(bias, {17}).broadcast_as({5, 17});
+  ASSERT_EQ(bias_view.strides()[0], 0);
+  Tensor result = add(from_vector(rows, {5, 17}), bias_view);
+  std::vector<double> expected(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) expected[i] = double(rows[i]) + bias[i % 17];
+  expect_close(to_f64_vector(result), expected, 1e-6, 1e-6, "add with a broadcast view");
+}
+
+TEST(Add, LargeTensorsSplitAcrossThreadsGiveTheSameValues) {
+  // 3 x 4097 x 17 elements: many pool parts, some starting inside a run.
+  Dims shape{3, 4097, 17};
+  std::vector<float> left = random_values(shape.product(), 5);
+  std::vector<float> right = random_values(4097 * 17, 6);
+  Tensor result = add(make_tensor(left, shape, DType::f32, Storage::reversed),
+                      from_vector(right, {4097, 17}));
+  std::vector<double> expected(left.size());
+  for (size_t i = 0; i < left.size(); ++i) {
+    expected[i] = double(left[i]) + right[i % (4097 * 17)];
+  }
+  expect_close(to_f64_vector(result), expected, 1e-6, 1e-6, "large add");
+}
+
+TEST(Elementwise, RejectsMismatchedDtypesAndShapesNamingTheOp) {
+  Tensor left = zeros({2, 3});
+  std::string message = test::error_message([&] { add(left, zeros({2, 3}, DType::bf16)); });
+  EXPECT_NE(message.find("add: dtypes differ"), std::string::npos) << message;
+  EXPECT_NE(message.find("f32[2, 3]"), std::string::npos) << message;
+  EXPECT_NE(message.find("bf16[2, 3]"), std::string::npos) << message;
+  message = test::error_message([&] { mul(left, zeros({4})); });
+  EXPECT_NE(message.find("mul: shapes [2, 3] and [4] do not broadcast"), std::string::npos)
+      << message;
+  message = test::error_message([&] { silu(zeros({2}, DType::i32)); });
+  EXPECT_NE(message.find("silu: input i32[2] must be f32, bf16 or f16"), std::string::npos)
+      << message;
+}
+
+// Checks a unary elementwise op over layouts, dtypes and the sizes 1, 3, 17 and 4097.
+void check_unary(const char* op, const std::function<Tensor(const Tensor&)>& function,
+                 double (*reference)(double)) {
+  for (Dims shape : {Dims{1}, Dims{3}, Dims{17, 3}, Dims{4097}, Dims{2, 3, 17}}) {
+    for (DType dtype : kFloatTypes) {
+      std::vector<float> values = representable(random_values(shape.product(), 7, -9, 9), dtype);
+      std::vector<double> expected(values.size());
+      for (size_t i = 0; i < values.size(); ++i) expected[i] = reference(values[i]);
+      for (Storage kind : test::kAllStorages) {
+        Tensor input = make_tensor(values, shape, dtype, kind);
+        Tensor result = function(input);
+        std::string context = concat(op, " of ", input.describe());
+        EXPECT_EQ(result.shape(), shape) << context;
+        EXPECT_TRUE(result.is_contiguous()) << context;
+        expect_close(to_f64_vector(result), expected, 1e-6, test::relative_tolerance(dtype),
+                     context);
+      }
+    }
+  }
+}
+
+TEST(Silu, MatchesTheDoubleFormula) {
+  check_unary("silu", silu, [](double x) { return x / (1.0 + std::exp(-x)); });
+}
+
+TEST(Silu, SaturatesAtLargeMagnitudes) {
+  Tensor result = silu(from_vector({-200.0f, -90.0f, 90.0f, 200.0f}, {4}));
+  std::vector<float> values = to_f32_vector(result);
+  EXPECT_EQ(values[0], 0.0f);
+  EXPECT_NEAR(values[1], 0.0f, 1e-30);
+  EXPECT_FLOAT_EQ(values[2], 90.0f);
+  EXPECT_FLOAT_EQ(values[3], 200.0f);
+}
+
+TEST(Scale, MultipliesEveryElement) {
+  check_unary(
+      "scale", [](const Tensor& input) { return scale(input, -0.125); },
+      [](double x) { return -0.125 * x; });
+}
+
+// Softmax rows of `length` with the double reference.
+std::vector<double> softmax_reference(const std::vector<float>& values, int64_t length) {
+  std::vector<double> result(values.size());
+  for (size_t start = 0; start < values.size(); start += length) {
+    double maximum = -INFINITY;
+    for (int64_t i = 0; i < length; ++i) maximum = std::max<double>(maximum, values[start + i]);
+    double total = 0;
+    for (int64_t i = 0; i < length; ++i) total += std::exp(values[start + i] - maximum);
+    for (int64_t i = 0; i < length; ++i) {
+      result[start + i] = std::exp(values[start + i] - maximum) / total;
+    }
+  }
+  return result;
+}
+
+TEST(Softmax, MatchesTheDoubleReferenceOverRowsOfEverySize) {
+  for (int64_t length : {1, 3, 17, 4097}) {
+    for (DType dtype : kFloatTypes) {
+      Dims shape{3, length};
+      std::vector<float> values = representable(random_values(shape.product(), 8, -20, 20), dtype);
+      std::vector<double> expected = softmax_reference(values, length);
+      for (Storage kind : test::kAllStorages) {
+        Tensor input = make_tensor(values, shape, dtype, kind);
+        std::string context = concat("softmax of ", input.describe());
+        expect_close(to_f64_vector(softmax(input)), expected, 1e-7,
+                     test::relative_tolerance(dtype) + 1e-5, context);
+      }
+    }
+  }
+}
+
+TEST(Softmax, IsStableForHugeLogitsAndHandlesMinusInfinity) {
+  const float inf = std::numeric_limits<float>::infinity();
+  Tensor input = from_vector({1000.0f, 999.0f, -1000.0f, -inf}, {1, 4});
+  std::vector<double> expected = softmax_reference({1000.0f, 999.0f, -1000.0f, -inf}, 4);
+  std::vector<double> actual = to_f64_vector(softmax(input));
+  expect_close(actual, expected, 1e-7, 1e-5, "softmax with huge logits");
+  EXPECT_EQ(actual[3], 0.0);
+}
+
+TEST(Softmax, ReadsABroadcastRowOnceForEveryCopy) {
+  std::vector<float> row = random_values(17, 9);
+  Tensor input = from_vector(row, {1, 17}).broadcast_as({4, 17});
+  std::vector<double> one_row = softmax_reference(row, 17);
+  std::vector<double> expected;
+  for (int copy = 0; copy < 4; ++copy) expected.insert(expected.end(), one_row.begin(), one_row.end());
+  expect_close(to_f64_vector(softmax(input)), expected, 1e-7, 1e-5, "softmax of broadcast rows");
+}
+
+TEST(RmsNorm, MatchesTheDoubleReferenceWithWeightsOfAnotherDtype) {
+  const double epsilon = 1e-6;
+  for (int64_t hidden : {1, 3, 17, 4097}) {
+    Dims shape{2, 3, hidden};
+    for (DType input_dtype : kFloatTypes) {
+      for (DType weight_dtype : kFloatTypes) {
+        std::vector<float> values = representable(random_values(shape.product(), 10), input_dtype);
+        std::vector<float> weights = representable(random_values(hidden, 11), weight_dtype);
+        std::vector<double> expected(values.size());
+        for (size_t start = 0; start < values.size(); start += hidden) {
+          double squares = 0;
+          for (int64_t i = 0; i < hidden; ++i) squares += double(values[start + i]) * values[start + i];
+          double inverse = 1.0 / std::sqrt(squares / hidden + epsilon);
+          for (int64_t i = 0; i < hidden; ++i) {
+            expected[start + i] = values[start + i] * inverse * weights[i];
+          }
+        }
+        for (Storage kind : test::kAllStorages) {
+          Tensor input = make_tensor(values, shape, input_dtype, kind);
+          Tensor weight = make_tensor(weights, {hidden}, weight_dtype, kind);
+          Tensor result = rms_norm(input, weight, epsilon);
+          std::string context = concat("rms_norm of ", input.describe(), " by ", weight.describe());
+          EXPECT_EQ(result.dtype(), input_dtype) << context;
+          expect_close(to_f64_vector(result), expected, 1e-5,
+                       test::relative_tolerance(input_dtype) + 1e-5, context);
+        }
+      }
+    }
+  }
+}
+
+TEST(RmsNorm, RejectsAWeightOfTheWrongLength) {
+  std::string message =
+      test::error_message([] { rms_norm(zeros({2, 8}), zeros({7}, DType::bf16), 1e-6); });
+  EXPECT_NE(message.find("rms_norm: weight bf16[7] does not match the last dim of input f32[2, 8]"),
+            std::string::npos)
+      << message;
+}
+
+TEST(Rope, RotatesHalvesOfTransposedQueriesWithANarrowedTable) {
+  // Queries as the model makes them: [B, S, H, D] viewed as [B, H, S, D]; cos and sin rows for
+  // positions 5.. of a longer table.
+  for (int64_t head_dim : {2, 8, 64}) {
+    const int64_t batch = 2, heads = 3, length = 17, table_length = 30, first = 5;
+    int64_t half = head_dim / 2;
+    std::vector<float> physical = random_values(batch * length * heads * head_dim, 12);
+    Tensor input = from_vector(physical, {batch, length, heads, head_dim}).transpose(1, 2);
+    std::vector<float> angles(table_length * half);
+    std::vector<float> cos_table(angles.size()), sin_table(angles.size());
+    for (int64_t p = 0; p < table_length; ++p) {
+      for (int64_t i = 0; i < half; ++i) {
+        double angle = p * std::pow(10000.0, -2.0 * i / head_dim);
+        cos_table[p * half + i] = static_cast<float>(std::cos(angle));
+        sin_table[p * half + i] = static_cast<float>(std::sin(angle));
+      }
+    }
+    Tensor cos = from_vector(cos_table, {table_length, half}).narrow(0, first, length);
+    Tensor sin = from_vector(sin_table, {table_length, half}).narrow(0, first, length);
+    Tensor result = rope(input, cos, sin);
+    ASSERT_EQ(result.shape(), (Dims{batch, heads, length, head_dim}));
+    EXPECT_TRUE(result.is_contiguous());
+    std::vector<double> expected(result.numel());
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t h = 0; h < heads; ++h) {
+        for (int64_t s = 0; s < length; ++s) {
+          const float* x = &physical[((b * length + s) * heads + h) * head_dim];
+          double* out = &expected[((b * heads + h) * length + s) * head_dim];
+          for (int64_t i = 0; i < half; ++i) {
+            double c = cos_table[(first + s) * half + i];
+            double n = sin_table[(first + s) * half + i];
+            out[i] = double(x[i]) * c - double(x[i + half]) * n;
+            out[i + half] = double(x[i + half]) * c + double(x[i]) * n;
+          }
+        }
+      }
+    }
+    expect_close(to_f64_vector(result), expected, 1e-6, 1e-5,
+                 concat("rope of ", input.describe()));
+  }
+}
+
+TEST(Rope, KeepsBf16InputsInBf16) {
+  std::vector<float> values = representable(random_values(2 * 4, 13), DType::bf16);
+  Tensor result = rope(from_vector(values, {1, 1, 2, 4}, DType::bf16), ones({2, 2}), zeros({2, 2}));
+  EXPECT_EQ(result.dtype(), DType::bf16);
+  expect_close(to_f64_vector(result), as_double(values), 0, 0, "rope by angle zero");
+}
+
+TEST(Rope, RejectsATableOfTheWrongShape) {
+  std::string message = test::error_message(
+      [] { rope(zeros({1, 2, 3, 8}), zeros({3, 4}), zeros({4, 4})); });
+  EXPECT_NE(message.find("rope: cos f32[3, 4] and sin f32[4, 4] must both be [3, 4] for input "
+                         "f32[1, 2, 3, 8]"),
+            std::string::npos)
+      << message;
+  message = test::error_message([] { rope(zeros({1, 2, 3, 7}), zeros({3, 3}), zeros({3, 3})); });
+  EXPECT_NE(message.find("rope: input f32[1, 2, 3, 7] must be [..., S, D] with an even D"),
+            std::string::npos)
+      << message;
+}
+
+TEST(Argmax, PicksTheFirstLargestPerRowAsU32) {
+  for (int64_t length : {1, 3, 17, 4097}) {
+    for (Storage kind : test::kAllStorages) {
+      Dims shape{3, 2, length};
+      std::vector<float> values = random_values(shape.product(), 14);
+      // Row 0 gets a tie between its last and first element; the first must win.
+      values[length - 1] = 5.0f;
+      values[0] = 5.0f;
+      Tensor input = make_tensor(values, shape, DType::f32, kind);
+      Tensor result = argmax(input);
+      ASSERT_EQ(result.dtype(), DType::u32);
+      ASSERT_EQ(result.shape(), (Dims{3, 2}));
+      std::vector<int64_t> actual = to_i64_vector(result);
+      for (int64_t row = 0; row < 6; ++row) {
+        int64_t best = 0;
+        for (int64_t i = 1; i < length; ++i) {
+          if (values[row * length + i] > values[row * length + best]) best = i;
+        }
+        EXPECT_EQ(actual[row], best) << "row " << row << " of " << input.describe();
+      }
+    }
+  }
+}
+
+TEST(Argmax, SkipsNaNAndRejectsAnEmptyLastDim) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(to_i64_vector(argmax(from_vector({nan, 1.0f, 3.0f, nan}, {4})))[0], 2);
+  std::string message = test::error_message([] { argmax(zeros({2, 0})); });
+  EXPECT_NE(message.find("argmax: input f32[2, 0] has no last dim to reduce"), std::string::npos)
+      << message;
+}
+
+}  // namespace
+}  // namespace fornace
