@@ -111,15 +111,15 @@ void MergeTable::insert(uint32_t left, uint32_t right, Merge merge) {
 }
 
 bool PieceCache::find(std::string_view piece, std::vector<uint32_t>& ids) const {
-  uint64_t hash = hash_bytes(piece);
-  std::lock_guard<std::mutex> lock(mutex_);
   if (slots_.empty()) return false;
+  uint64_t hash = hash_bytes(piece);
+  uint32_t tag = static_cast<uint32_t>(hash >> 32);
   size_t mask = slots_.size() - 1;
   for (size_t slot = hash & mask;; slot = (slot + 1) & mask) {
     const Entry& entry = slots_[slot];
     if (entry.key_length == 0) return false;
-    if (entry.hash == hash &&
-        std::string_view(keys_.data() + entry.key_offset, entry.key_length) == piece) {
+    if (entry.tag == tag && entry.key_length == piece.size() &&
+        std::memcmp(keys_.data() + entry.key_offset, piece.data(), piece.size()) == 0) {
       ids.insert(ids.end(), ids_.begin() + entry.ids_offset,
                  ids_.begin() + entry.ids_offset + entry.ids_count);
       return true;
@@ -127,43 +127,51 @@ bool PieceCache::find(std::string_view piece, std::vector<uint32_t>& ids) const 
   }
 }
 
-void PieceCache::clear_locked() {
-  slots_.assign(table_size_for(max_entries), Entry{});
-  keys_.clear();
-  ids_.clear();
-  size_ = 0;
+void PieceCache::place(const Entry& entry, uint64_t hash) {
+  size_t mask = slots_.size() - 1;
+  size_t slot = hash & mask;
+  while (slots_[slot].key_length != 0) slot = (slot + 1) & mask;
+  slots_[slot] = entry;
+}
+
+void PieceCache::resize(size_t slot_count) {
+  std::vector<Entry> old = std::move(slots_);
+  slots_.assign(slot_count, Entry{});
+  for (const Entry& entry : old) {
+    if (entry.key_length != 0) {
+      place(entry, hash_bytes(std::string_view(keys_.data() + entry.key_offset, entry.key_length)));
+    }
+  }
 }
 
 void PieceCache::insert(std::string_view piece, const uint32_t* ids, size_t count) {
   if (piece.empty() || piece.size() > max_piece_bytes) return;
-  uint64_t hash = hash_bytes(piece);
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (slots_.empty() || size_ >= max_entries) clear_locked();
-  size_t mask = slots_.size() - 1;
-  for (size_t slot = hash & mask;; slot = (slot + 1) & mask) {
-    Entry& entry = slots_[slot];
-    if (entry.key_length == 0) {
-      entry = Entry{hash, static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(piece.size()),
-                    static_cast<uint32_t>(ids_.size()), static_cast<uint32_t>(count)};
-      keys_.append(piece);
-      ids_.insert(ids_.end(), ids, ids + count);
-      ++size_;
-      return;
-    }
-    if (entry.hash == hash &&
-        std::string_view(keys_.data() + entry.key_offset, entry.key_length) == piece) {
-      return;  // Another thread cached it first.
-    }
+  if (size_ >= max_entries) {  // Start over rather than grow without bound.
+    slots_.clear();
+    keys_.clear();
+    ids_.clear();
+    size_ = 0;
   }
+  // The table starts small and doubles, at most half full, so that lookups stay in cache.
+  if ((size_ + 1) * 2 > slots_.size()) resize(std::max<size_t>(1024, slots_.size() * 2));
+  uint64_t hash = hash_bytes(piece);
+  place(Entry{static_cast<uint32_t>(hash >> 32), static_cast<uint32_t>(keys_.size()),
+              static_cast<uint32_t>(piece.size()), static_cast<uint32_t>(ids_.size()),
+              static_cast<uint32_t>(count)},
+        hash);
+  keys_.append(piece);
+  ids_.insert(ids_.end(), ids, ids + count);
+  ++size_;
 }
 
-void BpeModel::encode_piece(std::string_view piece, std::vector<uint32_t>& ids) const {
+void BpeModel::encode_piece(std::string_view piece, std::vector<uint32_t>& ids,
+                            bool use_cache) const {
   if (piece.size() == 1) {
     ids.push_back(byte_ids[static_cast<uint8_t>(piece[0])]);
     return;
   }
-  bool cacheable = piece.size() <= PieceCache::max_piece_bytes;
-  if (cacheable && cache_.find(piece, ids)) return;
+  use_cache = use_cache && piece.size() <= PieceCache::max_piece_bytes;
+  if (use_cache && cache_.find(piece, ids)) return;
   size_t first = ids.size();
   std::optional<uint32_t> whole;
   if (ignore_merges) whole = vocabulary.find(to_byte_level(piece));
@@ -172,7 +180,7 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<uint32_t>& ids) 
   } else {
     merge_piece(piece, ids);
   }
-  if (cacheable) cache_.insert(piece, ids.data() + first, ids.size() - first);
+  if (use_cache) cache_.insert(piece, ids.data() + first, ids.size() - first);
 }
 
 void BpeModel::merge_piece(std::string_view piece, std::vector<uint32_t>& ids) const {

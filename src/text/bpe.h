@@ -87,24 +87,28 @@ class MergeTable {
   size_t size_ = 0;
 };
 
-// Ids of pieces already encoded, shared by all threads that encode with one tokenizer.
+// Ids of pieces already encoded. One encode call at a time uses it, holding `mutex`; a call
+// that finds it taken encodes without it rather than wait.
 class PieceCache {
  public:
   static constexpr size_t max_piece_bytes = 256;
-  static constexpr size_t max_entries = 1 << 17;
+  static constexpr size_t max_entries = 1 << 16;  // Then it starts over, empty.
 
   // Appends the cached ids of `piece` to `ids`; false when it is not cached.
   bool find(std::string_view piece, std::vector<uint32_t>& ids) const;
   void insert(std::string_view piece, const uint32_t* ids, size_t count);
 
+  std::mutex mutex;
+
  private:
   struct Entry {
-    uint64_t hash = 0;
-    uint32_t key_offset = 0, key_length = 0;  // In keys_.
-    uint32_t ids_offset = 0, ids_count = 0;   // In ids_; key_length 0 marks an empty slot.
+    uint32_t tag = 0;                         // High bits of the piece's hash.
+    uint32_t key_offset = 0, key_length = 0;  // In keys_; key_length 0 marks an empty slot.
+    uint32_t ids_offset = 0, ids_count = 0;   // In ids_.
   };
-  void clear_locked();
-  mutable std::mutex mutex_;
+  // Places an entry whose piece has `hash` in a free slot (the piece is known to be absent).
+  void place(const Entry& entry, uint64_t hash);
+  void resize(size_t slot_count);
   std::vector<Entry> slots_;
   std::string keys_;
   std::vector<uint32_t> ids_;
@@ -120,8 +124,12 @@ class BpeModel {
   std::array<uint32_t, 256> byte_ids{};  // The token of each single byte.
   bool ignore_merges = false;            // Take a piece that is a whole token as it is.
 
-  // Appends the ids of one pre-tokenized piece.
-  void encode_piece(std::string_view piece, std::vector<uint32_t>& ids) const;
+  // The piece cache for one encode call; it does not own the lock while another thread holds it.
+  std::unique_lock<std::mutex> lock_cache() const {
+    return std::unique_lock<std::mutex>(cache_.mutex, std::try_to_lock);
+  }
+  // Appends the ids of one pre-tokenized piece; `use_cache` only under lock_cache().
+  void encode_piece(std::string_view piece, std::vector<uint32_t>& ids, bool use_cache) const;
 
  private:
   mutable PieceCache cache_;

@@ -22,9 +22,21 @@ inline uint64_t hash_bytes(std::string_view bytes) {
     std::memcpy(&word, bytes.data() + index, 8);
     hash = mix_bits(hash ^ word);
   }
-  if (index < bytes.size()) {
-    uint64_t word = 0;
-    std::memcpy(&word, bytes.data() + index, bytes.size() - index);
+  size_t remaining = bytes.size() - index;
+  if (remaining > 0) {
+    // The tail in at most two fixed-size loads (overlapping when short), not a byte loop.
+    const char* tail = bytes.data() + index;
+    uint64_t word;
+    if (remaining >= 4) {
+      uint32_t head_half, tail_half;
+      std::memcpy(&head_half, tail, 4);
+      std::memcpy(&tail_half, tail + remaining - 4, 4);
+      word = static_cast<uint64_t>(head_half) << 32 | tail_half;
+    } else {
+      word = static_cast<uint64_t>(static_cast<uint8_t>(tail[0])) << 16 |
+             static_cast<uint64_t>(static_cast<uint8_t>(tail[remaining / 2])) << 8 |
+             static_cast<uint8_t>(tail[remaining - 1]);
+    }
     hash = mix_bits(hash ^ word ^ 0xFF00000000000000ull);
   }
   return mix_bits(hash);

@@ -27,34 +27,13 @@ void JsonScanner::fail_at(std::string_view field, std::string_view what) const {
        " (at byte ", position_, ")");
 }
 
-void JsonScanner::skip_whitespace() {
-  while (position_ < json_.size()) {
-    char c = json_[position_];
-    if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return;
-    ++position_;
-  }
-}
-
-char JsonScanner::peek() {
-  skip_whitespace();
-  return position_ < json_.size() ? json_[position_] : '\0';
-}
-
 void JsonScanner::expect_end() {
   if (peek() != '\0') fail_at("", "unexpected text after the top-level value");
 }
 
-bool JsonScanner::consume(char expected) {
-  if (peek() != expected) return false;
-  ++position_;
-  return true;
-}
-
-void JsonScanner::expect(char expected, std::string_view field, std::string_view what) {
-  if (!consume(expected)) {
-    if (position_ >= json_.size()) fail_at(field, concat(what, ", but the file ends"));
-    fail_at(field, what);
-  }
+void JsonScanner::fail_expected(std::string_view field, std::string_view what) const {
+  if (position_ >= json_.size()) fail_at(field, concat(what, ", but the file ends"));
+  fail_at(field, what);
 }
 
 std::string_view JsonScanner::string(std::string_view field) {

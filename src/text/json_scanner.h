@@ -18,7 +18,10 @@ class JsonScanner {
   [[noreturn]] void fail_at(std::string_view field, std::string_view what) const;
 
   // The next significant character without consuming it ('\0' at the end).
-  char peek();
+  char peek() {
+    skip_whitespace();
+    return position_ < json_.size() ? json_[position_] : '\0';
+  }
   // Fails unless only whitespace is left.
   void expect_end();
 
@@ -64,9 +67,22 @@ class JsonScanner {
   size_t position() const { return position_; }
 
  private:
-  void skip_whitespace();
-  bool consume(char expected);
-  void expect(char expected, std::string_view field, std::string_view what);
+  void skip_whitespace() {
+    while (position_ < json_.size()) {
+      char c = json_[position_];
+      if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return;
+      ++position_;
+    }
+  }
+  bool consume(char expected) {
+    if (peek() != expected) return false;
+    ++position_;
+    return true;
+  }
+  void expect(char expected, std::string_view field, std::string_view what) {
+    if (!consume(expected)) fail_expected(field, what);
+  }
+  [[noreturn]] void fail_expected(std::string_view field, std::string_view what) const;
   void skip_value(std::string_view field, int depth);
   void unescape(size_t end_of_plain, std::string_view field);
 

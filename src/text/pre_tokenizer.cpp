@@ -41,7 +41,7 @@ RegexSplitter::RegexSplitter(const std::string& pattern, const std::string& fiel
          error_offset);
   }
   // Without JIT support PCRE2 interprets the pattern: slower, same result.
-  pcre2_jit_compile(code_, PCRE2_JIT_COMPLETE);
+  jit_ = pcre2_jit_compile(code_, PCRE2_JIT_COMPLETE) == 0;
 }
 
 RegexSplitter::~RegexSplitter() { pcre2_code_free(code_); }
@@ -54,8 +54,11 @@ void RegexSplitter::split(std::string_view text, std::vector<std::string_view>& 
   size_t gap_start = 0;  // End of the last match: text from here to the next match is a gap.
   size_t search_from = 0;
   while (search_from < text.size()) {
-    int result = pcre2_match(code_, subject, text.size(), search_from, PCRE2_NO_UTF_CHECK,
-                             state.data, state.context);
+    // pcre2_jit_match skips the checks of pcre2_match; the text is known to be valid UTF-8.
+    int result = jit_ ? pcre2_jit_match(code_, subject, text.size(), search_from, 0, state.data,
+                                        state.context)
+                      : pcre2_match(code_, subject, text.size(), search_from, PCRE2_NO_UTF_CHECK,
+                                    state.data, state.context);
     if (result == PCRE2_ERROR_JIT_STACKLIMIT && state.stack == nullptr) {
       state.context = pcre2_match_context_create(nullptr);
       state.stack = pcre2_jit_stack_create(64 * 1024, 64 * 1024 * 1024, nullptr);

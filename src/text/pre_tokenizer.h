@@ -23,6 +23,7 @@ class RegexSplitter {
 
  private:
   pcre2_real_code_8* code_ = nullptr;
+  bool jit_ = false;
 };
 
 // A regex that matches `literal` exactly (for a Split pattern given as {"String": ...}).

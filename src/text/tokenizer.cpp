@@ -21,7 +21,10 @@ namespace {
 class SegmentEncoder {
  public:
   SegmentEncoder(const text::TokenizerState& impl, bool parse_special, std::vector<uint32_t>& ids)
-      : impl_(impl), parse_special_(parse_special), ids_(ids) {}
+      : impl_(impl),
+        parse_special_(parse_special),
+        ids_(ids),
+        cache_lock_(impl.model.lock_cache()) {}
 
   void encode(std::string_view segment) {
     if (segment.empty()) return;
@@ -51,13 +54,15 @@ class SegmentEncoder {
       for (std::string_view piece : pieces_) splitter->split(piece, next_pieces_);
       pieces_.swap(next_pieces_);
     }
-    for (std::string_view piece : pieces_) impl_.model.encode_piece(piece, ids_);
+    bool use_cache = cache_lock_.owns_lock();
+    for (std::string_view piece : pieces_) impl_.model.encode_piece(piece, ids_, use_cache);
   }
 
   const text::TokenizerState& impl_;
   bool parse_special_;
   std::vector<uint32_t>& ids_;
   std::vector<std::string_view> pieces_, next_pieces_;
+  std::unique_lock<std::mutex> cache_lock_;  // The piece cache, held for the whole call.
 };
 
 void check_id(const text::TokenizerState& impl, uint32_t id) {
