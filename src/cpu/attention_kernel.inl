@@ -14,9 +14,8 @@
 #include <vector>
 
 #include "cpu/attention_internal.h"
-#include "cpu/elementwise.h"
+#include "cpu/simd.h"
 #include "cpu/strided_access.h"
-#include "cpu/vector_math.h"
 
 namespace fornace::cpu::FORNACE_KERNEL_NAMESPACE {
 namespace {
@@ -69,20 +68,48 @@ inline const float* kv_rows(const StridedInput& input, int64_t batch, int64_t he
   return buffer;
 }
 
-// accumulators[d] += weight * row[d].
-template <int64_t kFixedDim>
-inline void accumulate_row(float* __restrict accumulators, float weight,
-                           const float* __restrict row, int64_t runtime_dim) {
-  const int64_t head_dim = kFixedDim ? kFixedDim : runtime_dim;
-  for (int64_t d = 0; d < head_dim; ++d) {
-    accumulators[d] = multiply_add(weight, row[d], accumulators[d]);
-  }
+using simd::Vec;
+
+inline void scale_in_place(float* values, float factor, int64_t count) {
+  const Vec scale = simd::broadcast(factor);
+  simd::transform(values, values, count, [&](Vec x) { return simd::multiply(x, scale); });
 }
 
+// accumulators = accumulators * correction + sum over j < count of weights[j] * rows[j].
+// With a head dim known at compile time the accumulators stay in registers across the keys.
 template <int64_t kFixedDim>
-inline float dot_row(const float* __restrict left, const float* __restrict right,
-                     int64_t runtime_dim) {
-  return dot(left, right, kFixedDim ? kFixedDim : runtime_dim);
+inline void accumulate_rows(float* accumulators, float correction, const float* weights,
+                            const float* rows, int64_t row_stride, int64_t count,
+                            int64_t runtime_dim) {
+  if constexpr (kFixedDim != 0) {
+    constexpr int kVectors = kFixedDim / simd::kWidth;
+    static_assert(kFixedDim % simd::kWidth == 0);
+    const Vec scale = simd::broadcast(correction);
+    Vec sums[kVectors];
+    for (int c = 0; c < kVectors; ++c) {
+      sums[c] = simd::multiply(simd::load(accumulators + c * simd::kWidth), scale);
+    }
+    for (int64_t j = 0; j < count; ++j) {
+      const Vec weight = simd::broadcast(weights[j]);
+      const float* row = rows + j * row_stride;
+      for (int c = 0; c < kVectors; ++c) {
+        sums[c] = simd::multiply_add(weight, simd::load(row + c * simd::kWidth), sums[c]);
+      }
+    }
+    for (int c = 0; c < kVectors; ++c) simd::store(accumulators + c * simd::kWidth, sums[c]);
+  } else {
+    if (correction != 1.0f) scale_in_place(accumulators, correction, runtime_dim);
+    for (int64_t j = 0; j < count; ++j) {
+      const float* row = rows + j * row_stride;
+      const Vec weight = simd::broadcast(weights[j]);
+      int64_t d = 0;
+      for (; d + simd::kWidth <= runtime_dim; d += simd::kWidth) {
+        simd::store(accumulators + d, simd::multiply_add(weight, simd::load(row + d),
+                                                         simd::load(accumulators + d)));
+      }
+      for (; d < runtime_dim; ++d) accumulators[d] += weights[j] * row[d];
+    }
+  }
 }
 
 // One work item: tile `tile` of (batch, kv_head) over key split `split`.
@@ -124,7 +151,7 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
     load_f32(plan.query.base, plan.query.dtype,
              row_start(query_layout, batch, heads[r], positions[r]), query_layout.strides[3],
              head_dim, query_row);
-    scale_run(query_row, plan.scale, query_row, head_dim);
+    scale_in_place(query_row, plan.scale, head_dim);
     std::fill(accumulators + r * head_dim, accumulators + (r + 1) * head_dim, 0.0f);
   }
 
@@ -142,19 +169,17 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
       const float* query_row = query + r * head_dim;
       float* scores = scratch.scores.data() + r * kAttentionBlockKeys;
       for (int64_t j = 0; j < visible; ++j) {
-        scores[j] = dot_row<kFixedDim>(query_row, keys + j * key_stride, head_dim);
+        scores[j] = simd::dot(query_row, keys + j * key_stride, head_dim);
       }
-      float new_max = std::max(maxima[r], max_value(scores, visible));
-      float correction = exp_approx(maxima[r] - new_max);
-      for (int64_t j = 0; j < visible; ++j) scores[j] = exp_approx(scores[j] - new_max);
-      sums[r] = sums[r] * correction + sum(scores, visible);
+      float new_max = std::max(maxima[r], simd::max_value(scores, visible));
+      float correction = std::exp(maxima[r] - new_max);  // 0 for the first block.
+      const Vec shift = simd::broadcast(new_max);
+      simd::transform(scores, scores, visible,
+                      [&](Vec x) { return simd::exp(simd::subtract(x, shift)); });
+      sums[r] = sums[r] * correction + simd::sum(scores, visible);
       maxima[r] = new_max;
-      float* accumulator_row = accumulators + r * head_dim;
-      if (correction != 1.0f) scale_run(accumulator_row, correction, accumulator_row, head_dim);
-      for (int64_t j = 0; j < visible; ++j) {
-        accumulate_row<kFixedDim>(accumulator_row, scores[j], values + j * value_stride,
-                                  head_dim);
-      }
+      accumulate_rows<kFixedDim>(accumulators + r * head_dim, correction, scores, values,
+                                 value_stride, visible, head_dim);
     }
   }
 
@@ -175,7 +200,9 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
     float* result = plan.output_dtype == DType::f32
                         ? static_cast<float*>(plan.output) + out_offset
                         : scratch.row.data();
-    scale_run(accumulators + r * head_dim, 1.0f / sums[r], result, head_dim);
+    const Vec inverse = simd::broadcast(1.0f / sums[r]);
+    simd::transform(accumulators + r * head_dim, result, head_dim,
+                    [&](Vec x) { return simd::multiply(x, inverse); });
     if (plan.output_dtype != DType::f32) {
       store_f32(plan.output, plan.output_dtype, out_offset, result, head_dim);
     }

@@ -1,5 +1,6 @@
 // Kernels on unit-stride f32 runs and rows: activations, arithmetic, softmax, RMS norm, RoPE and
-// argmax. The ops in src/ops/math.cpp feed them rows of any layout and dtype.
+// argmax. The ops in src/ops/math.cpp feed them rows of any layout and dtype. Each call runs the
+// version for the active ISA (elementwise_kernels.inl, compiled per ISA).
 #pragma once
 
 #include <cstdint>
@@ -10,8 +11,6 @@ enum class BinaryOp { add, mul };
 
 // out[i] = left[i] op right[i]; out may alias left or right.
 void binary_run(BinaryOp op, const float* left, const float* right, float* out, int64_t count);
-// out[i] = left[i] op scalar.
-void binary_scalar_run(BinaryOp op, const float* left, float scalar, float* out, int64_t count);
 // out[i] = x / (1 + e^-x).
 void silu_run(const float* input, float* out, int64_t count);
 void scale_run(const float* input, float factor, float* out, int64_t count);
@@ -25,5 +24,25 @@ void rms_norm_row(const float* input, const float* weight, float epsilon, float*
 void rope_row(const float* input, const float* cos, const float* sin, float* out, int64_t half);
 // Index of the first largest value; NaN never wins; 0 when every value is NaN.
 int64_t argmax_row(const float* input, int64_t count);
+
+// One ISA's versions of the functions above.
+struct ElementwiseKernels {
+  void (*binary_run)(BinaryOp, const float*, const float*, float*, int64_t);
+  void (*silu_run)(const float*, float*, int64_t);
+  void (*scale_run)(const float*, float, float*, int64_t);
+  void (*softmax_row)(const float*, float*, int64_t);
+  void (*rms_norm_row)(const float*, const float*, float, float*, int64_t);
+  void (*rope_row)(const float*, const float*, const float*, float*, int64_t);
+  int64_t (*argmax_row)(const float*, int64_t);
+};
+namespace portable {
+extern const ElementwiseKernels elementwise_kernels;
+}
+namespace avx2 {
+extern const ElementwiseKernels elementwise_kernels;
+}
+namespace avx512 {
+extern const ElementwiseKernels elementwise_kernels;
+}
 
 }  // namespace fornace::cpu
