@@ -155,8 +155,8 @@ std::string read_file(const std::string& path) {
       if (error == EISDIR) fail(path, ": is a directory, expected a file");
       fail(path, ": read failed: ", errno_text(error));
     }
-    if (count == 0) fail(path, ": file shrank while being read (", done, " of ", bytes.size(),
-                         " bytes)");
+    if (count == 0)
+      fail(path, ": file shrank while being read (", done, " of ", bytes.size(), " bytes)");
     done += static_cast<size_t>(count);
   }
   return bytes;
@@ -207,7 +207,8 @@ void write_file_atomically(const std::string& path,
 }
 
 void write_npy(const std::string& path, const std::vector<float>& values, const Dims& shape) {
-  static_assert(std::endian::native == std::endian::little, "the .npy writer assumes little-endian");
+  static_assert(std::endian::native == std::endian::little,
+                "the .npy writer assumes little-endian");
   if (static_cast<int64_t>(values.size()) != shape.product()) {
     fail(path, ": .npy writer got ", values.size(), " values for shape ", shape.to_string());
   }
@@ -219,8 +220,7 @@ void write_npy(const std::string& path, const std::vector<float>& values, const 
     shape_text += (shape.size() == 1) ? "," : (index + 1 < shape.size() ? ", " : "");
   }
   shape_text += ")";
-  std::string header =
-      "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_text + ", }";
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_text + ", }";
   constexpr size_t kPrefixBytes = 10;  // Magic (6), version (2), header length (2).
   size_t total = kPrefixBytes + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');

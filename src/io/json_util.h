@@ -1,11 +1,11 @@
-// JSON parsing shared by the safetensors header and config readers: a nesting guard and one-line errors.
+// JSON parsing shared by the safetensors header and config readers: a nesting guard and one-line
+// errors.
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace fornace::io {
 

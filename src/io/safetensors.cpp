@@ -46,10 +46,9 @@ bool dtype_from_safetensors_name(const std::string& name, DType& dtype) {
 }
 
 bool is_other_safetensors_dtype(const std::string& name) {
-  static const std::set<std::string> others = {"BOOL", "U8",  "I8",  "I16",     "U16",
-                                               "I32",  "U32", "I64", "U64",     "F64",
-                                               "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3",
-                                               "F6_E3M2", "C64"};
+  static const std::set<std::string> others = {
+      "BOOL", "U8",      "I8",      "I16",     "U16", "I32",     "U32",     "I64", "U64",
+      "F64",  "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4",  "F6_E2M3", "F6_E3M2", "C64"};
   return others.count(name) > 0;
 }
 
@@ -75,8 +74,7 @@ uint64_t read_little_endian_u64(const unsigned char* bytes) {
 // A non-negative integer from a JSON value, or an Error naming the file, tensor and field.
 uint64_t entry_integer(const nlohmann::json& value, const std::string& source,
                        const std::string& tensor, const char* field) {
-  if (!value.is_number_integer() ||
-      (!value.is_number_unsigned() && value.get<int64_t>() < 0)) {
+  if (!value.is_number_integer() || (!value.is_number_unsigned() && value.get<int64_t>() < 0)) {
     fail(source, ": tensor '", tensor, "': ", field, " must hold non-negative integers, got ",
          io::json_preview(value));
   }
@@ -158,8 +156,7 @@ std::map<std::string, std::string> parse_metadata(const nlohmann::json& value,
   std::map<std::string, std::string> metadata;
   for (const auto& [key, item] : value.items()) {
     if (!item.is_string()) {
-      fail(source, ": __metadata__ key '", key, "' must be a string, got ",
-           io::json_preview(item));
+      fail(source, ": __metadata__ key '", key, "' must be a string, got ", io::json_preview(item));
     }
     metadata[key] = item.get<std::string>();
   }
@@ -172,8 +169,8 @@ ParsedHeader parse_header_and_metadata(const void* bytes, size_t size, const std
   }
   uint64_t header_bytes = read_little_endian_u64(static_cast<const unsigned char*>(bytes));
   if (header_bytes > size - kLengthPrefixBytes) {
-    fail(source, ": header length ", header_bytes, " runs past the end of the file (",
-         size, " bytes); the file is truncated or not safetensors");
+    fail(source, ": header length ", header_bytes, " runs past the end of the file (", size,
+         " bytes); the file is truncated or not safetensors");
   }
   if (header_bytes > kMaxHeaderBytes) {
     fail(source, ": header length ", header_bytes, " exceeds the limit of ", kMaxHeaderBytes,
@@ -196,8 +193,7 @@ ParsedHeader parse_header_and_metadata(const void* bytes, size_t size, const std
   // Non-empty ranges must not overlap; empty ones occupy no bytes.
   std::sort(parsed.entries.begin(), parsed.entries.end(),
             [](const TensorEntry& left, const TensorEntry& right) {
-              return left.begin != right.begin ? left.begin < right.begin
-                                               : left.name < right.name;
+              return left.begin != right.begin ? left.begin < right.begin : left.name < right.name;
             });
   const TensorEntry* previous = nullptr;
   for (const TensorEntry& entry : parsed.entries) {
@@ -226,9 +222,8 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
   }
   void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file->descriptor(), 0);
   if (address == MAP_FAILED) fail(path, ": mmap failed: ", std::strerror(errno));
-  std::shared_ptr<const void> mapping(address, [size](const void* pointer) {
-    ::munmap(const_cast<void*>(pointer), size);
-  });
+  std::shared_ptr<const void> mapping(
+      address, [size](const void* pointer) { ::munmap(const_cast<void*>(pointer), size); });
   // The file may have shrunk between fstat and mmap; validate against a size seen after mapping.
   if (file->current_size() != size) fail(path, ": file changed size while being opened");
 
@@ -287,7 +282,8 @@ Checkpoint Checkpoint::open_directory(const std::string& directory) {
     fail(directory, ": cannot access the model directory: ", error.message());
   }
   if (!fs::exists(status)) fail(directory, ": model directory does not exist");
-  if (!fs::is_directory(status)) fail(directory, ": is not a directory (expected a model directory)");
+  if (!fs::is_directory(status))
+    fail(directory, ": is not a directory (expected a model directory)");
 
   Checkpoint checkpoint;
   checkpoint.directory_ = directory;
@@ -340,10 +336,10 @@ bool Checkpoint::contains(const std::string& name) const { return file_of_.count
 Tensor Checkpoint::tensor(const std::string& name) const {
   auto found = file_of_.find(name);
   if (found == file_of_.end()) {
-    std::string where = files_.size() == 1
-                            ? files_[0]->path()
-                            : (std::filesystem::path(directory_) / "model.safetensors.index.json")
-                                  .string();
+    std::string where =
+        files_.size() == 1
+            ? files_[0]->path()
+            : (std::filesystem::path(directory_) / "model.safetensors.index.json").string();
     fail(where, ": tensor '", name, "' not found in the checkpoint");
   }
   return files_[found->second]->tensor(name);
@@ -423,8 +419,8 @@ void write_safetensors(const std::string& path,
     if (!tensor.defined()) fail(path, ": tensor '", name, "' is undefined");
     specs.push_back({name, tensor.dtype(), tensor.shape()});
   }
-  write_safetensors_streamed(path, specs, [&](size_t index) { return tensors[index].second; },
-                             metadata);
+  write_safetensors_streamed(
+      path, specs, [&](size_t index) { return tensors[index].second; }, metadata);
 }
 
 }  // namespace fornace

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -20,8 +19,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int64_t kQwenVocabSize = 151936;
-constexpr int64_t kImEndId = 151645;        // <|im_end|>
-constexpr int64_t kEndOfTextId = 151643;    // <|endoftext|>
+constexpr int64_t kImEndId = 151645;      // <|im_end|>
+constexpr int64_t kEndOfTextId = 151643;  // <|endoftext|>
 constexpr double kBiasStddev = 0.1;
 constexpr double kNormStddev = 0.1;
 
@@ -160,7 +159,9 @@ std::string generation_config_json(const ModelConfig& config) {
 
 }  // namespace
 
-std::vector<std::string> synthetic_preset_names() { return {"tiny", "qwen2.5-0.5b", "qwen2.5-1.5b"}; }
+std::vector<std::string> synthetic_preset_names() {
+  return {"tiny", "qwen2.5-0.5b", "qwen2.5-1.5b"};
+}
 
 ModelConfig synthetic_preset(const std::string& name) {
   if (name == "tiny") return qwen2_config(64, 2, 4, 2, 128, 4096);
@@ -225,9 +226,6 @@ Tensor synthetic_tensor(const TensorSpec& spec, uint64_t seed) {
 
 SyntheticSummary write_synthetic_model(const SyntheticOptions& options) {
   auto start = std::chrono::steady_clock::now();
-  // Start the pool's workers now, well before the first parallel fill (see the report on the
-  // pool's start-up race: a worker that starts after the first dispatch misses it).
-  ThreadPool::global();
   ModelConfig config = synthetic_preset(options.preset);
   config.torch_dtype = torch_dtype_name(options.dtype);
   if (options.out_directory.empty()) fail("synth: no output directory given");
@@ -240,7 +238,8 @@ SyntheticSummary write_synthetic_model(const SyntheticOptions& options) {
     fs::path source = fs::path(options.tokenizer_directory) / file;
     std::error_code error;
     if (!fs::is_regular_file(source, error)) {
-      fail(source.string(), ": tokenizer file not found; run scripts/get-tokenizer.sh (or pass "
+      fail(source.string(),
+           ": tokenizer file not found; run scripts/get-tokenizer.sh (or pass "
            "--tokenizer-dir)");
     }
   }
@@ -279,8 +278,7 @@ SyntheticSummary write_synthetic_model(const SyntheticOptions& options) {
     summary.parameters += spec.shape.product();
     summary.weight_bytes += spec.shape.product() * static_cast<int64_t>(dtype_size(spec.dtype));
   }
-  summary.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return summary;
 }
 

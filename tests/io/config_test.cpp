@@ -45,10 +45,9 @@ const char kQwen25Config[] = R"({
 // A minimal valid config with one field replaced (or removed when `value` is empty).
 std::string config_with(const std::string& field, const std::string& value) {
   std::vector<std::pair<std::string, std::string>> fields = {
-      {"model_type", "\"qwen2\""},     {"hidden_size", "64"},
-      {"intermediate_size", "128"},    {"num_hidden_layers", "2"},
-      {"num_attention_heads", "4"},    {"num_key_value_heads", "2"},
-      {"vocab_size", "1000"},          {"rms_norm_eps", "1e-6"}};
+      {"model_type", "\"qwen2\""}, {"hidden_size", "64"},        {"intermediate_size", "128"},
+      {"num_hidden_layers", "2"},  {"num_attention_heads", "4"}, {"num_key_value_heads", "2"},
+      {"vocab_size", "1000"},      {"rms_norm_eps", "1e-6"}};
   std::string text = "{";
   bool replaced = false;
   for (auto& [name, original] : fields) {
@@ -151,7 +150,8 @@ TEST(ModelConfig, GenerationConfigWithoutEosKeepsConfigEos) {
 // --- Errors name the file and the field.
 
 TEST(ModelConfigErrors, GarbageJson) {
-  expect_message_names(parse_error("{\"hidden_size\": 64,,}"), {"dir/config.json", "not valid JSON"});
+  expect_message_names(parse_error("{\"hidden_size\": 64,,}"),
+                       {"dir/config.json", "not valid JSON"});
 }
 
 TEST(ModelConfigErrors, NonObjectJson) {
@@ -167,9 +167,9 @@ TEST(ModelConfigErrors, MissingField) {
 }
 
 TEST(ModelConfigErrors, ZeroOrNegativeSizes) {
-  for (const char* field : {"hidden_size", "intermediate_size", "num_hidden_layers",
-                            "num_attention_heads", "num_key_value_heads", "vocab_size",
-                            "max_position_embeddings"}) {
+  for (const char* field :
+       {"hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+        "num_key_value_heads", "vocab_size", "max_position_embeddings"}) {
     for (const char* value : {"0", "-3"}) {
       expect_message_names(parse_error(config_with(field, value)),
                            {"dir/config.json", std::string("'") + field + "'", "positive"});

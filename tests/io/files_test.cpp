@@ -183,7 +183,9 @@ TEST(WriteNpy, NumpyLoadsTheValuesAndShape) {
 TEST(WriteNpy, ValueCountMustMatchTheShape) {
   TemporaryDirectory directory;
   std::string path = directory.file("bad.npy");
-  expect_message_names(error_message([&] { write_npy(path, {1, 2, 3}, {2, 2}); }),
+  expect_message_names(error_message([&] {
+                         write_npy(path, {1, 2, 3}, {2, 2});
+                       }),
                        {path, "[2, 2]"});
   EXPECT_TRUE(list_directory(directory.path()).empty());
 }

@@ -32,9 +32,8 @@ std::vector<float> exact_values(int64_t count) {
 
 // A small valid file with two f32 tensors "a" [2] and "b" [3] (values 1, 2 and 3, 4, 5).
 std::string two_tensor_file() {
-  std::string header =
-      R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-      R"("b":{"dtype":"F32","shape":[3],"data_offsets":[8,20]}})";
+  std::string header = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                       R"("b":{"dtype":"F32","shape":[3],"data_offsets":[8,20]}})";
   float values[5] = {1, 2, 3, 4, 5};
   return safetensors_bytes(header, std::string(reinterpret_cast<char*>(values), sizeof(values)));
 }
@@ -49,14 +48,14 @@ std::string open_error(const TemporaryDirectory& directory, const std::string& b
 // The message for a one-tensor file "w" whose entry is `entry` and whose data is `data_bytes`.
 std::string entry_error(const TemporaryDirectory& directory, const std::string& entry,
                         size_t data_bytes = 16) {
-  return open_error(directory, safetensors_bytes(R"({"w":)" + entry + "}",
-                                                 std::string(data_bytes, '\0')));
+  return open_error(directory,
+                    safetensors_bytes(R"({"w":)" + entry + "}", std::string(data_bytes, '\0')));
 }
 
 TEST(Safetensors, RoundTripPreservesValuesDtypesAndShapesOfEveryKind) {
   TemporaryDirectory directory;
   std::vector<std::pair<std::string, Dims>> shapes = {
-      {"matrix", {2, 3}}, {"vector", {5}}, {"cube", {2, 2, 2}},
+      {"matrix", {2, 3}}, {"vector", {5}},   {"cube", {2, 2, 2}},
       {"scalar", {}},     {"empty", {0, 4}}, {"rank6", {1, 1, 1, 1, 2, 3}}};
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
@@ -166,7 +165,8 @@ TEST(Safetensors, IndependentNumpyParserReadsWhatTheWriterWrote) {
                            {"bf16", from_vector({0.5f, -8.0f}, {2, 1}, DType::bf16)},
                            {"f16", from_vector({0.125f, 1024.0f}, {1, 2}, DType::f16)}});
   std::string script =
-      "import sys, json; sys.path.insert(0, '" FORNACE_SOURCE_DIR "/tests/reference'); "
+      "import sys, json; sys.path.insert(0, '" FORNACE_SOURCE_DIR
+      "/tests/reference'); "
       "import qwen2_ref as r; f = r.SafetensorsReader(sys.argv[1]); "
       "print(json.dumps({n: [list(f.get(n).shape), f.get(n).ravel().tolist()] for n in f.names()},"
       " sort_keys=True))";
@@ -189,8 +189,9 @@ TEST(Safetensors, WriterRejectsRepeatedNamesAndKeepsTheOldFile) {
   TemporaryDirectory directory;
   std::string path = directory.file("model.safetensors");
   write_bytes(path, two_tensor_file());
-  std::string message =
-      error_message([&] { write_safetensors(path, {{"x", zeros({1})}, {"x", zeros({2})}}); });
+  std::string message = error_message([&] {
+    write_safetensors(path, {{"x", zeros({1})}, {"x", zeros({2})}});
+  });
   expect_message_names(message, {path, "'x'"});
   EXPECT_EQ(read_bytes(path), two_tensor_file());
   EXPECT_EQ(test_support::list_directory(directory.path()),
@@ -231,8 +232,8 @@ TEST(SafetensorsErrors, FileShorterThanTheLengthPrefix) {
 TEST(SafetensorsErrors, HeaderLengthPastTheEndOfTheFile) {
   TemporaryDirectory directory;
   std::string message = open_error(directory, safetensors_bytes("{}", "", 4096));
-  expect_message_names(message, {directory.file("model.safetensors"), "header length 4096",
-                                 "past the end"});
+  expect_message_names(message,
+                       {directory.file("model.safetensors"), "header length 4096", "past the end"});
 }
 
 TEST(SafetensorsErrors, HeaderLengthOverTheLimit) {
@@ -323,9 +324,8 @@ TEST(SafetensorsErrors, RangeEndingBeforeItBegins) {
 
 TEST(SafetensorsErrors, OverlappingRangesNameBothTensors) {
   TemporaryDirectory directory;
-  std::string header =
-      R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-      R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})";
+  std::string header = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                       R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})";
   std::string message = open_error(directory, safetensors_bytes(header, std::string(12, '\0')));
   expect_message_names(message, {directory.file("model.safetensors"), "'a'", "'b'", "overlap"});
 }
@@ -358,7 +358,8 @@ TEST(SafetensorsErrors, MutatedHeadersGiveErrorsNotCrashes) {
           bytes.resize(next() % (bytes.size() + 1));
           break;
         default:
-          if (!bytes.empty()) bytes[next() % std::min<size_t>(bytes.size(), 8)] ^= 1 << (next() % 8);
+          if (!bytes.empty())
+            bytes[next() % std::min<size_t>(bytes.size(), 8)] ^= 1 << (next() % 8);
       }
       if (bytes.empty()) bytes = "x";
     }
@@ -406,8 +407,7 @@ TEST(SafetensorsErrors, DirectoryWhereAFileWasExpected) {
 TEST(SafetensorsErrors, MissingFile) {
   TemporaryDirectory directory;
   std::string path = directory.file("absent.safetensors");
-  expect_message_names(error_message([&] { SafetensorsFile::open(path); }),
-                       {path, "no such file"});
+  expect_message_names(error_message([&] { SafetensorsFile::open(path); }), {path, "no such file"});
 }
 
 TEST(SafetensorsErrors, UnreadableFile) {

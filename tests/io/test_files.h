@@ -1,10 +1,9 @@
 // Helpers for io and model tests: temporary directories, raw file bytes, and running commands.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -97,7 +96,8 @@ inline CommandResult run_command_line(const std::string& command) {
   if (!pipe) return result;
   char buffer[4096];
   size_t count = 0;
-  while ((count = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, count);
+  while ((count = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0)
+    result.output.append(buffer, count);
   int status = ::pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;

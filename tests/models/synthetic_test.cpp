@@ -83,8 +83,7 @@ TEST(SyntheticPreset, Qwen25HalfBillionHasTheRealShapes) {
   EXPECT_EQ(spec_named(specs, "model.layers.5.mlp.up_proj.weight").shape, (Dims{4864, 896}));
   EXPECT_EQ(spec_named(specs, "model.layers.5.mlp.down_proj.weight").shape, (Dims{896, 4864}));
   EXPECT_EQ(spec_named(specs, "model.layers.5.input_layernorm.weight").shape, (Dims{896}));
-  EXPECT_EQ(spec_named(specs, "model.layers.5.post_attention_layernorm.weight").shape,
-            (Dims{896}));
+  EXPECT_EQ(spec_named(specs, "model.layers.5.post_attention_layernorm.weight").shape, (Dims{896}));
   EXPECT_EQ(spec_named(specs, "model.norm.weight").shape, (Dims{896}));
   for (const TensorSpec& spec : specs) {
     EXPECT_EQ(spec.name.find("o_proj.bias"), std::string::npos);
@@ -235,8 +234,9 @@ TEST(SyntheticModel, WrittenDirectoryLoadsAsACheckpoint) {
     EXPECT_EQ(tensor.dtype(), DType::f32) << spec.name;
     EXPECT_EQ(tensor.shape(), spec.shape) << spec.name;
   }
-  EXPECT_EQ(to_f32_vector(checkpoint.tensor("model.layers.1.mlp.gate_proj.weight")),
-            to_f32_vector(synthetic_tensor(spec_named(specs, "model.layers.1.mlp.gate_proj.weight"), 1)));
+  EXPECT_EQ(
+      to_f32_vector(checkpoint.tensor("model.layers.1.mlp.gate_proj.weight")),
+      to_f32_vector(synthetic_tensor(spec_named(specs, "model.layers.1.mlp.gate_proj.weight"), 1)));
   EXPECT_EQ(checkpoint.files()[0]->metadata().at("format"), "pt");
 }
 
@@ -277,11 +277,12 @@ TEST(SyntheticModel, RefusesToReplaceSomethingThatIsNotAModel) {
   EXPECT_EQ(read_bytes(out + "/notes.txt"), "keep me");
   write_bytes(directory.file("plain-file"), "x");
   expect_message_names(error_message([&] {
-                         write_synthetic_model(
-                             tiny_options(directory.file("plain-file"), tokenizer.directory.path()));
+                         write_synthetic_model(tiny_options(directory.file("plain-file"),
+                                                            tokenizer.directory.path()));
                        }),
                        {directory.file("plain-file"), "not a directory"});
-  EXPECT_EQ(list_directory(directory.path()), (std::vector<std::string>{"documents", "plain-file"}));
+  EXPECT_EQ(list_directory(directory.path()),
+            (std::vector<std::string>{"documents", "plain-file"}));
 }
 
 TEST(SyntheticModel, NumpyReferenceFindsFiniteDistinctLogitsOnTheTinyModel) {
@@ -321,14 +322,15 @@ TEST(SynthCommand, WritesTheModelAndReportsIt) {
   TokenizerFixture tokenizer;
   TemporaryDirectory directory;
   std::string out = directory.file("tiny");
-  auto result = test_support::run_command_line(binary + " synth --preset tiny --seed 5 --out " +
-                                               out + " --tokenizer-dir " +
-                                               tokenizer.directory.path());
+  auto result =
+      test_support::run_command_line(binary + " synth --preset tiny --seed 5 --out " + out +
+                                     " --tokenizer-dir " + tokenizer.directory.path());
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_EQ(result.output.rfind("synth: wrote " + out, 0), 0u) << result.output;
   TemporaryDirectory again;
   write_synthetic_model(tiny_options(again.file("tiny"), tokenizer.directory.path(), 5));
-  EXPECT_EQ(read_bytes(out + "/model.safetensors"), read_bytes(again.file("tiny/model.safetensors")));
+  EXPECT_EQ(read_bytes(out + "/model.safetensors"),
+            read_bytes(again.file("tiny/model.safetensors")));
   auto missing = test_support::run_command_line(binary + " synth --preset tiny --out " +
                                                 directory.file("other") + " --tokenizer-dir " +
                                                 directory.file("absent"));

@@ -52,11 +52,12 @@ int synth_command(int argc, char** argv) {
     options.out_directory = *out;
 
     SyntheticSummary summary = write_synthetic_model(options);
-    std::printf("synth: wrote %s (preset %s, %s, seed %llu): %.1fM parameters, %.1f MB of "
-                "weights in %.2f s\n",
-                options.out_directory.c_str(), options.preset.c_str(), dtype_text.c_str(),
-                static_cast<unsigned long long>(options.seed), summary.parameters / 1e6,
-                summary.weight_bytes / 1e6, summary.seconds);
+    std::printf(
+        "synth: wrote %s (preset %s, %s, seed %llu): %.1fM parameters, %.1f MB of "
+        "weights in %.2f s\n",
+        options.out_directory.c_str(), options.preset.c_str(), dtype_text.c_str(),
+        static_cast<unsigned long long>(options.seed), summary.parameters / 1e6,
+        summary.weight_bytes / 1e6, summary.seconds);
     return 0;
   });
 }
