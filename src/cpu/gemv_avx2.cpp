@@ -7,7 +7,8 @@
 namespace fornace::cpu::kernels {
 namespace {
 
-constexpr int kWeightRows = 4;
+// Weight rows are read one after another as one sequential stream, prefetched this far ahead.
+constexpr int kPrefetchBytes = 4096;
 
 struct LoadF32 {
   using Element = float;
@@ -37,49 +38,38 @@ inline float reduce(__m256 value) {
   return _mm_cvtss_f32(sum);
 }
 
-template <int Rows, int WeightRows, typename Load>
-void fma_block(const GemvArguments& arguments, int64_t column) {
+template <int Rows, typename Load>
+void fma_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
   using Element = typename Load::Element;
   const float* input = static_cast<const float*>(arguments.input);
-  const Element* weight =
-      static_cast<const Element*>(arguments.weight) + column * arguments.weight_stride;
   const int64_t depth = arguments.depth;
-  __m256 acc[Rows][WeightRows];
-  for (int row = 0; row < Rows; ++row) {
-    for (int index = 0; index < WeightRows; ++index) acc[row][index] = _mm256_setzero_ps();
-  }
-  int64_t k = 0;
-  for (; k + 8 <= depth; k += 8) {
-    __m256 weights[WeightRows];
-    for (int index = 0; index < WeightRows; ++index) {
-      weights[index] = Load::full(weight + index * arguments.weight_stride + k);
-    }
-    for (int row = 0; row < Rows; ++row) {
-      __m256 value = _mm256_loadu_ps(input + row * arguments.input_stride + k);
-      for (int index = 0; index < WeightRows; ++index) {
-        acc[row][index] = _mm256_fmadd_ps(value, weights[index], acc[row][index]);
+  for (int64_t column = begin; column < end; ++column) {
+    const Element* weight =
+        static_cast<const Element*>(arguments.weight) + column * arguments.weight_stride;
+    __m256 acc[Rows][2];
+    for (int row = 0; row < Rows; ++row) acc[row][0] = acc[row][1] = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 16 <= depth; k += 16) {
+      const char* ahead = reinterpret_cast<const char*>(weight + k) + kPrefetchBytes;
+      for (int offset = 0; offset < static_cast<int>(16 * sizeof(Element)); offset += 64) {
+        _mm_prefetch(ahead + offset, _MM_HINT_T0);
+      }
+      __m256 low = Load::full(weight + k);
+      __m256 high = Load::full(weight + k + 8);
+      for (int row = 0; row < Rows; ++row) {
+        const float* input_row = input + row * arguments.input_stride + k;
+        acc[row][0] = _mm256_fmadd_ps(_mm256_loadu_ps(input_row), low, acc[row][0]);
+        acc[row][1] = _mm256_fmadd_ps(_mm256_loadu_ps(input_row + 8), high, acc[row][1]);
       }
     }
-  }
-  for (int row = 0; row < Rows; ++row) {
-    const float* input_row = input + row * arguments.input_stride;
-    for (int index = 0; index < WeightRows; ++index) {
-      const Element* weight_row = weight + index * arguments.weight_stride;
-      float sum = reduce(acc[row][index]);
-      for (int64_t tail = k; tail < depth; ++tail) sum += input_row[tail] * Load::one(weight_row[tail]);
-      if (arguments.bias) sum += arguments.bias[column + index];
-      arguments.output[row * arguments.output_stride + column + index] = sum;
+    for (int row = 0; row < Rows; ++row) {
+      const float* input_row = input + row * arguments.input_stride;
+      float sum = reduce(_mm256_add_ps(acc[row][0], acc[row][1]));
+      for (int64_t tail = k; tail < depth; ++tail) sum += input_row[tail] * Load::one(weight[tail]);
+      if (arguments.bias) sum += arguments.bias[column];
+      arguments.output[row * arguments.output_stride + column] = sum;
     }
   }
-}
-
-template <int Rows, typename Load>
-void walk_columns(const GemvArguments& arguments, int64_t begin, int64_t end) {
-  int64_t column = begin;
-  for (; column + kWeightRows <= end; column += kWeightRows) {
-    fma_block<Rows, kWeightRows, Load>(arguments, column);
-  }
-  for (; column < end; ++column) fma_block<Rows, 1, Load>(arguments, column);
 }
 
 template <typename Load>
@@ -87,13 +77,13 @@ void dispatch_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
   static_assert(kGemvMaxRows == 4);
   switch (arguments.rows) {
     case 1:
-      return walk_columns<1, Load>(arguments, begin, end);
+      return fma_rows<1, Load>(arguments, begin, end);
     case 2:
-      return walk_columns<2, Load>(arguments, begin, end);
+      return fma_rows<2, Load>(arguments, begin, end);
     case 3:
-      return walk_columns<3, Load>(arguments, begin, end);
+      return fma_rows<3, Load>(arguments, begin, end);
     default:
-      return walk_columns<4, Load>(arguments, begin, end);
+      return fma_rows<4, Load>(arguments, begin, end);
   }
 }
 

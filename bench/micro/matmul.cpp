@@ -1,0 +1,191 @@
+// Linear-layer kernels on the Qwen2.5-0.5B shapes: GEMV GB/s (weight bytes / time) at one row,
+// GEMM GFLOP/s at 513 rows, on 1 and 2 threads, beside the machine's register-only BF16 peak.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "cpu/cpu_features.h"
+#include "cpu/gemm.h"
+#include "cpu/thread_pool.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace {
+
+using fornace::DType;
+
+struct Shape {
+  const char* name;
+  int64_t outputs;  // N
+  int64_t depth;    // K
+};
+
+constexpr Shape kShapes[] = {
+    {"q_proj", 896, 896},      {"k_proj", 128, 896},  {"v_proj", 128, 896},
+    {"o_proj", 896, 896},      {"gate_proj", 4864, 896}, {"up_proj", 4864, 896},
+    {"down_proj", 896, 4864},  {"lm_head", 151936, 896},
+};
+
+// GEMV weights cycle through copies whose total exceeds the last-level cache, so each call
+// reads its weight from memory as in a decode step.
+constexpr int64_t kMinWeightFootprint = int64_t{256} << 20;
+
+double minimum(const std::vector<double>& values) {
+  return *std::min_element(values.begin(), values.end());
+}
+double maximum(const std::vector<double>& values) {
+  return *std::max_element(values.begin(), values.end());
+}
+
+// Deterministic values in [-1, 1).
+std::vector<float> pseudo_random(int64_t count, uint64_t seed) {
+  std::vector<float> values(count);
+  uint64_t state = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (float& value : values) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    value = static_cast<float>(static_cast<double>(state >> 40) / (1ull << 24) * 2.0 - 1.0);
+  }
+  return values;
+}
+
+void run_linear(benchmark::State& state, const Shape& shape, int64_t rows, int threads,
+                DType weight_dtype) {
+  fornace::set_num_threads(threads);
+  const int64_t weight_elements = shape.outputs * shape.depth;
+  const int64_t weight_bytes = weight_elements * fornace::dtype_size(weight_dtype);
+  const int64_t copies =
+      rows <= fornace::cpu::kGemvMaxRows ? std::max<int64_t>(1, kMinWeightFootprint / weight_bytes) : 1;
+
+  std::vector<float> values = pseudo_random(weight_elements, 1);
+  std::vector<char> weights(copies * weight_bytes);
+  if (weight_dtype == DType::bf16) {
+    auto* target = reinterpret_cast<uint16_t*>(weights.data());
+    for (int64_t index = 0; index < weight_elements; ++index) {
+      target[index] = fornace::f32_to_bf16(values[index]);
+    }
+  } else {
+    std::memcpy(weights.data(), values.data(), weight_bytes);
+  }
+  for (int64_t copy = 1; copy < copies; ++copy) {
+    std::memcpy(weights.data() + copy * weight_bytes, weights.data(), weight_bytes);
+  }
+  std::vector<float> input = pseudo_random(rows * shape.depth, 2);
+  std::vector<float> output(rows * shape.outputs);
+
+  fornace::cpu::LinearProblem problem;
+  problem.input = input.data();
+  problem.input_stride = shape.depth;
+  problem.rows = rows;
+  problem.depth = shape.depth;
+  problem.outputs = shape.outputs;
+  problem.weight_dtype = weight_dtype;
+  problem.weight_stride = shape.depth;
+  problem.output = output.data();
+  problem.output_stride = shape.outputs;
+  int64_t copy = 0;
+  for (auto _ : state) {
+    problem.weight = weights.data() + copy * weight_bytes;
+    copy = (copy + 1) % copies;
+    fornace::cpu::linear(problem);
+    benchmark::DoNotOptimize(output.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(weight_bytes) * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * rows * weight_elements * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(fornace::cpu::isa_name(fornace::cpu::active_isa()));
+  fornace::set_num_threads(0);
+}
+
+#if defined(__x86_64__)
+// Register-only vdpbf16ps: 24 independent accumulators, no memory traffic; the compute roof.
+__attribute__((target("avx512f,avx512bf16"))) float bf16_dot_loop(int64_t iterations) {
+  __m512 acc[24];
+  for (__m512& value : acc) value = _mm512_setzero_ps();
+  __m512bh left = (__m512bh)_mm512_set1_epi32(0x3f803f80);
+  __m512bh right = (__m512bh)_mm512_set1_epi32(0x3f803f80);
+  for (int64_t iteration = 0; iteration < iterations; ++iteration) {
+#pragma GCC unroll 24
+    for (int index = 0; index < 24; ++index) {
+      acc[index] = _mm512_dpbf16_ps(acc[index], left, right);
+    }
+    __asm__ volatile("" : "+v"(left));
+  }
+  __m512 total = acc[0];
+  for (int index = 1; index < 24; ++index) total = _mm512_add_ps(total, acc[index]);
+  return _mm512_reduce_add_ps(total);
+}
+#endif
+
+void BM_Bf16DotPeak(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+#if defined(__x86_64__)
+  if (!__builtin_cpu_supports("avx512bf16")) {
+    state.SkipWithError("no AVX512_BF16");
+    return;
+  }
+  fornace::set_num_threads(threads);
+  constexpr int64_t kIterations = 1 << 20;
+  for (auto _ : state) {
+    std::vector<float> sums(threads);
+    fornace::ThreadPool::global().run(threads, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t part = begin; part < end; ++part) sums[part] = bf16_dot_loop(kIterations);
+    });
+    benchmark::DoNotOptimize(sums.data());
+  }
+  // Each vdpbf16ps on a zmm: 16 lanes x 2 products x (multiply + add).
+  state.counters["GFLOP/s"] = benchmark::Counter(threads * kIterations * 24 * 64.0 * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+  fornace::set_num_threads(0);
+#else
+  state.SkipWithError("x86-64 only");
+  (void)threads;
+#endif
+}
+
+BENCHMARK(BM_Bf16DotPeak)
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond)
+    ->ComputeStatistics("min", minimum)
+    ->ComputeStatistics("max", maximum);
+
+// Registers Linear/<shape>/rows:<M>/threads:<T>/<dtype> for every shape, M in {1, 513}
+// (lm_head only at 1: prefill needs it at the last position only), T in {1, 2}; bf16 weights,
+// plus f32 weights for gate_proj.
+const bool kRegistered = [] {
+  for (const Shape& shape : kShapes) {
+    for (int64_t rows : {int64_t{1}, int64_t{513}}) {
+      if (rows > 1 && shape.outputs > 100000) continue;
+      for (int threads : {1, 2}) {
+        std::vector<DType> dtypes = {DType::bf16};
+        if (std::string(shape.name) == "gate_proj") dtypes.push_back(DType::f32);
+        for (DType dtype : dtypes) {
+          std::string name = std::string("Linear/") + shape.name + "/rows:" + std::to_string(rows) +
+                             "/threads:" + std::to_string(threads) + "/" +
+                             fornace::dtype_name(dtype);
+          benchmark::RegisterBenchmark(name.c_str(),
+                                       [shape, rows, threads, dtype](benchmark::State& state) {
+                                         run_linear(state, shape, rows, threads, dtype);
+                                       })
+              ->UseRealTime()
+              ->Unit(benchmark::kMicrosecond)
+              ->ComputeStatistics("min", minimum)
+              ->ComputeStatistics("max", maximum);
+        }
+      }
+    }
+  }
+  return true;
+}();
+
+}  // namespace
