@@ -49,13 +49,11 @@ int64_t next_code_point(std::string_view text, size_t& position) {
 
 }  // namespace
 
-uint32_t byte_level_code_point(uint8_t byte) { return tables().code_point_of_byte[byte]; }
-
 std::string to_byte_level(std::string_view bytes) {
   std::string text;
   text.reserve(bytes.size() * 2);
   for (char byte : bytes)
-    append_code_point(byte_level_code_point(static_cast<uint8_t>(byte)), text);
+    append_code_point(tables().code_point_of_byte[static_cast<uint8_t>(byte)], text);
   return text;
 }
 

@@ -7,15 +7,12 @@
 
 namespace fornace::text {
 
-// The code point that stands for `byte` in byte-level token text ("Ġ" for a space).
-uint32_t byte_level_code_point(uint8_t byte);
-
 // The byte-level text of raw bytes (" world" becomes "Ġworld").
 std::string to_byte_level(std::string_view bytes);
 
-// The raw bytes of a token's byte-level text. A token with any character outside the alphabet
-// (an added token such as "<|im_start|>" is inside it) keeps its own UTF-8 bytes, as the Hugging
-// Face ByteLevel decoder does (so does text that is not valid UTF-8).
+// Appends the raw bytes of a token's byte-level text to `out`. A token with any character outside
+// the alphabet (an added token such as "<|im_start|>" is inside it) keeps its own UTF-8 bytes, as
+// the Hugging Face ByteLevel decoder does (so does text that is not valid UTF-8).
 void append_from_byte_level(std::string_view text, std::string& out);
 
 }  // namespace fornace::text

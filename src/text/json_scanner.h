@@ -64,8 +64,6 @@ class JsonScanner {
   // Consumes any value and returns its JSON text.
   std::string_view raw_value(std::string_view field);
 
-  size_t position() const { return position_; }
-
  private:
   void skip_whitespace() {
     while (position_ < json_.size()) {

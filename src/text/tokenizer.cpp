@@ -20,20 +20,20 @@ namespace {
 // regex splits and BPE. Buffers are kept across calls of one encode().
 class SegmentEncoder {
  public:
-  SegmentEncoder(const text::TokenizerState& impl, bool parse_special, std::vector<uint32_t>& ids)
-      : impl_(impl),
+  SegmentEncoder(const text::TokenizerState& state, bool parse_special, std::vector<uint32_t>& ids)
+      : state_(state),
         parse_special_(parse_special),
         ids_(ids),
-        cache_lock_(impl.model.lock_cache()) {}
+        cache_lock_(state.model.lock_cache()) {}
 
   void encode(std::string_view segment) {
     if (segment.empty()) return;
     std::string normalized;
-    if (impl_.normalize_nfc && !text::is_ascii(segment)) {
+    if (state_.normalize_nfc && !text::is_ascii(segment)) {
       normalized = text::to_nfc(segment);
       segment = normalized;
     }
-    const text::AddedTokenMatcher& added = impl_.normalized_added_tokens;
+    const text::AddedTokenMatcher& added = state_.normalized_added_tokens;
     size_t position = 0;
     if (!added.empty()) {
       while (auto match = added.find(segment, position, parse_special_)) {
@@ -49,27 +49,31 @@ class SegmentEncoder {
   void split_and_merge(std::string_view text) {
     if (text.empty()) return;
     pieces_.assign(1, text);
-    for (const auto& splitter : impl_.splitters) {
+    for (const auto& splitter : state_.splitters) {
       next_pieces_.clear();
       for (std::string_view piece : pieces_) splitter->split(piece, next_pieces_);
       pieces_.swap(next_pieces_);
     }
     bool use_cache = cache_lock_.owns_lock();
-    for (std::string_view piece : pieces_) impl_.model.encode_piece(piece, ids_, use_cache);
+    for (std::string_view piece : pieces_) state_.model.encode_piece(piece, ids_, use_cache);
   }
 
-  const text::TokenizerState& impl_;
+  const text::TokenizerState& state_;
   bool parse_special_;
   std::vector<uint32_t>& ids_;
   std::vector<std::string_view> pieces_, next_pieces_;
   std::unique_lock<std::mutex> cache_lock_;  // The piece cache, held for the whole call.
 };
 
-void check_id(const text::TokenizerState& impl, uint32_t id) {
-  if (!impl.model.vocabulary.contains(id)) {
-    fail("decode: token id ", id, " is out of range (", impl.source_name, " has ",
-         impl.model.vocabulary.size(), " ids)");
+// Throws unless `id` names a token; `operation` starts the message.
+void check_id(const text::TokenizerState& state, uint32_t id, const char* operation) {
+  const text::Vocabulary& vocabulary = state.model.vocabulary;
+  if (id >= vocabulary.size()) {
+    fail(operation, ": token id ", id, " is out of range (", state.source_name, " has ids 0 to ",
+         vocabulary.size() - 1, ")");
   }
+  if (!vocabulary.contains(id))
+    fail(operation, ": ", state.source_name, " has no token with id ", id);
 }
 
 }  // namespace
@@ -120,7 +124,7 @@ std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool parse_specia
 std::string Tokenizer::decode(const std::vector<uint32_t>& ids, bool skip_special) const {
   std::string bytes;
   for (uint32_t id : ids) {
-    check_id(*impl_, id);
+    check_id(*impl_, id, "decode");
     if (skip_special && impl_->special[id]) continue;
     text::append_from_byte_level(impl_->model.vocabulary.text(id), bytes);
   }
@@ -131,7 +135,7 @@ std::string Tokenizer::decode(const std::vector<uint32_t>& ids, bool skip_specia
 }
 
 std::string Tokenizer::token_bytes(uint32_t id) const {
-  check_id(*impl_, id);
+  check_id(*impl_, id, "token_bytes");
   std::string bytes;
   text::append_from_byte_level(impl_->model.vocabulary.text(id), bytes);
   return bytes;
@@ -173,7 +177,7 @@ IncrementalDecoder::IncrementalDecoder(const Tokenizer& tokenizer, bool skip_spe
 
 std::string IncrementalDecoder::push(uint32_t id) {
   const text::TokenizerState& impl = *tokenizer_.impl_;
-  check_id(impl, id);
+  check_id(impl, id, "decode");
   if (skip_special_ && impl.special[id]) return {};
   text::append_from_byte_level(impl.model.vocabulary.text(id), pending_);
   // Emit everything up to an unfinished sequence at the end; invalid bytes become U+FFFD now,
