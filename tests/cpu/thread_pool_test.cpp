@@ -1,0 +1,106 @@
+// The thread pool: every index runs once in contiguous parts, workers wake from sleep, a job
+// dispatched right after the workers restart is not lost, and nested runs stay inline.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "cpu/thread_pool.h"
+
+namespace fornace {
+namespace {
+
+// Runs [0, count) and returns the parts that the body saw, sorted by begin.
+std::vector<std::pair<int64_t, int64_t>> parts_of(ThreadPool& pool, int64_t count, int64_t grain,
+                                                  std::vector<int>& hits) {
+  std::mutex mutex;
+  std::vector<std::pair<int64_t, int64_t>> parts;
+  hits.assign(count, 0);
+  pool.run(count, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t index = begin; index < end; ++index) ++hits[index];
+    std::lock_guard<std::mutex> lock(mutex);
+    parts.emplace_back(begin, end);
+  });
+  std::sort(parts.begin(), parts.end());
+  return parts;
+}
+
+TEST(ThreadPool, RunsEveryIndexOnceInOneContiguousPartPerThread) {
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (int64_t count : {int64_t{1}, int64_t{2}, int64_t{5}, int64_t{1000}}) {
+      std::vector<int> hits;
+      auto parts = parts_of(pool, count, 1, hits);
+      for (int64_t index = 0; index < count; ++index) ASSERT_EQ(hits[index], 1) << index;
+      EXPECT_EQ(static_cast<int64_t>(parts.size()), std::min<int64_t>(threads, count));
+      int64_t expected_begin = 0;
+      for (auto [begin, end] : parts) {
+        EXPECT_EQ(begin, expected_begin);
+        EXPECT_LT(begin, end);
+        expected_begin = end;
+      }
+      EXPECT_EQ(expected_begin, count);
+    }
+  }
+}
+
+TEST(ThreadPool, GrainBoundsThePartCount) {
+  ThreadPool pool(2);
+  std::vector<int> hits;
+  EXPECT_EQ(parts_of(pool, 10, 6, hits).size(), 1u);
+  EXPECT_EQ(parts_of(pool, 12, 6, hits).size(), 2u);
+  EXPECT_EQ(parts_of(pool, 0, 1, hits).size(), 0u);
+}
+
+TEST(ThreadPool, ManyBackToBackJobsAllComplete) {
+  ThreadPool pool(2);
+  std::atomic<int64_t> total{0};
+  for (int job = 0; job < 1000; ++job) {
+    pool.run(64, 1, [&](int64_t begin, int64_t end) { total += end - begin; });
+  }
+  EXPECT_EQ(total.load(), int64_t{1000} * 64);
+}
+
+TEST(ThreadPool, WakesWorkersThatWentToSleep) {
+  ThreadPool pool(2);
+  for (int round = 0; round < 5; ++round) {
+    // Longer than the workers' spin, so they sleep on the futex.
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::vector<int> hits;
+    EXPECT_EQ(parts_of(pool, 100, 1, hits).size(), 2u);
+  }
+}
+
+TEST(ThreadPool, AJobRightAfterRestartingTheWorkersIsNotLost) {
+  ThreadPool pool(1);
+  for (int round = 0; round < 50; ++round) {
+    pool.set_threads(round % 2 == 0 ? 2 : 3);
+    std::vector<int> hits;
+    parts_of(pool, 50, 1, hits);
+    for (int hit : hits) ASSERT_EQ(hit, 1);
+    pool.set_threads(1);
+  }
+}
+
+TEST(ThreadPool, NestedRunsExecuteInlineOnTheCallingPart) {
+  ThreadPool pool(2);
+  std::atomic<int64_t> inner_total{0};
+  pool.run(2, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t index = begin; index < end; ++index) {
+      pool.run(10, 1, [&](int64_t inner_begin, int64_t inner_end) {
+        inner_total += inner_end - inner_begin;
+      });
+    }
+  });
+  EXPECT_EQ(inner_total.load(), 20);
+}
+
+TEST(ThreadPool, RejectsAThreadCountBelowOne) { EXPECT_ANY_THROW(ThreadPool(1).set_threads(0)); }
+
+}  // namespace
+}  // namespace fornace
