@@ -1,0 +1,49 @@
+// Tiny synthetic checkpoints shared by the model tests, written once per build directory.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "models/synthetic.h"
+
+namespace fornace {
+
+// <build>/test-models/tiny-<dtype>, written on first use (seed 7). A file lock keeps test
+// processes that CTest runs in parallel from writing it twice.
+inline std::string tiny_model_directory(DType dtype) {
+  std::string root = std::string(FORNACE_BINARY_DIR) + "/test-models";
+  std::string directory = root + "/tiny-" + dtype_name(dtype);
+  std::filesystem::create_directories(root);
+  int lock = ::open((root + "/.lock").c_str(), O_CREAT | O_RDWR, 0644);
+  ::flock(lock, LOCK_EX);
+  if (!std::filesystem::exists(directory + "/model.safetensors")) {
+    SyntheticOptions options;
+    options.preset = "tiny";
+    options.out_directory = directory;
+    options.seed = 7;
+    options.dtype = dtype;
+    options.tokenizer_directory = std::string(FORNACE_SOURCE_DIR) + "/models";
+    write_synthetic_model(options);
+  }
+  ::flock(lock, LOCK_UN);
+  ::close(lock);
+  return directory;
+}
+
+// Deterministic ids spread over the vocabulary.
+inline std::vector<uint32_t> test_prompt_ids(int64_t length, int64_t vocab_size) {
+  std::vector<uint32_t> ids;
+  uint64_t state = 12345;
+  for (int64_t i = 0; i < length; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    ids.push_back(static_cast<uint32_t>((state >> 33) % static_cast<uint64_t>(vocab_size)));
+  }
+  return ids;
+}
+
+}  // namespace fornace

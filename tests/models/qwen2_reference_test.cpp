@@ -1,0 +1,139 @@
+// The Qwen2 forward pass against the independent float64 NumPy reference (tests/reference).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/generator.h"
+#include "models/model.h"
+#include "models/synthetic.h"
+#include "common/test_models.h"
+
+namespace fornace {
+namespace {
+
+// Reads a little-endian float64 or float32 .npy file written by NumPy: [rows, columns].
+std::vector<double> read_npy(const std::string& path, int64_t& rows, int64_t& columns) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw std::runtime_error("cannot open " + path);
+  char magic[8];
+  file.read(magic, 8);
+  uint16_t header_length = 0;
+  if (magic[6] == 1) {
+    file.read(reinterpret_cast<char*>(&header_length), 2);
+  } else {
+    uint32_t long_length = 0;
+    file.read(reinterpret_cast<char*>(&long_length), 4);
+    header_length = static_cast<uint16_t>(long_length);
+  }
+  std::string header(header_length, ' ');
+  file.read(header.data(), header_length);
+  bool is_f64 = header.find("<f8") != std::string::npos;
+  size_t shape_at = header.find("'shape': (") + 10;
+  rows = std::stoll(header.substr(shape_at));
+  columns = std::stoll(header.substr(header.find(',', shape_at) + 1));
+  std::vector<double> values(rows * columns);
+  for (double& value : values) {
+    if (is_f64) {
+      file.read(reinterpret_cast<char*>(&value), 8);
+    } else {
+      float single = 0;
+      file.read(reinterpret_cast<char*>(&single), 4);
+      value = single;
+    }
+  }
+  return values;
+}
+
+std::string join(const std::vector<uint32_t>& ids) {
+  std::string text;
+  for (uint32_t id : ids) text += (text.empty() ? "" : ",") + std::to_string(id);
+  return text;
+}
+
+struct Comparison {
+  std::vector<double> relative_errors;  // One per forward pass.
+  bool greedy_matches = true;
+};
+
+// Runs the engine greedily, then the reference teacher-forced on the engine's tokens.
+Comparison compare_with_reference(const std::string& model_directory, int64_t prompt_length,
+                                  KvCacheKind kind) {
+  std::unique_ptr<Model> model = load_model(model_directory);
+  std::vector<uint32_t> prompt = test_prompt_ids(prompt_length, model->config().vocab_size);
+  SamplerOptions sampling;
+  sampling.repeat_penalty = 1.0;  // Pure argmax, which the reference's argmax must match.
+  GenerationOptions options;
+  options.max_new_tokens = 5;
+  options.ignore_eos = true;
+  options.keep_logits = true;
+  Generator generator(*model, kind, prompt_length + 8, sampling);
+  GenerationResult result = generator.generate(prompt, options);
+
+  std::vector<uint32_t> fed(result.generated.begin(), result.generated.end() - 1);
+  std::string output = std::string(FORNACE_BINARY_DIR) + "/reference-" +
+                       std::to_string(prompt_length) + "-" + kv_cache_kind_name(kind) + ".npy";
+  std::string command = std::string(FORNACE_PYTHON) + " " + FORNACE_SOURCE_DIR +
+                        "/tests/reference/qwen2_ref.py --model " + model_directory +
+                        " --prompt-ids " + join(prompt) +
+                        (fed.empty() ? "" : " --continuation-ids " + join(fed)) + " --out " + output;
+  if (std::system(command.c_str()) != 0) throw std::runtime_error("reference failed: " + command);
+  int64_t rows = 0;
+  int64_t columns = 0;
+  std::vector<double> reference = read_npy(output, rows, columns);
+  std::remove(output.c_str());
+  EXPECT_EQ(rows, static_cast<int64_t>(result.logits.size()));
+  EXPECT_EQ(columns, model->config().vocab_size);
+
+  Comparison comparison;
+  for (int64_t row = 0; row < rows; ++row) {
+    const std::vector<float>& engine = result.logits[row];
+    double error = 0;
+    double norm = 0;
+    size_t best = 0;
+    for (int64_t i = 0; i < columns; ++i) {
+      double expected = reference[row * columns + i];
+      error += (engine[i] - expected) * (engine[i] - expected);
+      norm += expected * expected;
+      if (expected > reference[row * columns + best]) best = i;
+    }
+    comparison.relative_errors.push_back(std::sqrt(error / norm));
+    comparison.greedy_matches = comparison.greedy_matches && best == result.generated[row];
+  }
+  return comparison;
+}
+
+class Qwen2Reference : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(Qwen2Reference, F32WeightsMatchTheReferenceToOnePartIn100000AndPickTheSameTokens) {
+  for (KvCacheKind kind : all_kv_cache_kinds()) {
+    Comparison comparison = compare_with_reference(tiny_model_directory(DType::f32), GetParam(), kind);
+    for (size_t row = 0; row < comparison.relative_errors.size(); ++row) {
+      EXPECT_LE(comparison.relative_errors[row], 1e-5)
+          << kv_cache_kind_name(kind) << " forward " << row;
+      std::printf("f32 %s prompt %lld forward %zu: relative L2 error %.3g\n",
+                  kv_cache_kind_name(kind), static_cast<long long>(GetParam()), row,
+                  comparison.relative_errors[row]);
+    }
+    EXPECT_TRUE(comparison.greedy_matches) << kv_cache_kind_name(kind);
+  }
+}
+
+TEST_P(Qwen2Reference, Bf16WeightsMatchTheReferenceToTwoPercent) {
+  Comparison comparison =
+      compare_with_reference(tiny_model_directory(DType::bf16), GetParam(), KvCacheKind::prealloc);
+  for (size_t row = 0; row < comparison.relative_errors.size(); ++row) {
+    EXPECT_LE(comparison.relative_errors[row], 2e-2) << "forward " << row;
+    std::printf("bf16 prompt %lld forward %zu: relative L2 error %.3g\n",
+                static_cast<long long>(GetParam()), row, comparison.relative_errors[row]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(PromptLengths, Qwen2Reference, ::testing::Values(1, 7, 64),
+                         [](const auto& info) { return "prompt" + std::to_string(info.param); });
+
+}  // namespace
+}  // namespace fornace

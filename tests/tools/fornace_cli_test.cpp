@@ -1,0 +1,172 @@
+// The fornace command line: bad input gets one `error:` line and the right exit code.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/test_models.h"
+
+namespace fornace {
+namespace {
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream file(path);
+  return std::string(std::istreambuf_iterator<char>(file), {});
+}
+
+// Runs build/bin/fornace with `arguments` (a shell-quoted string) and captures both streams.
+Outcome run_fornace(const std::string& arguments) {
+  std::string base = std::string(FORNACE_BINARY_DIR) + "/cli-test-" + std::to_string(::getpid());
+  std::string command = std::string(FORNACE_BINARY_DIR) + "/bin/fornace " + arguments + " >" +
+                        base + ".out 2>" + base + ".err </dev/null";
+  int status = std::system(command.c_str());
+  Outcome outcome;
+  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  outcome.out = slurp(base + ".out");
+  outcome.err = slurp(base + ".err");
+  std::remove((base + ".out").c_str());
+  std::remove((base + ".err").c_str());
+  return outcome;
+}
+
+// One line that starts with "error: " and contains `fragment`.
+void expect_error(const Outcome& outcome, int exit_code, const std::string& fragment) {
+  EXPECT_EQ(outcome.exit_code, exit_code) << outcome.err;
+  EXPECT_EQ(outcome.err.rfind("error: ", 0), 0u) << outcome.err;
+  EXPECT_EQ(std::count(outcome.err.begin(), outcome.err.end(), '\n'), 1) << outcome.err;
+  EXPECT_NE(outcome.err.find(fragment), std::string::npos) << outcome.err;
+}
+
+class FornaceCli : public ::testing::Test {
+ protected:
+  std::string model = tiny_model_directory(DType::f32);
+  std::string run(const std::string& extra) { return "--model " + model + " " + extra; }
+};
+
+TEST_F(FornaceCli, GeneratesWithEachKvCacheAndReportsJson) {
+  std::vector<std::vector<int64_t>> generated;
+  for (const char* kind : {"prealloc", "cat", "cat-contiguous"}) {
+    Outcome outcome = run_fornace(run("--prompt 'Alice was beginning' --max-new-tokens 6 "
+                                      "--ignore-eos --json --kv-cache ") + kind);
+    ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+    std::string last_line = outcome.out.substr(outcome.out.rfind('\n', outcome.out.size() - 2) + 1);
+    nlohmann::json summary = nlohmann::json::parse(last_line);
+    EXPECT_EQ(summary["kv_cache"], kind);
+    EXPECT_EQ(summary["prompt_tokens"], 3);
+    EXPECT_EQ(summary["generated_ids"].size(), 6u);
+    EXPECT_EQ(summary["decode_step_ms"].size(), 5u);
+    for (const char* key : {"model", "dtype", "threads", "prefill_ms", "prefill_tok_s",
+                            "decode_tok_s", "mean_ms_last64", "peak_rss_mib"}) {
+      EXPECT_TRUE(summary.contains(key)) << key;
+    }
+    generated.push_back(summary["generated_ids"].get<std::vector<int64_t>>());
+    EXPECT_NE(outcome.err.find("decode: 6 tokens"), std::string::npos) << outcome.err;
+  }
+  EXPECT_EQ(generated[0], generated[1]);
+  EXPECT_EQ(generated[0], generated[2]);
+}
+
+TEST_F(FornaceCli, ZeroNewTokensRunsPrefillOnly) {
+  Outcome outcome = run_fornace(run("--prompt-ids 1,2,3 --max-new-tokens 0 --json"));
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_NE(outcome.out.find("\"generated_ids\":[]"), std::string::npos) << outcome.out;
+}
+
+TEST_F(FornaceCli, TraceShowsPhasesStepsAndOps) {
+  Outcome outcome = run_fornace(run("--prompt-ids 1,2,3,4 --max-new-tokens 4 --kv-cache cat --trace"));
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  for (const char* fragment : {"tensor memory by phase", "prefill", "decode", "per decode step",
+                               "strided", "ops that allocated most in prefill"}) {
+    EXPECT_NE(outcome.err.find(fragment), std::string::npos) << fragment;
+  }
+}
+
+TEST_F(FornaceCli, DumpLogitsWritesOneRowPerForwardPass) {
+  std::string path = std::string(FORNACE_BINARY_DIR) + "/cli-logits.npy";
+  Outcome outcome = run_fornace(run("--prompt-ids 5,6 --max-new-tokens 3 --quiet --dump-logits " + path));
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  std::string bytes = slurp(path);
+  ASSERT_GT(bytes.size(), 128u);
+  EXPECT_EQ(bytes.substr(1, 5), "NUMPY");
+  EXPECT_NE(bytes.find("'shape': (3, 151936)"), std::string::npos);
+  EXPECT_EQ(bytes.size() - (bytes.find('\n') + 1), 3u * 151936u * 4u);
+  std::remove(path.c_str());
+}
+
+TEST_F(FornaceCli, UnknownKvCacheKindIsAUsageError) {
+  expect_error(run_fornace(run("--prompt hi --kv-cache paged")), 2, "unknown KV cache kind 'paged'");
+}
+
+TEST_F(FornaceCli, MalformedFlagValueIsAUsageError) {
+  expect_error(run_fornace(run("--prompt hi --max-new-tokens ten")), 2, "--max-new-tokens");
+  expect_error(run_fornace(run("--prompt hi --temperature -1")), 2, "--temperature");
+  expect_error(run_fornace(run("--prompt hi --top-p 1.5")), 2, "--top-p");
+}
+
+TEST_F(FornaceCli, NegativeMaxNewTokensIsAUsageError) {
+  expect_error(run_fornace(run("--prompt hi --max-new-tokens -1")), 2, "--max-new-tokens");
+}
+
+TEST_F(FornaceCli, TwoPromptOptionsAreAUsageError) {
+  expect_error(run_fornace(run("--prompt hi --prompt-ids 1,2")), 2, "only one of");
+}
+
+TEST_F(FornaceCli, EmptyPromptIsRejected) {
+  expect_error(run_fornace(run("--prompt ''")), 2, "empty");
+  std::string path = std::string(FORNACE_BINARY_DIR) + "/cli-empty-prompt.txt";
+  std::ofstream(path).close();
+  expect_error(run_fornace(run("--prompt-file " + path)), 1, "empty");
+  std::remove(path.c_str());
+}
+
+TEST_F(FornaceCli, MissingModelDirectoryOrFilesAreRuntimeErrors) {
+  expect_error(run_fornace("--model /nonexistent/model --prompt hi"), 1, "/nonexistent/model");
+  std::string empty = std::string(FORNACE_BINARY_DIR) + "/cli-empty-model";
+  std::filesystem::create_directories(empty);
+  expect_error(run_fornace("--model " + empty + " --prompt-ids 1"), 1, "config.json");
+}
+
+TEST_F(FornaceCli, MissingPromptFileIsARuntimeError) {
+  expect_error(run_fornace(run("--prompt-file /nonexistent/prompt.txt")), 1, "/nonexistent/prompt.txt");
+}
+
+TEST_F(FornaceCli, PromptBeyondTheContextIsRejected) {
+  expect_error(run_fornace(run("--prompt-ids 1,2,3 --max-new-tokens 10 --max-context 8")), 1,
+               "exceed the context of 8");
+  // The tiny preset has max_position_embeddings 4096.
+  expect_error(run_fornace(run("--prompt-ids 1,2,3 --max-new-tokens 5000")), 1,
+               "max_position_embeddings");
+}
+
+TEST_F(FornaceCli, MaxContextTooLargeForMemoryIsRefusedBeforeAllocating) {
+  expect_error(run_fornace(run("--prompt-ids 1 --max-context 100000000000")), 1, "bytes");
+}
+
+TEST_F(FornaceCli, PromptIdsOutOfTheVocabularyAreRejected) {
+  expect_error(run_fornace(run("--prompt-ids 1,151936")), 1, "out of the vocabulary");
+}
+
+TEST_F(FornaceCli, HelpDocumentsEveryFlag) {
+  Outcome outcome = run_fornace("--help");
+  EXPECT_EQ(outcome.exit_code, 0);
+  for (const char* flag :
+       {"--model", "--prompt", "--prompt-file", "--prompt-ids", "--chat", "--system",
+        "--max-new-tokens", "--ignore-eos", "--kv-cache", "--dtype", "--threads", "--temperature",
+        "--top-k", "--top-p", "--min-p", "--seed", "--repeat-penalty", "--repeat-last-n",
+        "--max-context", "--trace", "--json", "--dump-logits", "--quiet"}) {
+    EXPECT_NE(outcome.out.find(std::string("  ") + flag + " "), std::string::npos) << flag;
+  }
+}
+
+}  // namespace
+}  // namespace fornace
