@@ -117,23 +117,9 @@ void pack_weight_panel(const GemmKernel& kernel, const LinearProblem& problem,
                        int64_t column_begin, int64_t k_begin, int64_t k_count, void* panel) {
   int64_t columns_valid = std::min<int64_t>(kernel.columns, problem.outputs - column_begin);
   if (kernel.bf16_pairs) {
-    uint32_t* destination = static_cast<uint32_t*>(panel);
-    int64_t pairs = k_count / 2;
-    int64_t steps = divide_up(k_count, 2);
-    for (int column = 0; column < kernel.columns; ++column) {
-      if (column >= columns_valid) {
-        for (int64_t step = 0; step < steps; ++step) destination[step * kernel.columns + column] = 0;
-        continue;
-      }
-      const uint16_t* row = static_cast<const uint16_t*>(problem.weight) +
-                            (column_begin + column) * problem.weight_stride + k_begin;
-      for (int64_t pair = 0; pair < pairs; ++pair) {
-        uint32_t word;
-        std::memcpy(&word, row + 2 * pair, sizeof(word));
-        destination[pair * kernel.columns + column] = word;
-      }
-      if (steps > pairs) destination[pairs * kernel.columns + column] = row[2 * pairs];
-    }
+    kernels::pack_bf16_pairs_avx512(static_cast<const uint16_t*>(problem.weight) +
+                                        column_begin * problem.weight_stride + k_begin,
+                                    problem.weight_stride, columns_valid, k_count, panel);
     return;
   }
   float* destination = static_cast<float*>(panel);

@@ -1,6 +1,11 @@
 // AVX-512 GEMM micro-kernels (vdpbf16ps for bf16 weights, FMA for f32 panels) and bf16 rounding.
 #include <immintrin.h>
 
+// GCC 12's AVX-512 headers start some intrinsics (unpacks) from an "undefined" register and then
+// warn about it; the warning is a false positive.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
 #include "cpu/gemm_kernels.h"
 
 namespace fornace::cpu::kernels {
@@ -33,7 +38,73 @@ inline void store_tile(const __m512 (&acc)[kRows][2], float* c, int64_t c_stride
   }
 }
 
+// Transposes a 16 x 16 tile of 32-bit words in place.
+inline void transpose_16x16(__m512i (&rows)[16]) {
+  __m512i pairs[16];
+  for (int index = 0; index < 16; index += 2) {
+    pairs[index] = _mm512_unpacklo_epi32(rows[index], rows[index + 1]);
+    pairs[index + 1] = _mm512_unpackhi_epi32(rows[index], rows[index + 1]);
+  }
+  // quads[4 * group + j] holds, per 128-bit lane L, word j + 4 L of rows 4 group .. 4 group + 3.
+  __m512i quads[16];
+  for (int group = 0; group < 4; ++group) {
+    const __m512i* in = pairs + 4 * group;
+    quads[4 * group + 0] = _mm512_unpacklo_epi64(in[0], in[2]);
+    quads[4 * group + 1] = _mm512_unpackhi_epi64(in[0], in[2]);
+    quads[4 * group + 2] = _mm512_unpacklo_epi64(in[1], in[3]);
+    quads[4 * group + 3] = _mm512_unpackhi_epi64(in[1], in[3]);
+  }
+  // Gather lane L of the four groups into word j + 4 L.
+  for (int j = 0; j < 4; ++j) {
+    __m512i even_low = _mm512_shuffle_i32x4(quads[j], quads[4 + j], 0x88);
+    __m512i odd_low = _mm512_shuffle_i32x4(quads[j], quads[4 + j], 0xdd);
+    __m512i even_high = _mm512_shuffle_i32x4(quads[8 + j], quads[12 + j], 0x88);
+    __m512i odd_high = _mm512_shuffle_i32x4(quads[8 + j], quads[12 + j], 0xdd);
+    rows[j] = _mm512_shuffle_i32x4(even_low, even_high, 0x88);
+    rows[j + 8] = _mm512_shuffle_i32x4(even_low, even_high, 0xdd);
+    rows[j + 4] = _mm512_shuffle_i32x4(odd_low, odd_high, 0x88);
+    rows[j + 12] = _mm512_shuffle_i32x4(odd_low, odd_high, 0xdd);
+  }
+}
+
 }  // namespace
+
+void pack_bf16_pairs_avx512(const uint16_t* weight, int64_t weight_stride, int64_t columns_valid,
+                            int64_t k_count, void* panel) {
+  constexpr int kColumns = 32;
+  uint32_t* destination = static_cast<uint32_t*>(panel);
+  const int64_t pairs = k_count / 2;
+  const int64_t steps = (k_count + 1) / 2;
+  int64_t step = 0;
+  // 16 k pairs x 16 columns at a time: a 16 x 16 word transpose.
+  for (; step + 16 <= pairs; step += 16) {
+    for (int half = 0; half < 2; ++half) {
+      __m512i rows[16];
+      for (int index = 0; index < 16; ++index) {
+        int64_t column = half * 16 + index;
+        rows[index] = column < columns_valid
+                          ? _mm512_loadu_si512(weight + column * weight_stride + 2 * step)
+                          : _mm512_setzero_si512();
+      }
+      transpose_16x16(rows);
+      for (int index = 0; index < 16; ++index) {
+        _mm512_store_si512(destination + (step + index) * kColumns + half * 16, rows[index]);
+      }
+    }
+  }
+  // The last pairs (and an odd last k, paired with zero) one word at a time.
+  for (int column = 0; column < kColumns; ++column) {
+    const uint16_t* row = weight + column * weight_stride;
+    for (int64_t tail = step; tail < steps; ++tail) {
+      uint32_t word = 0;
+      if (column < columns_valid) {
+        word = row[2 * tail];
+        if (2 * tail + 1 < k_count) word |= static_cast<uint32_t>(row[2 * tail + 1]) << 16;
+      }
+      destination[tail * kColumns + column] = word;
+    }
+  }
+}
 
 void gemm_bf16_12x32_avx512(int64_t steps, const void* input_panel, const void* weight_panel,
                             float* c, int64_t c_stride, bool accumulate, const float* bias) {

@@ -26,6 +26,11 @@ void gemm_f32_12x32_avx512(int64_t steps, const void* input_panel, const void* w
 void gemm_f32_6x16_avx2(int64_t steps, const void* input_panel, const void* weight_panel,
                         float* c, int64_t c_stride, bool accumulate, const float* bias);
 
+// Packs a bf16 weight panel for gemm_bf16_12x32_avx512: 32 weight rows (columns_valid of them
+// real, the rest zero) of k_count values each, as [k / 2][32][2]; an odd last k pairs with zero.
+void pack_bf16_pairs_avx512(const uint16_t* weight, int64_t weight_stride, int64_t columns_valid,
+                            int64_t k_count, void* panel);
+
 // f32 -> bf16, round to nearest even (NaN stays NaN).
 void convert_f32_to_bf16_avx512(const float* source, uint16_t* destination, int64_t count);
 
