@@ -122,6 +122,13 @@ void pack_weight_panel(const GemmKernel& kernel, const LinearProblem& problem,
                                     problem.weight_stride, columns_valid, k_count, panel);
     return;
   }
+  if (kernel.columns == 32) {  // The AVX-512 f32 kernel.
+    kernels::pack_f32_columns_avx512(
+        static_cast<const char*>(problem.weight) +
+            (column_begin * problem.weight_stride + k_begin) * dtype_size(problem.weight_dtype),
+        problem.weight_dtype, problem.weight_stride, columns_valid, k_count, panel);
+    return;
+  }
   float* destination = static_cast<float*>(panel);
   for (int column = 0; column < kernel.columns; ++column) {
     float* target = destination + column;

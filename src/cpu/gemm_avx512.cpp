@@ -106,6 +106,56 @@ void pack_bf16_pairs_avx512(const uint16_t* weight, int64_t weight_stride, int64
   }
 }
 
+void pack_f32_columns_avx512(const void* weight, DType weight_dtype, int64_t weight_stride,
+                             int64_t columns_valid, int64_t k_count, void* panel) {
+  constexpr int kColumns = 32;
+  float* destination = static_cast<float*>(panel);
+  const size_t element_bytes = weight_dtype == DType::f32 ? 4 : 2;
+  const char* base = static_cast<const char*>(weight);
+  // Sixteen k of one weight row, widened to f32 bits.
+  auto load_row = [&](int64_t column, int64_t k) {
+    const char* source = base + (column * weight_stride + k) * element_bytes;
+    if (weight_dtype == DType::f32) return _mm512_loadu_si512(source);
+    __m256i halves = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(source));
+    if (weight_dtype == DType::f16) return _mm512_castps_si512(_mm512_cvtph_ps(halves));
+    return _mm512_slli_epi32(_mm512_cvtepu16_epi32(halves), 16);
+  };
+  int64_t k = 0;
+  for (; k + 16 <= k_count; k += 16) {
+    for (int half = 0; half < 2; ++half) {
+      __m512i rows[16];
+      for (int index = 0; index < 16; ++index) {
+        int64_t column = half * 16 + index;
+        rows[index] = column < columns_valid ? load_row(column, k) : _mm512_setzero_si512();
+      }
+      transpose_16x16(rows);
+      for (int index = 0; index < 16; ++index) {
+        _mm512_store_si512(destination + (k + index) * kColumns + half * 16, rows[index]);
+      }
+    }
+  }
+  for (int column = 0; column < kColumns; ++column) {
+    for (int64_t tail = k; tail < k_count; ++tail) {
+      float value = 0.0f;
+      if (column < columns_valid) {
+        int64_t index = column * weight_stride + tail;
+        switch (weight_dtype) {
+          case DType::f32:
+            value = static_cast<const float*>(weight)[index];
+            break;
+          case DType::f16:
+            value = f16_to_f32(static_cast<const uint16_t*>(weight)[index]);
+            break;
+          default:
+            value = bf16_to_f32(static_cast<const uint16_t*>(weight)[index]);
+            break;
+        }
+      }
+      destination[tail * kColumns + column] = value;
+    }
+  }
+}
+
 void gemm_bf16_12x32_avx512(int64_t steps, const void* input_panel, const void* weight_panel,
                             float* c, int64_t c_stride, bool accumulate, const float* bias) {
   // Input rows are bf16 at a stride of kPanelDepthBf16; one 32-bit word holds a k pair.

@@ -31,6 +31,11 @@ void gemm_f32_6x16_avx2(int64_t steps, const void* input_panel, const void* weig
 void pack_bf16_pairs_avx512(const uint16_t* weight, int64_t weight_stride, int64_t columns_valid,
                             int64_t k_count, void* panel);
 
+// Packs an f32 weight panel for gemm_f32_12x32_avx512 from f32, f16 or bf16 weights: 32 weight
+// rows (columns_valid of them real, the rest zero) of k_count values each, as [k][32].
+void pack_f32_columns_avx512(const void* weight, DType weight_dtype, int64_t weight_stride,
+                             int64_t columns_valid, int64_t k_count, void* panel);
+
 // f32 -> bf16, round to nearest even (NaN stays NaN).
 void convert_f32_to_bf16_avx512(const float* source, uint16_t* destination, int64_t count);
 
