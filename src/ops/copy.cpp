@@ -197,6 +197,9 @@ Tensor to_dtype(const Tensor& input, DType dtype) {
     cpu::strided_to_contiguous(result.raw(), dtype, input.storage()->data(), input.dtype(),
                                input.layout());
   }
+  // Counted like every other copy: the bytes written, strided when the source was.
+  memory::record_copy(result.numel() * static_cast<int64_t>(result.element_size()),
+                      !input.is_contiguous());
   return result;
 }
 

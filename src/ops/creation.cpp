@@ -1,6 +1,7 @@
 // Tensor creation from values, ranges and a seeded normal generator, and reading back to host.
 #include "ops/creation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -12,10 +13,30 @@ namespace fornace {
 
 Tensor full(const Dims& shape, double value, DType dtype) {
   memory::OpScope scope("full");
-  Tensor result = Tensor::empty(shape, DType::f32);
-  float* data = result.data<float>();
-  for (int64_t i = 0; i < result.numel(); ++i) data[i] = static_cast<float>(value);
-  return to_dtype(result, dtype);
+  // Filled in the target dtype directly: integers stay exact (no trip through f32) and no f32
+  // temporary is allocated for a bf16 or f16 result.
+  Tensor result = Tensor::empty(shape, dtype);
+  int64_t count = result.numel();
+  switch (dtype) {
+    case DType::i32:
+      std::fill_n(result.data<int32_t>(), count, static_cast<int32_t>(value));
+      break;
+    case DType::u32:
+      std::fill_n(result.data<uint32_t>(), count, static_cast<uint32_t>(value));
+      break;
+    case DType::f32:
+      std::fill_n(result.data<float>(), count, static_cast<float>(value));
+      break;
+    case DType::bf16:
+    case DType::f16: {
+      float single = static_cast<float>(value);
+      uint16_t bits = 0;
+      cpu::convert(&bits, dtype, &single, DType::f32, 1);
+      std::fill_n(result.data<uint16_t>(), count, bits);
+      break;
+    }
+  }
+  return result;
 }
 
 Tensor zeros(const Dims& shape, DType dtype) { return full(shape, 0.0, dtype); }
