@@ -8,7 +8,7 @@ namespace fornace::cpu::kernels {
 namespace {
 
 // Weight rows are read one after another as one sequential stream, prefetched this far ahead.
-constexpr int kPrefetchBytes = 4096;
+constexpr int kPrefetchBytes = 8192;
 
 struct LoadF32 {
   using Element = float;
@@ -52,7 +52,7 @@ void fma_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
     for (; k + 16 <= depth; k += 16) {
       const char* ahead = reinterpret_cast<const char*>(weight + k) + kPrefetchBytes;
       for (int offset = 0; offset < static_cast<int>(16 * sizeof(Element)); offset += 64) {
-        _mm_prefetch(ahead + offset, _MM_HINT_T0);
+        _mm_prefetch(ahead + offset, _MM_HINT_T2);
       }
       __m256 low = Load::full(weight + k);
       __m256 high = Load::full(weight + k + 8);

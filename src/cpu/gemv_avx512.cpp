@@ -14,19 +14,23 @@ namespace {
 
 // Weight rows are read one after another as one sequential stream (interleaving several rows
 // makes several short streams, which the hardware prefetcher follows poorly), with a software
-// prefetch this far ahead.
-constexpr int kPrefetchBytes = 4096;
+// prefetch this far ahead into L2 (measured: an L2 hint 8 KiB ahead beat an L1 hint 4 KiB ahead).
+constexpr int kPrefetchBytes = 8192;
 
 inline void prefetch_ahead(const void* address, int bytes) {
   const char* target = static_cast<const char*>(address) + kPrefetchBytes;
-  for (int offset = 0; offset < bytes; offset += 64) _mm_prefetch(target + offset, _MM_HINT_T0);
+  for (int offset = 0; offset < bytes; offset += 64) _mm_prefetch(target + offset, _MM_HINT_T2);
 }
+
+// Vector chunks per step, each with its own accumulator (256 bytes of bf16 weights per step).
+constexpr int kChunks = 4;
 
 template <int Rows>
 inline void store_row_sums(const GemvArguments& arguments, int64_t column,
-                           const __m512 (&acc)[Rows][2]) {
+                           const __m512 (&acc)[Rows][kChunks]) {
   for (int row = 0; row < Rows; ++row) {
-    float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc[row][0], acc[row][1]));
+    float sum = _mm512_reduce_add_ps(
+        _mm512_add_ps(_mm512_add_ps(acc[row][0], acc[row][1]), _mm512_add_ps(acc[row][2], acc[row][3])));
     if (arguments.bias) sum += arguments.bias[column];
     arguments.output[row * arguments.output_stride + column] = sum;
   }
@@ -50,7 +54,7 @@ struct LoadF16 {
   }
 };
 
-// f32 input, weights widened to f32: two 16-wide chunks per step, each with its own accumulators.
+// f32 input, weights widened to f32: kChunks 16-wide chunks per step.
 template <int Rows, typename Load>
 void fma_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
   using Element = typename Load::Element;
@@ -59,17 +63,19 @@ void fma_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
   for (int64_t column = begin; column < end; ++column) {
     const Element* weight =
         static_cast<const Element*>(arguments.weight) + column * arguments.weight_stride;
-    __m512 acc[Rows][2];
-    for (int row = 0; row < Rows; ++row) acc[row][0] = acc[row][1] = _mm512_setzero_ps();
+    __m512 acc[Rows][kChunks];
+    for (int row = 0; row < Rows; ++row) {
+      for (int chunk = 0; chunk < kChunks; ++chunk) acc[row][chunk] = _mm512_setzero_ps();
+    }
     int64_t k = 0;
-    for (; k + 32 <= depth; k += 32) {
-      prefetch_ahead(weight + k, 32 * sizeof(Element));
-      __m512 low = Load::full(weight + k);
-      __m512 high = Load::full(weight + k + 16);
-      for (int row = 0; row < Rows; ++row) {
-        const float* input_row = input + row * arguments.input_stride + k;
-        acc[row][0] = _mm512_fmadd_ps(_mm512_loadu_ps(input_row), low, acc[row][0]);
-        acc[row][1] = _mm512_fmadd_ps(_mm512_loadu_ps(input_row + 16), high, acc[row][1]);
+    for (; k + 16 * kChunks <= depth; k += 16 * kChunks) {
+      prefetch_ahead(weight + k, 16 * kChunks * sizeof(Element));
+      for (int chunk = 0; chunk < kChunks; ++chunk) {
+        __m512 weights = Load::full(weight + k + 16 * chunk);
+        for (int row = 0; row < Rows; ++row) {
+          __m512 value = _mm512_loadu_ps(input + row * arguments.input_stride + k + 16 * chunk);
+          acc[row][chunk] = _mm512_fmadd_ps(value, weights, acc[row][chunk]);
+        }
       }
     }
     for (; k < depth; k += 16) {
@@ -85,7 +91,7 @@ void fma_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
   }
 }
 
-// bf16 input and weights: vdpbf16ps, two 32-wide chunks per step.
+// bf16 input and weights: vdpbf16ps, kChunks 32-wide chunks per step.
 template <int Rows>
 void dot_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
   const uint16_t* input = static_cast<const uint16_t*>(arguments.input);
@@ -93,28 +99,30 @@ void dot_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
   for (int64_t column = begin; column < end; ++column) {
     const uint16_t* weight =
         static_cast<const uint16_t*>(arguments.weight) + column * arguments.weight_stride;
-    __m512 acc[Rows][2];
-    for (int row = 0; row < Rows; ++row) acc[row][0] = acc[row][1] = _mm512_setzero_ps();
+    __m512 acc[Rows][kChunks];
+    for (int row = 0; row < Rows; ++row) {
+      for (int chunk = 0; chunk < kChunks; ++chunk) acc[row][chunk] = _mm512_setzero_ps();
+    }
     int64_t k = 0;
-    for (; k + 64 <= depth; k += 64) {
-      prefetch_ahead(weight + k, 128);
-      __m512bh low = (__m512bh)_mm512_loadu_si512(weight + k);
-      __m512bh high = (__m512bh)_mm512_loadu_si512(weight + k + 32);
-      for (int row = 0; row < Rows; ++row) {
-        const uint16_t* input_row = input + row * arguments.input_stride + k;
-        acc[row][0] = _mm512_dpbf16_ps(acc[row][0], (__m512bh)_mm512_loadu_si512(input_row), low);
-        acc[row][1] =
-            _mm512_dpbf16_ps(acc[row][1], (__m512bh)_mm512_loadu_si512(input_row + 32), high);
+    for (; k + 32 * kChunks <= depth; k += 32 * kChunks) {
+      prefetch_ahead(weight + k, 64 * kChunks);
+      for (int chunk = 0; chunk < kChunks; ++chunk) {
+        __m512bh weights = (__m512bh)_mm512_loadu_si512(weight + k + 32 * chunk);
+        for (int row = 0; row < Rows; ++row) {
+          __m512bh value = (__m512bh)_mm512_loadu_si512(input + row * arguments.input_stride + k +
+                                                        32 * chunk);
+          acc[row][chunk] = _mm512_dpbf16_ps(acc[row][chunk], value, weights);
+        }
       }
     }
-    for (; k < depth; k += 32) {
+    for (int chunk = 0; k < depth; k += 32, ++chunk) {
       int64_t left = depth - k < 32 ? depth - k : 32;
       __mmask32 mask = static_cast<__mmask32>((uint64_t{1} << left) - 1u);
       __m512bh part = (__m512bh)_mm512_maskz_loadu_epi16(mask, weight + k);
       for (int row = 0; row < Rows; ++row) {
         __m512bh value =
             (__m512bh)_mm512_maskz_loadu_epi16(mask, input + row * arguments.input_stride + k);
-        acc[row][0] = _mm512_dpbf16_ps(acc[row][0], value, part);
+        acc[row][chunk] = _mm512_dpbf16_ps(acc[row][chunk], value, part);
       }
     }
     store_row_sums(arguments, column, acc);
