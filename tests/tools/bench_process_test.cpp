@@ -1,0 +1,332 @@
+// Tests of fornace-bench as a process: argument checks before any child starts, a child that
+// crashes or is killed, atomic CSV writes, Ctrl-C, and `report` rebuilding the outputs.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kBench = std::string(FORNACE_BINARY_DIR) + "/bin/fornace-bench";
+const std::string kFornace = std::string(FORNACE_BINARY_DIR) + "/bin/fornace";
+// A guard against a hung process, not a timing check: far beyond what any case needs.
+constexpr auto kHangGuard = std::chrono::seconds(300);
+
+std::string read_text(const fs::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+size_t count_lines_starting_with(const std::string& text, const std::string& prefix) {
+  size_t count = 0;
+  std::stringstream stream(text);
+  std::string line;
+  while (std::getline(stream, line)) count += line.rfind(prefix, 0) == 0;
+  return count;
+}
+
+size_t count_lines(const std::string& text) {
+  size_t count = 0;
+  for (char character : text) count += character == '\n';
+  return count;
+}
+
+// A process started with stdout and stderr going to files, and extra environment variables.
+struct Process {
+  pid_t pid = -1;
+  fs::path stdout_path;
+  fs::path stderr_path;
+
+  std::string out() const { return read_text(stdout_path); }
+  std::string err() const { return read_text(stderr_path); }
+};
+
+Process start(const std::vector<std::string>& arguments, const fs::path& directory,
+              const std::vector<std::string>& extra_environment = {}) {
+  static int counter = 0;
+  Process process;
+  ++counter;
+  process.stdout_path = directory / ("stdout." + std::to_string(counter));
+  process.stderr_path = directory / ("stderr." + std::to_string(counter));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, process.stdout_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, process.stderr_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<std::string> environment;
+  for (char** variable = environ; *variable; ++variable) {
+    if (std::string(*variable).rfind("FORNACE_BENCH_TEST_FAULT=", 0) != 0) {
+      environment.push_back(*variable);
+    }
+  }
+  environment.insert(environment.end(), extra_environment.begin(), extra_environment.end());
+  std::vector<char*> argv;
+  for (const std::string& argument : arguments) argv.push_back(const_cast<char*>(argument.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const std::string& variable : environment)
+    envp.push_back(const_cast<char*>(variable.c_str()));
+  envp.push_back(nullptr);
+  int error =
+      posix_spawn(&process.pid, arguments[0].c_str(), &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  EXPECT_EQ(error, 0) << "cannot start " << arguments[0];
+  return process;
+}
+
+// The wait status, or -1 (after killing it) when the process outlives the hang guard.
+int wait_for(const Process& process) {
+  auto deadline = std::chrono::steady_clock::now() + kHangGuard;
+  while (true) {
+    int status = 0;
+    pid_t done = waitpid(process.pid, &status, WNOHANG);
+    if (done == process.pid) return status;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(process.pid, SIGKILL);
+      waitpid(process.pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+int exit_code(int status) { return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
+
+// Waits until the process's stderr contains `text`; false if it exits or the guard passes first.
+bool wait_for_stderr(const Process& process, const std::string& text) {
+  auto deadline = std::chrono::steady_clock::now() + kHangGuard;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (process.err().find(text) != std::string::npos) return true;
+    if (kill(process.pid, 0) != 0) return false;
+    int status = 0;
+    if (waitpid(process.pid, &status, WNOHANG) == process.pid) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// The pid in the progress prefix "[<kind> pid N] ".
+pid_t child_pid_from(const std::string& stderr_text, const std::string& kind) {
+  std::string prefix = "[" + kind + " pid ";
+  size_t at = stderr_text.find(prefix);
+  if (at == std::string::npos) return -1;
+  return static_cast<pid_t>(std::atol(stderr_text.c_str() + at + prefix.size()));
+}
+
+std::vector<std::string> temporary_files_in(const fs::path& directory) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(directory)) {
+    std::string name = entry.path().filename().string();
+    if (name.find(".tmp.") != std::string::npos) names.push_back(name);
+  }
+  return names;
+}
+
+class BenchProcess : public ::testing::Test {
+ protected:
+  // One tiny synthetic model for the whole suite.
+  static void SetUpTestSuite() {
+    model_ = new fs::path(fs::temp_directory_path() /
+                          ("fornace-bench-test-model-" + std::to_string(getpid())));
+    fs::remove_all(*model_);
+    std::string command = kFornace + " synth --preset tiny --out " + model_->string() +
+                          " --tokenizer-dir " + FORNACE_SOURCE_DIR + "/models > /dev/null";
+    synth_status_ = std::system(command.c_str());
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*model_);
+    delete model_;
+    model_ = nullptr;
+  }
+
+  void SetUp() override {
+    ASSERT_EQ(synth_status_, 0) << "fornace synth --preset tiny failed";
+    char pattern[] = "/tmp/fornace-bench-test-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    directory_ = pattern;
+    prompt_ = directory_ / "prompt.ids";
+    std::ofstream(prompt_) << "9707 11 1879 374 264 1273 13 1096 374 1172\n";
+    out_ = directory_ / "runs" / "result.csv";
+  }
+  void TearDown() override { fs::remove_all(directory_); }
+
+  // The bench on the tiny model: small runs, the read bandwidth given rather than measured.
+  std::vector<std::string> bench_arguments(const std::string& kinds, int64_t runs = 2) const {
+    return {kBench,
+            "--model",
+            model_->string(),
+            "--kv-cache",
+            kinds,
+            "--prompts",
+            prompt_.string(),
+            "--runs",
+            std::to_string(runs),
+            "--warmup",
+            "0",
+            "--max-new-tokens",
+            "4",
+            "--threads",
+            "1",
+            "--read-bandwidth",
+            "10",
+            "--out",
+            out_.string()};
+  }
+
+  static fs::path* model_;
+  static int synth_status_;
+  fs::path directory_;
+  fs::path prompt_;
+  fs::path out_;
+};
+
+fs::path* BenchProcess::model_ = nullptr;
+int BenchProcess::synth_status_ = -1;
+
+TEST_F(BenchProcess, MissingPromptFileIsOneErrorLineBeforeAnyChildStarts) {
+  std::vector<std::string> arguments = bench_arguments("prealloc");
+  std::string missing = (directory_ / "no-such-prompt.txt").string();
+  arguments[6] = prompt_.string() + "," + missing;
+  Process bench = start(arguments, directory_);
+  EXPECT_EQ(exit_code(wait_for(bench)), 1);
+  std::string err = bench.err();
+  EXPECT_EQ(count_lines(err), 1u) << err;
+  EXPECT_EQ(err.rfind("error: ", 0), 0u) << err;
+  EXPECT_NE(err.find(missing), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(out_));
+}
+
+TEST_F(BenchProcess, UnknownKvCacheKindIsAUsageErrorBeforeAnyChildStarts) {
+  Process bench = start(bench_arguments("prealloc,contiguous-ish"), directory_);
+  EXPECT_EQ(exit_code(wait_for(bench)), 2);
+  std::string err = bench.err();
+  EXPECT_EQ(count_lines(err), 1u) << err;
+  EXPECT_EQ(err.rfind("error: ", 0), 0u) << err;
+  EXPECT_NE(err.find("contiguous-ish"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(out_));
+}
+
+TEST_F(BenchProcess, WritesRunsStepsTablesAndPlotForEveryCacheAndPrompt) {
+  std::vector<std::string> arguments = bench_arguments("prealloc,cat,cat-contiguous");
+  fs::path text_prompt = directory_ / "text.txt";
+  std::ofstream(text_prompt) << "Alice was beginning to get very tired of sitting by her sister.";
+  arguments[6] = prompt_.string() + "," + text_prompt.string();
+  Process bench = start(arguments, directory_);
+  ASSERT_EQ(exit_code(wait_for(bench)), 0) << bench.err();
+  std::string runs = read_text(out_);
+  EXPECT_EQ(runs.rfind("kv_cache,prompt,prompt_tokens,run,prefill_ms,decode_tok_s,", 0), 0u);
+  // 3 caches x 2 prompts x 2 runs.
+  EXPECT_EQ(count_lines(runs), 1u + 12u);
+  EXPECT_EQ(count_lines_starting_with(runs, "cat," + prompt_.string() + ",10,"), 2u) << runs;
+  EXPECT_EQ(count_lines_starting_with(runs, "cat-contiguous," + text_prompt.string() + ","), 2u);
+  std::string steps = read_text(directory_ / "runs" / "result-steps.csv");
+  // 4 new tokens: the first comes from prefill, then 3 decode steps at positions 10, 11, 12.
+  EXPECT_EQ(count_lines(steps), 1u + 12u * 3u);
+  EXPECT_EQ(count_lines_starting_with(steps, "prealloc," + prompt_.string() + ",1,2,12,"), 1u);
+  std::string markdown = read_text(directory_ / "runs" / "result.md");
+  EXPECT_NE(markdown.find("### prompt.ids: 10 prompt tokens, 4 new tokens"), std::string::npos);
+  EXPECT_NE(markdown.find("| `cat-contiguous` "), std::string::npos);
+  EXPECT_NE(bench.out().find("| `prealloc` "), std::string::npos);
+  EXPECT_NE(read_text(directory_ / "runs" / "result.svg").find("</svg>"), std::string::npos);
+  EXPECT_NE(bench.err().find("run 2 of 2: "), std::string::npos) << bench.err();
+  EXPECT_TRUE(temporary_files_in(directory_ / "runs").empty());
+}
+
+TEST_F(BenchProcess, ReportRebuildsTheSameTablesAndPlotFromTheCsvs) {
+  Process bench = start(bench_arguments("prealloc,cat"), directory_);
+  ASSERT_EQ(exit_code(wait_for(bench)), 0) << bench.err();
+  fs::path markdown = directory_ / "runs" / "result.md";
+  fs::path svg = directory_ / "runs" / "result.svg";
+  std::string markdown_from_bench = read_text(markdown);
+  std::string svg_from_bench = read_text(svg);
+  fs::remove(markdown);
+  fs::remove(svg);
+  Process report = start({kBench, "report", out_.string()}, directory_);
+  ASSERT_EQ(exit_code(wait_for(report)), 0) << report.err();
+  EXPECT_EQ(read_text(markdown), markdown_from_bench);
+  EXPECT_EQ(read_text(svg), svg_from_bench);
+  EXPECT_EQ(report.out(), bench.out());
+}
+
+TEST_F(BenchProcess, CrashedChildIsNamedWithItsStderrAndTheOtherCachesAreKept) {
+  Process bench =
+      start(bench_arguments("cat,prealloc"), directory_, {"FORNACE_BENCH_TEST_FAULT=abort:cat"});
+  EXPECT_EQ(exit_code(wait_for(bench)), 1);
+  std::string err = bench.err();
+  EXPECT_NE(err.find("error: the cat child (pid "), std::string::npos) << err;
+  EXPECT_NE(err.find("killed by signal " + std::to_string(SIGABRT)), std::string::npos) << err;
+  EXPECT_NE(err.find("while running " + prompt_.string()), std::string::npos) << err;
+  EXPECT_NE(err.find("| test fault (FORNACE_BENCH_TEST_FAULT): aborting"), std::string::npos)
+      << err;
+  std::string runs = read_text(out_);
+  EXPECT_EQ(count_lines_starting_with(runs, "prealloc,"), 2u) << runs;
+  EXPECT_EQ(count_lines_starting_with(runs, "cat,"), 1u) << runs;  // Its run before the crash.
+  EXPECT_TRUE(temporary_files_in(directory_ / "runs").empty());
+}
+
+TEST_F(BenchProcess, KilledChildIsNamedAndTheOtherCachesAreKept) {
+  Process bench =
+      start(bench_arguments("cat,prealloc"), directory_, {"FORNACE_BENCH_TEST_FAULT=hang:cat"});
+  ASSERT_TRUE(wait_for_stderr(bench, "hanging")) << bench.err();
+  pid_t child = child_pid_from(bench.err(), "cat");
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(kill(child, SIGKILL), 0);
+  EXPECT_EQ(exit_code(wait_for(bench)), 1);
+  std::string err = bench.err();
+  EXPECT_NE(err.find("error: the cat child (pid " + std::to_string(child) +
+                     ") was killed by signal " + std::to_string(SIGKILL)),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find(prompt_.string()), std::string::npos) << err;
+  EXPECT_EQ(count_lines_starting_with(read_text(out_), "prealloc,"), 2u);
+}
+
+TEST_F(BenchProcess, FailedCsvWriteLeavesTheExistingFileWholeAndNoTemporary) {
+  fs::create_directories(out_.parent_path());
+  std::ofstream(out_) << "an earlier bench's results\n";
+  Process bench =
+      start(bench_arguments("prealloc"), directory_, {"FORNACE_BENCH_TEST_FAULT=fail-write"});
+  EXPECT_EQ(exit_code(wait_for(bench)), 1);
+  EXPECT_NE(bench.err().find("error: writing " + out_.string()), std::string::npos) << bench.err();
+  EXPECT_EQ(read_text(out_), "an earlier bench's results\n");
+  EXPECT_TRUE(temporary_files_in(out_.parent_path()).empty());
+}
+
+TEST_F(BenchProcess, InterruptStopsTheRunningChildAndWritesNothing) {
+  Process bench =
+      start(bench_arguments("cat,prealloc"), directory_, {"FORNACE_BENCH_TEST_FAULT=hang:cat"});
+  ASSERT_TRUE(wait_for_stderr(bench, "hanging")) << bench.err();
+  pid_t child = child_pid_from(bench.err(), "cat");
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(kill(bench.pid, SIGINT), 0);
+  int status = wait_for(bench);
+  ASSERT_NE(status, -1) << "the bench did not stop after SIGINT";
+  EXPECT_NE(exit_code(status), 0);
+  EXPECT_EQ(kill(child, 0), -1) << "the child is still there";
+  EXPECT_EQ(errno, ESRCH);
+  std::string err = bench.err();
+  EXPECT_NE(err.find("error: interrupted"), std::string::npos) << err;
+  EXPECT_EQ(err.find("[prealloc pid"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(out_));
+}
+
+}  // namespace

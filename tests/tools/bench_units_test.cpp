@@ -1,0 +1,390 @@
+// Unit tests of fornace-bench's pure parts: CSV, statistics, tables, roofline and the SVG plot.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+// The test executables link libfornace only, so the bench's pure sources are compiled in here.
+#include "../../tools/fornace-bench/csv.cpp"
+#include "../../tools/fornace-bench/format.cpp"
+#include "../../tools/fornace-bench/records.cpp"
+#include "../../tools/fornace-bench/stats.cpp"
+#include "../../tools/fornace-bench/summary.cpp"
+#include "../../tools/fornace-bench/svg_plot.cpp"
+
+namespace fornace::bench {
+namespace {
+
+BenchContext sample_context() {
+  BenchContext context;
+  context.date = "2026-11-29";
+  context.cpu = "Example CPU, \"quoted\" model";
+  context.cores = 2;
+  context.threads = 2;
+  context.dtype = "bf16";
+  context.commit = "abc1234";
+  context.dirty = true;
+  context.read_gbs = 50;
+  return context;
+}
+
+RunRecord sample_run(const std::string& kv_cache, const std::string& prompt, int64_t run,
+                     double tok_s, double mean_ms, double peak_mib) {
+  RunRecord record;
+  record.kv_cache = kv_cache;
+  record.prompt = prompt;
+  record.prompt_tokens = 2049;
+  record.run = run;
+  record.prefill_ms = 4098;
+  record.decode_tok_s = tok_s;
+  record.mean_ms_last64 = mean_ms;
+  record.peak_mib = peak_mib;
+  record.decode_steps = 127;
+  record.weight_bytes = 988000000;
+  record.kv_bytes_per_position = 12288;
+  return record;
+}
+
+// The cells of a Markdown table row, trimmed.
+std::vector<std::string> row_cells(const std::string& line) {
+  std::vector<std::string> cells;
+  std::stringstream stream(line);
+  std::string cell;
+  std::getline(stream, cell, '|');  // Before the first bar.
+  while (std::getline(stream, cell, '|')) {
+    size_t begin = cell.find_first_not_of(' ');
+    size_t end = cell.find_last_not_of(' ');
+    cells.push_back(begin == std::string::npos ? "" : cell.substr(begin, end - begin + 1));
+  }
+  return cells;
+}
+
+// The line of `text` that contains `needle`.
+std::string line_with(const std::string& text, const std::string& needle) {
+  std::stringstream stream(text);
+  std::string line;
+  while (std::getline(stream, line)) {
+    if (line.find(needle) != std::string::npos) return line;
+  }
+  return "";
+}
+
+TEST(BenchCsv, QuotesFieldsWithCommasQuotesAndLineBreaks) {
+  EXPECT_EQ(csv_field("plain"), "plain");
+  EXPECT_EQ(csv_field("a,b"), "\"a,b\"");
+  EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(csv_field("two\nlines"), "\"two\nlines\"");
+  EXPECT_EQ(csv_line({"a", "b,c", ""}), "a,\"b,c\",\n");
+}
+
+TEST(BenchCsv, ParsesQuotedFieldsBackToTheirText) {
+  std::string text =
+      csv_line({"name", "value"}) + csv_line({"a,b", "say \"hi\""}) + csv_line({"two\nlines", ""});
+  CsvTable table = CsvTable::parse(text, "test.csv");
+  ASSERT_EQ(table.rows(), 2u);
+  EXPECT_EQ(table.text(0, "name"), "a,b");
+  EXPECT_EQ(table.text(0, "value"), "say \"hi\"");
+  EXPECT_EQ(table.text(1, "name"), "two\nlines");
+  EXPECT_EQ(table.text(1, "value"), "");
+}
+
+TEST(BenchCsv, AcceptsCrLfLineEndings) {
+  CsvTable table = CsvTable::parse("a,b\r\n1,2\r\n", "crlf.csv");
+  ASSERT_EQ(table.rows(), 1u);
+  EXPECT_EQ(table.integer(0, "b"), 2);
+}
+
+TEST(BenchCsv, RejectsARowWithTheWrongNumberOfFieldsNamingItsLine) {
+  try {
+    CsvTable::parse("a,b\n1,2\n3\n", "short.csv");
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("short.csv: line 3"), std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(BenchCsv, RejectsNonNumbersAndMissingColumnsNamingThem) {
+  CsvTable table = CsvTable::parse("a,b\nx,2.5\n", "numbers.csv");
+  EXPECT_DOUBLE_EQ(table.number(0, "b"), 2.5);
+  EXPECT_THROW(table.number(0, "a"), Error);
+  EXPECT_THROW(table.integer(0, "b"), Error);
+  try {
+    table.require_columns({"a", "missing"});
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("'missing'"), std::string::npos);
+  }
+  EXPECT_THROW(CsvTable::parse("a,\"open\n", "open.csv"), Error);
+  EXPECT_THROW(CsvTable::parse("", "empty.csv"), Error);
+}
+
+TEST(BenchStats, MedianMeanAndRangeOfOddAndEvenCounts) {
+  Stats odd = compute_stats({3, 1, 2});
+  EXPECT_EQ(odd.count, 3u);
+  EXPECT_DOUBLE_EQ(odd.median, 2);
+  EXPECT_DOUBLE_EQ(odd.mean, 2);
+  EXPECT_DOUBLE_EQ(odd.min, 1);
+  EXPECT_DOUBLE_EQ(odd.max, 3);
+  Stats even = compute_stats({4, 1, 10, 2});
+  EXPECT_DOUBLE_EQ(even.median, 3);
+  EXPECT_DOUBLE_EQ(even.mean, 4.25);
+  Stats empty = compute_stats({});
+  EXPECT_EQ(empty.count, 0u);
+  EXPECT_DOUBLE_EQ(empty.mean, 0);
+}
+
+TEST(BenchFormat, GroupsThousandsAndCollapsesEqualRanges) {
+  EXPECT_EQ(with_thousands(0), "0");
+  EXPECT_EQ(with_thousands(999), "999");
+  EXPECT_EQ(with_thousands(1666), "1,666");
+  EXPECT_EQ(with_thousands(-1234567), "-1,234,567");
+  EXPECT_EQ(group_thousands("4626.5"), "4,626.5");
+  EXPECT_EQ(format_range(24.11, 24.24, 1), "24.1\u201324.2");
+  EXPECT_EQ(format_range(9.51, 9.54, 1), "9.5");
+  EXPECT_EQ(format_range(1666, 1683, 0, true), "1,666\u20131,683");
+  EXPECT_EQ(path_file_name("bench/prompts/alice-512.txt"), "alice-512.txt");
+  EXPECT_EQ(path_file_name("alice.txt"), "alice.txt");
+}
+
+TEST(BenchRecords, RunsCsvRoundTripsEveryFieldAndTheContext) {
+  BenchContext context = sample_context();
+  std::vector<RunRecord> runs = {
+      sample_run("cat", "bench/prompts/a,b.txt", 1, 41.875, 24.125, 3373.5),
+      sample_run("prealloc", "p.ids", 2, 105.25, 9.5, 1666)};
+  std::ostringstream out;
+  write_runs_csv(out, context, runs);
+  BenchData data;
+  read_runs_csv(out.str(), "runs.csv", data);
+  EXPECT_EQ(data.context.date, context.date);
+  EXPECT_EQ(data.context.cpu, context.cpu);
+  EXPECT_EQ(data.context.cores, 2);
+  EXPECT_EQ(data.context.threads, 2);
+  EXPECT_EQ(data.context.dtype, "bf16");
+  EXPECT_EQ(data.context.commit, "abc1234");
+  EXPECT_TRUE(data.context.dirty);
+  EXPECT_DOUBLE_EQ(data.context.read_gbs, 50);
+  ASSERT_EQ(data.runs.size(), 2u);
+  const RunRecord& first = data.runs[0];
+  EXPECT_EQ(first.kv_cache, "cat");
+  EXPECT_EQ(first.prompt, "bench/prompts/a,b.txt");
+  EXPECT_EQ(first.prompt_tokens, 2049);
+  EXPECT_EQ(first.run, 1);
+  EXPECT_DOUBLE_EQ(first.prefill_ms, 4098);
+  EXPECT_DOUBLE_EQ(first.decode_tok_s, 41.875);
+  EXPECT_DOUBLE_EQ(first.mean_ms_last64, 24.125);
+  EXPECT_DOUBLE_EQ(first.peak_mib, 3373.5);
+  EXPECT_EQ(first.decode_steps, 127);
+  EXPECT_EQ(first.weight_bytes, 988000000);
+  EXPECT_EQ(first.kv_bytes_per_position, 12288);
+  EXPECT_EQ(data.runs[1].kv_cache, "prealloc");
+  EXPECT_EQ(data.runs[1].run, 2);
+}
+
+TEST(BenchRecords, StepsCsvRoundTripsEveryField) {
+  StepRecord step;
+  step.kv_cache = "cat";
+  step.prompt = "p.txt";
+  step.run = 3;
+  step.step = 5;
+  step.position = 518;
+  step.ms = 24.0625;
+  step.copied_contiguous_bytes = 100;
+  step.copied_strided_bytes = 25165824;
+  step.allocated_bytes = 4096;
+  std::ostringstream out;
+  write_steps_csv(out, sample_context(), {step});
+  BenchData data;
+  read_steps_csv(out.str(), "steps.csv", data);
+  ASSERT_EQ(data.steps.size(), 1u);
+  const StepRecord& read = data.steps[0];
+  EXPECT_EQ(read.kv_cache, "cat");
+  EXPECT_EQ(read.prompt, "p.txt");
+  EXPECT_EQ(read.run, 3);
+  EXPECT_EQ(read.step, 5);
+  EXPECT_EQ(read.position, 518);
+  EXPECT_DOUBLE_EQ(read.ms, 24.0625);
+  EXPECT_EQ(read.copied_contiguous_bytes, 100);
+  EXPECT_EQ(read.copied_strided_bytes, 25165824);
+  EXPECT_EQ(read.allocated_bytes, 4096);
+}
+
+TEST(BenchRecords, ReadingRejectsAFileWithoutTheBenchColumns) {
+  BenchData data;
+  EXPECT_THROW(read_runs_csv("kv_cache,prompt\ncat,p\n", "other.csv", data), Error);
+}
+
+TEST(BenchRecords, CompanionPathsReplaceTheCsvExtension) {
+  OutputPaths paths = output_paths_for("bench/runs/2026-11-29-abc1234.csv");
+  EXPECT_EQ(paths.runs_csv, "bench/runs/2026-11-29-abc1234.csv");
+  EXPECT_EQ(paths.steps_csv, "bench/runs/2026-11-29-abc1234-steps.csv");
+  EXPECT_EQ(paths.markdown, "bench/runs/2026-11-29-abc1234.md");
+  EXPECT_EQ(paths.svg, "bench/runs/2026-11-29-abc1234.svg");
+  EXPECT_EQ(output_paths_for("out/base").steps_csv, "out/base-steps.csv");
+}
+
+TEST(BenchRoofline, BytesPerTokenAddTheKvCacheAtTheMeanPositionRead) {
+  RunRecord run;
+  run.weight_bytes = 1000;
+  run.kv_bytes_per_position = 10;
+  run.prompt_tokens = 100;
+  run.decode_steps = 3;  // Steps read 101, 102 and 103 positions: 102 on average.
+  EXPECT_DOUBLE_EQ(bytes_read_per_token(run), 1000 + 10 * 102);
+}
+
+TEST(BenchSummary, GroupsByPromptThenCacheInTheOrderTheyFirstAppear) {
+  BenchData data;
+  data.context = sample_context();
+  data.runs = {sample_run("cat", "long.txt", 1, 40, 25, 3000),
+               sample_run("cat", "short.txt", 1, 80, 12, 1000),
+               sample_run("prealloc", "long.txt", 2, 101, 9.9, 1700),
+               sample_run("prealloc", "long.txt", 1, 99, 10.1, 1650)};
+  std::vector<PromptSummary> prompts = summarize_runs(data);
+  ASSERT_EQ(prompts.size(), 2u);
+  EXPECT_EQ(prompts[0].prompt, "long.txt");
+  EXPECT_EQ(prompts[0].new_tokens, 128);
+  ASSERT_EQ(prompts[0].caches.size(), 2u);
+  EXPECT_EQ(prompts[0].caches[0].kv_cache, "cat");
+  const CacheSummary& prealloc = prompts[0].caches[1];
+  EXPECT_EQ(prealloc.kv_cache, "prealloc");
+  EXPECT_EQ(prealloc.decode_tok_s, (std::vector<double>{99, 101}));  // In run order.
+  EXPECT_DOUBLE_EQ(prealloc.mean_tok_s, 100);
+  EXPECT_DOUBLE_EQ(prealloc.min_mean_ms_last64, 9.9);
+  EXPECT_DOUBLE_EQ(prealloc.max_mean_ms_last64, 10.1);
+  EXPECT_DOUBLE_EQ(prealloc.min_peak_mib, 1650);
+  EXPECT_DOUBLE_EQ(prealloc.max_peak_mib, 1700);
+  EXPECT_DOUBLE_EQ(prealloc.mean_prefill_tok_s, 500);  // 2049 tokens in 4098 ms.
+  double bytes = 988000000.0 + 12288.0 * (2049 + 64);
+  EXPECT_DOUBLE_EQ(prealloc.bytes_per_token, bytes);
+  EXPECT_NEAR(prealloc.achieved_gbs, bytes * 100 / 1e9, 1e-9);
+  EXPECT_NEAR(prealloc.percent_of_bandwidth, 100 * bytes * 100 / 1e9 / 50, 1e-9);
+  EXPECT_EQ(prompts[1].prompt, "short.txt");
+}
+
+TEST(BenchSummary, TableHasTheFindingsColumnsThenTheRoofline) {
+  BenchData data;
+  data.context = sample_context();
+  data.runs = {sample_run("cat", "bench/prompts/alice-2048.txt", 1, 41.8, 24.14, 3373),
+               sample_run("cat", "bench/prompts/alice-2048.txt", 2, 41.9, 24.2, 3373),
+               sample_run("cat", "bench/prompts/alice-2048.txt", 3, 42.0, 24.16, 3373),
+               sample_run("prealloc", "bench/prompts/alice-2048.txt", 1, 105.3, 9.5, 1666),
+               sample_run("prealloc", "bench/prompts/alice-2048.txt", 2, 104.9, 9.6, 1683)};
+  std::string tables = format_tables(data);
+  EXPECT_NE(tables.find("### alice-2048.txt: 2,049 prompt tokens, 128 new tokens"),
+            std::string::npos)
+      << tables;
+  EXPECT_EQ(row_cells(line_with(tables, "KV cache")),
+            (std::vector<std::string>{"KV cache", "Decode tok/s (runs)", "Mean",
+                                      "Mean ms, last 64 steps", "Peak memory", "Prefill tok/s",
+                                      "MB read/token", "GB/s", "% of 50.0 GB/s"}));
+  // 988 MB of weights + 12,288 bytes x 2,113 mean positions = 1,013.96 MB per token.
+  EXPECT_EQ(row_cells(line_with(tables, "`cat`")),
+            (std::vector<std::string>{"`cat`", "41.8, 41.9, 42.0", "41.9", "24.1\u201324.2",
+                                      "3,373 MiB", "500", "1,014", "42.5", "85 %"}));
+  EXPECT_EQ(row_cells(line_with(tables, "`prealloc`"))[3], "9.5\u20139.6");
+  EXPECT_EQ(row_cells(line_with(tables, "`prealloc`"))[4], "1,666\u20131,683 MiB");
+}
+
+TEST(BenchSummary, MarkdownReportStatesTheContextAndLinksThePlot) {
+  BenchData data;
+  data.context = sample_context();
+  data.runs = {sample_run("cat", "p.txt", 1, 40, 25, 3000)};
+  std::string report = format_markdown_report(data, "Title", "plot.svg");
+  EXPECT_EQ(report.rfind("# Title\n", 0), 0u);
+  EXPECT_NE(report.find("| Threads | 2 |"), std::string::npos);
+  EXPECT_NE(report.find("| Commit | `abc1234` (working tree dirty) |"), std::string::npos);
+  EXPECT_NE(report.find("| Read bandwidth | 50.0 GB/s"), std::string::npos);
+  EXPECT_NE(report.find("![ms per decode step against position](plot.svg)"), std::string::npos);
+}
+
+TEST(BenchPlot, AxisTicksStepByOneTwoOrFiveTimesAPowerOfTen) {
+  AxisTicks positions = axis_ticks(2176, 8);
+  EXPECT_DOUBLE_EQ(positions.step, 500);
+  EXPECT_DOUBLE_EQ(positions.end, 2500);
+  AxisTicks ms = axis_ticks(24.2, 6);
+  EXPECT_DOUBLE_EQ(ms.step, 5);
+  EXPECT_DOUBLE_EQ(ms.end, 25);
+  AxisTicks small = axis_ticks(0.37, 6);
+  EXPECT_DOUBLE_EQ(small.step, 0.1);
+  EXPECT_NEAR(small.end, 0.4, 1e-12);
+  AxisTicks exact = axis_ticks(20, 4);
+  EXPECT_DOUBLE_EQ(exact.end, 20);
+  EXPECT_DOUBLE_EQ(axis_ticks(0, 5).end, 1);
+}
+
+std::vector<StepRecord> sample_steps() {
+  std::vector<StepRecord> steps;
+  for (const char* kv_cache : {"cat", "prealloc"}) {
+    for (int64_t run = 1; run <= 3; ++run) {
+      for (int64_t step = 0; step < 4; ++step) {
+        StepRecord record;
+        record.kv_cache = kv_cache;
+        record.prompt = "bench/prompts/a<b>&c.txt";
+        record.run = run;
+        record.step = step;
+        record.position = 513 + step;
+        record.ms = (std::string(kv_cache) == "cat" ? 11.0 : 7.0) + static_cast<double>(run);
+        steps.push_back(record);
+      }
+    }
+  }
+  return steps;
+}
+
+TEST(BenchPlot, SeriesTakeTheMedianOfTheRunsAtEachPosition) {
+  std::vector<PlotSeries> series = plot_series(sample_steps());
+  ASSERT_EQ(series.size(), 2u);
+  EXPECT_EQ(series[0].kv_cache, "cat");
+  EXPECT_EQ(series[1].kv_cache, "prealloc");
+  ASSERT_EQ(series[0].points.size(), 4u);
+  EXPECT_DOUBLE_EQ(series[0].points[0].first, 513);
+  EXPECT_DOUBLE_EQ(series[0].points[0].second, 13);  // Runs took 12, 13 and 14 ms.
+  EXPECT_DOUBLE_EQ(series[1].points[3].first, 516);
+  EXPECT_DOUBLE_EQ(series[1].points[3].second, 9);
+}
+
+TEST(BenchPlot, SvgIsWellFormedXmlWithOneLinePerCacheAndPromptAndALegend) {
+  std::string svg = render_step_plot(sample_steps(), "title with <markup> & more");
+  EXPECT_NE(svg.find("cat \u00b7 a&lt;b&gt;&amp;c.txt"), std::string::npos);
+  EXPECT_NE(svg.find("ms per decode step"), std::string::npos);
+  EXPECT_NE(svg.find("position of the decoded token"), std::string::npos);
+  char path[] = "/tmp/fornace-bench-plot-XXXXXX";
+  int descriptor = mkstemp(path);
+  ASSERT_GE(descriptor, 0);
+  close(descriptor);
+  std::ofstream(path) << svg;
+  // Python's XML parser checks that it is well formed; count the lines and legend entries.
+  std::string command =
+      std::string(FORNACE_PYTHON) +
+      " -c \"import sys, xml.etree.ElementTree as tree; "
+      "root = tree.parse(sys.argv[1]).getroot(); "
+      "ns = '{http://www.w3.org/2000/svg}'; "
+      "legend = [g for g in root.iter(ns + 'g') if g.get('class') == 'legend'][0]; "
+      "print(root.tag, len(root.findall(ns + 'polyline')), "
+      "len(legend.findall(ns + 'text')))\" " +
+      path;
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char buffer[256] = {};
+  std::string output;
+  while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
+  int status = pclose(pipe);
+  std::remove(path);
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(output, "{http://www.w3.org/2000/svg}svg 2 2\n");
+}
+
+TEST(BenchPlot, AnEmptyPlotSaysSoAndIsStillAnSvg) {
+  std::string svg = render_step_plot({}, "empty");
+  EXPECT_NE(svg.find("no decode steps"), std::string::npos);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fornace::bench

@@ -1,0 +1,539 @@
+// The parent: checks everything, measures the read bandwidth, runs one child process per KV
+// cache, shows their progress, and writes the CSVs, tables and plot.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "core/dtype.h"
+#include "cpu/thread_pool.h"
+#include "format.h"
+#include "io/config.h"
+#include "machine.h"
+#include "nn/kv_cache.h"
+#include "outputs.h"
+#include "prompts.h"
+#include "summary.h"
+
+extern char** environ;
+
+namespace fornace::bench {
+namespace {
+
+constexpr size_t kStderrTailLines = 20;
+constexpr size_t kBandwidthBytes = size_t{1} << 30;
+constexpr int kBandwidthPasses = 5;
+
+// Set by SIGINT and SIGTERM; the handler also writes a byte to a pipe that the child loop polls.
+volatile sig_atomic_t interrupted = 0;
+int signal_pipe_write = -1;
+
+void on_stop_signal(int) {
+  interrupted = 1;
+  if (signal_pipe_write >= 0) {
+    char byte = 1;
+    ssize_t ignored = write(signal_pipe_write, &byte, 1);
+    (void)ignored;
+  }
+}
+
+// Installs the SIGINT and SIGTERM handlers for its lifetime.
+class StopSignals {
+ public:
+  StopSignals() {
+    if (pipe2(pipe_, O_CLOEXEC | O_NONBLOCK) != 0) fail("pipe: ", std::strerror(errno));
+    signal_pipe_write = pipe_[1];
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &previous_interrupt_);
+    sigaction(SIGTERM, &action, &previous_terminate_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &previous_interrupt_, nullptr);
+    sigaction(SIGTERM, &previous_terminate_, nullptr);
+    signal_pipe_write = -1;
+    close(pipe_[0]);
+    close(pipe_[1]);
+  }
+  int read_descriptor() const { return pipe_[0]; }
+
+ private:
+  int pipe_[2] = {-1, -1};
+  struct sigaction previous_interrupt_ {};
+  struct sigaction previous_terminate_ {};
+};
+
+struct BenchPlan {
+  std::string model_directory;
+  std::vector<std::string> kinds;
+  std::vector<std::string> prompts;
+  int64_t runs = 3;
+  int64_t warmup = 1;
+  int64_t max_new_tokens = 128;
+  int64_t threads = 1;
+  std::optional<std::string> dtype;
+  std::optional<double> read_gbs;
+  std::string out;
+};
+
+// What one child did: its outcome and where it was.
+struct ChildOutcome {
+  std::string kind;
+  pid_t pid = -1;
+  bool finished = false;     // Reported "done" and exited 0.
+  bool interrupted = false;  // Stopped because the bench got SIGINT or SIGTERM.
+  std::string prompt;        // The prompt it was running, if any.
+  std::string stage = "loading the model";
+  bool reported_done = false;
+  std::string failure;  // One line, when it did not finish.
+  std::deque<std::string> stderr_tail;
+  int64_t weight_bytes = 0;  // From the child's "loaded" event.
+  int64_t kv_bytes_per_position = 0;
+};
+
+// Splits a byte stream into lines.
+class LineBuffer {
+ public:
+  template <typename OnLine>
+  void feed(const char* bytes, size_t count, OnLine&& on_line) {
+    pending_.append(bytes, count);
+    size_t start = 0;
+    size_t newline;
+    while ((newline = pending_.find('\n', start)) != std::string::npos) {
+      on_line(pending_.substr(start, newline - start));
+      start = newline + 1;
+    }
+    pending_.erase(0, start);
+  }
+  template <typename OnLine>
+  void finish(OnLine&& on_line) {
+    if (!pending_.empty()) on_line(pending_);
+    pending_.clear();
+  }
+
+ private:
+  std::string pending_;
+};
+
+std::string executable_path() {
+  std::error_code error;
+  std::filesystem::path path = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) fail("cannot find this executable through /proc/self/exe: ", error.message());
+  return path.string();
+}
+
+std::string describe_wait_status(int status) {
+  if (WIFEXITED(status)) return concat("exited with status ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    int number = WTERMSIG(status);
+    const char* name = strsignal(number);
+    return concat("was killed by signal ", number, " (", name ? name : "unknown", ")");
+  }
+  return concat("ended with wait status ", status);
+}
+
+void keep_tail(ChildOutcome& outcome, const std::string& line) {
+  outcome.stderr_tail.push_back(line);
+  while (outcome.stderr_tail.size() > kStderrTailLines) outcome.stderr_tail.pop_front();
+}
+
+// Applies one JSON line of the child's stdout to the outcome and the collected data.
+void handle_event(const std::string& line, ChildOutcome& outcome, BenchData& data,
+                  const BenchPlan& plan) {
+  nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
+  if (event.is_discarded() || !event.is_object() || !event.contains("event")) {
+    keep_tail(outcome, "(stdout, not an event) " + line);
+    return;
+  }
+  std::string name = event["event"].get<std::string>();
+  if (name == "loaded") {
+    if (data.context.dtype.empty()) data.context.dtype = event["dtype"].get<std::string>();
+    outcome.weight_bytes = event["weight_bytes"].get<int64_t>();
+    outcome.kv_bytes_per_position = event["kv_bytes_per_position"].get<int64_t>();
+    outcome.stage = "loaded";
+  } else if (name == "prompt") {
+    outcome.prompt = event["prompt"].get<std::string>();
+    outcome.stage = "preparing the prompt";
+  } else if (name == "run_start") {
+    bool warmup = event["warmup"].get<bool>();
+    outcome.stage = concat(warmup ? "warm-up " : "run ", event["run"].get<int64_t>(), " of ",
+                           warmup ? plan.warmup : plan.runs);
+  } else if (name == "run") {
+    RunRecord run;
+    run.kv_cache = outcome.kind;
+    run.prompt = event["prompt"].get<std::string>();
+    run.prompt_tokens = event["prompt_tokens"].get<int64_t>();
+    run.run = event["run"].get<int64_t>();
+    run.prefill_ms = event["prefill_ms"].get<double>();
+    run.decode_tok_s = event["decode_tok_s"].get<double>();
+    run.mean_ms_last64 = event["mean_ms_last64"].get<double>();
+    run.peak_mib = event["peak_mib"].get<double>();
+    std::vector<double> step_ms = event["step_ms"].get<std::vector<double>>();
+    std::vector<int64_t> contiguous = event["step_copied_contiguous"].get<std::vector<int64_t>>();
+    std::vector<int64_t> strided = event["step_copied_strided"].get<std::vector<int64_t>>();
+    std::vector<int64_t> allocated = event["step_allocated"].get<std::vector<int64_t>>();
+    run.decode_steps = static_cast<int64_t>(step_ms.size());
+    run.weight_bytes = outcome.weight_bytes;
+    run.kv_bytes_per_position = outcome.kv_bytes_per_position;
+    data.runs.push_back(run);
+    for (size_t i = 0; i < step_ms.size(); ++i) {
+      StepRecord step;
+      step.kv_cache = run.kv_cache;
+      step.prompt = run.prompt;
+      step.run = run.run;
+      step.step = static_cast<int64_t>(i);
+      step.position = run.prompt_tokens + static_cast<int64_t>(i);
+      step.ms = step_ms[i];
+      step.copied_contiguous_bytes = i < contiguous.size() ? contiguous[i] : 0;
+      step.copied_strided_bytes = i < strided.size() ? strided[i] : 0;
+      step.allocated_bytes = i < allocated.size() ? allocated[i] : 0;
+      data.steps.push_back(step);
+    }
+    outcome.stage = concat("after run ", run.run, " of ", plan.runs);
+  } else if (name == "done") {
+    outcome.reported_done = true;
+    outcome.stage = "finishing";
+  }
+}
+
+std::vector<std::string> child_arguments(const BenchPlan& plan, const std::string& kind) {
+  std::string prompts;
+  for (const std::string& prompt : plan.prompts) prompts += (prompts.empty() ? "" : ",") + prompt;
+  std::vector<std::string> arguments = {"fornace-bench",    "--child",
+                                        "--model",          plan.model_directory,
+                                        "--kv-cache",       kind,
+                                        "--prompts",        prompts,
+                                        "--runs",           std::to_string(plan.runs),
+                                        "--warmup",         std::to_string(plan.warmup),
+                                        "--max-new-tokens", std::to_string(plan.max_new_tokens),
+                                        "--threads",        std::to_string(plan.threads),
+                                        "--parent-pid",     std::to_string(getpid())};
+  if (plan.dtype) {
+    arguments.push_back("--dtype");
+    arguments.push_back(*plan.dtype);
+  }
+  return arguments;
+}
+
+// Starts `executable` with stdin from /dev/null and stdout and stderr into new pipes, whose read
+// ends are returned. Signals the parent catches or ignores are reset to their defaults.
+pid_t spawn_child(const std::string& executable, const std::vector<std::string>& arguments,
+                  int& stdout_read, int& stderr_read) {
+  int stdout_pipe[2];
+  int stderr_pipe[2];
+  if (pipe2(stdout_pipe, O_CLOEXEC) != 0) fail("pipe: ", std::strerror(errno));
+  if (pipe2(stderr_pipe, O_CLOEXEC) != 0) {
+    close(stdout_pipe[0]);
+    close(stdout_pipe[1]);
+    fail("pipe: ", std::strerror(errno));
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, stdout_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, stderr_pipe[1], 2);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGINT);
+  sigaddset(&defaults, SIGTERM);
+  sigaddset(&defaults, SIGPIPE);
+  sigset_t no_mask;
+  sigemptyset(&no_mask);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setsigmask(&attributes, &no_mask);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  std::vector<char*> argv;
+  for (const std::string& argument : arguments) argv.push_back(const_cast<char*>(argument.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  int error = posix_spawn(&pid, executable.c_str(), &actions, &attributes, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  close(stdout_pipe[1]);
+  close(stderr_pipe[1]);
+  if (error != 0) {
+    close(stdout_pipe[0]);
+    close(stderr_pipe[0]);
+    fail("cannot start ", executable, ": ", std::strerror(error));
+  }
+  stdout_read = stdout_pipe[0];
+  stderr_read = stderr_pipe[0];
+  return pid;
+}
+
+// Runs the child of one KV cache to its end, or until the bench is interrupted. Its results go
+// into `data`; its stderr lines are shown on ours, prefixed with the cache and pid.
+ChildOutcome run_child_process(const BenchPlan& plan, const std::string& kind,
+                               const StopSignals& signals, BenchData& data) {
+  ChildOutcome outcome;
+  outcome.kind = kind;
+  int stdout_read = -1;
+  int stderr_read = -1;
+  outcome.pid =
+      spawn_child(executable_path(), child_arguments(plan, kind), stdout_read, stderr_read);
+  std::string prefix = concat("[", kind, " pid ", outcome.pid, "] ");
+  LineBuffer stdout_lines;
+  LineBuffer stderr_lines;
+  auto on_stdout_line = [&](const std::string& line) {
+    try {
+      handle_event(line, outcome, data, plan);
+    } catch (const std::exception& error) {
+      keep_tail(outcome, concat("(stdout, not understood: ", error.what(), ") ", line));
+    }
+  };
+  auto on_stderr_line = [&](const std::string& line) {
+    std::cerr << prefix << line << "\n" << std::flush;
+    keep_tail(outcome, line);
+  };
+  bool stdout_open = true;
+  bool stderr_open = true;
+  while ((stdout_open || stderr_open) && !interrupted) {
+    pollfd descriptors[3] = {{stdout_open ? stdout_read : -1, POLLIN, 0},
+                             {stderr_open ? stderr_read : -1, POLLIN, 0},
+                             {signals.read_descriptor(), POLLIN, 0}};
+    if (poll(descriptors, 3, -1) < 0) {
+      if (errno == EINTR) continue;
+      fail("poll: ", std::strerror(errno));
+    }
+    char buffer[65536];
+    for (int index = 0; index < 2; ++index) {
+      if (descriptors[index].revents == 0) continue;
+      ssize_t count = read(descriptors[index].fd, buffer, sizeof buffer);
+      if (count < 0 && errno == EINTR) continue;
+      bool is_stdout = index == 0;
+      if (count <= 0) {
+        if (is_stdout) {
+          stdout_lines.finish(on_stdout_line);
+          stdout_open = false;
+        } else {
+          stderr_lines.finish(on_stderr_line);
+          stderr_open = false;
+        }
+        continue;
+      }
+      if (is_stdout) {
+        stdout_lines.feed(buffer, static_cast<size_t>(count), on_stdout_line);
+      } else {
+        stderr_lines.feed(buffer, static_cast<size_t>(count), on_stderr_line);
+      }
+    }
+  }
+  if (interrupted) {
+    kill(outcome.pid, SIGKILL);
+    outcome.interrupted = true;
+  }
+  close(stdout_read);
+  close(stderr_read);
+  int status = 0;
+  while (waitpid(outcome.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::string where = outcome.prompt.empty()
+                          ? outcome.stage
+                          : concat("running ", outcome.prompt, " (", outcome.stage, ")");
+  if (outcome.interrupted) {
+    outcome.failure = concat("stopped the ", kind, " child (pid ", outcome.pid, ") while ", where);
+  } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && outcome.reported_done) {
+    outcome.finished = true;
+  } else {
+    outcome.failure = concat("the ", kind, " child (pid ", outcome.pid, ") ",
+                             describe_wait_status(status), " while ", where);
+  }
+  return outcome;
+}
+
+void print_failure(const ChildOutcome& outcome) {
+  std::cerr << "error: " << outcome.failure << "\n";
+  if (outcome.stderr_tail.empty()) {
+    std::cerr << "  (its stderr was empty)\n";
+    return;
+  }
+  std::cerr << "  last lines of its stderr:\n";
+  for (const std::string& line : outcome.stderr_tail) std::cerr << "  | " << line << "\n";
+}
+
+constexpr const char* kUsage =
+    R"(usage: fornace-bench --model DIR --kv-cache KIND[,KIND...] --prompts FILE[,FILE...] [options]
+       fornace-bench report RUNS.csv
+
+Runs each prompt with each KV cache, one child process per cache (so that its peak memory is
+its own): per prompt, warm-up runs then recorded runs, greedy with a repeat penalty of 1.1 over
+the last 64 tokens, end-of-sequence ignored. Writes a runs CSV, a steps CSV, a Markdown table
+and an SVG plot, and prints the tables.
+
+  --model DIR            checkpoint directory (config.json, *.safetensors, tokenizer.json)
+  --kv-cache LIST        KV cache kinds: prealloc, cat, cat-contiguous (comma-separated)
+  --prompts LIST         prompt files, comma-separated: UTF-8 text, or token ids in a .ids file
+  --runs N               recorded runs per prompt (default: 3)
+  --warmup N             warm-up runs per prompt, not recorded (default: 1)
+  --max-new-tokens N     tokens generated per run, at least 2 (default: 128)
+  --threads N            worker threads (default: available cores)
+  --dtype DTYPE          weights as bf16 | f32 | f16, converted at load (default: as stored)
+  --out PATH.csv         runs CSV; next to it go -steps.csv, .md and .svg
+                         (default: bench/runs/<YYYY-MM-DD>-<short commit>.csv in the git tree)
+  --read-bandwidth GB/S  use this read bandwidth instead of measuring it (1 GiB, 5 passes)
+  --help                 this text
+
+`fornace-bench report RUNS.csv` prints the tables and rewrites the .md and .svg from the runs
+CSV and its -steps.csv alone.
+)";
+
+BenchPlan parse_plan(tools::Args& args) {
+  BenchPlan plan;
+  std::optional<std::string> model = args.take("--model");
+  std::optional<std::string> kinds = args.take("--kv-cache");
+  std::optional<std::string> prompts = args.take("--prompts");
+  plan.runs = args.take_int("--runs", 3, 1, 1000);
+  plan.warmup = args.take_int("--warmup", 1, 0, 1000);
+  plan.max_new_tokens = args.take_int("--max-new-tokens", 128, 2, 1 << 20);
+  plan.threads = args.take_int("--threads", available_cores(), 1, 1024);
+  plan.dtype = args.take("--dtype");
+  double read_gbs = args.take_double("--read-bandwidth", 0.0, 1e-3, 1e6);
+  if (read_gbs > 0) plan.read_gbs = read_gbs;
+  plan.out = args.take_string("--out", "");
+  args.finish();
+  if (!model) throw tools::UsageError("--model DIR is required");
+  if (!kinds) throw tools::UsageError("--kv-cache is required (prealloc, cat, cat-contiguous)");
+  if (!prompts) throw tools::UsageError("--prompts is required");
+  plan.model_directory = *model;
+  plan.kinds = split_list(*kinds, "--kv-cache");
+  plan.prompts = split_list(*prompts, "--prompts");
+  return plan;
+}
+
+// Every check that can fail before a child starts.
+void validate_plan(const BenchPlan& plan) {
+  std::set<std::string> seen;
+  for (const std::string& kind : plan.kinds) {
+    try {
+      parse_kv_cache_kind(kind);
+    } catch (const Error& error) {
+      throw tools::UsageError(error.what());
+    }
+    if (!seen.insert(kind).second) throw tools::UsageError("--kv-cache lists " + kind + " twice");
+  }
+  if (plan.dtype) {
+    try {
+      if (!is_float(parse_dtype(*plan.dtype))) throw Error("");
+    } catch (const Error&) {
+      throw tools::UsageError("--dtype must be bf16, f32 or f16, got '" + *plan.dtype + "'");
+    }
+  }
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(plan.model_directory)) {
+    fail("model directory ", plan.model_directory,
+         fs::exists(plan.model_directory) ? " is not a directory" : " does not exist");
+  }
+  load_model_config(plan.model_directory);
+  bool needs_tokenizer = false;
+  for (const std::string& prompt : plan.prompts) {
+    read_prompt_file(prompt);
+    needs_tokenizer = needs_tokenizer || !is_ids_prompt(prompt);
+  }
+  fs::path tokenizer = fs::path(plan.model_directory) / "tokenizer.json";
+  if (needs_tokenizer && !fs::exists(tokenizer)) {
+    fail(tokenizer.string(),
+         " does not exist; text prompts need it (a .ids prompt file holds token ids instead)");
+  }
+  fs::path out_directory = fs::path(plan.out).parent_path();
+  if (!out_directory.empty()) {
+    std::error_code error;
+    fs::create_directories(out_directory, error);
+    if (error || !fs::is_directory(out_directory)) {
+      fail("cannot create the output directory ", out_directory.string(),
+           error ? ": " + error.message() : std::string());
+    }
+  }
+}
+
+}  // namespace
+
+int run_bench(tools::Args& args) {
+  if (args.take_flag("--help") || args.empty()) {
+    std::cout << kUsage;
+    return 0;
+  }
+  auto start = std::chrono::steady_clock::now();
+  BenchPlan plan = parse_plan(args);
+
+  BenchData data;
+  GitState git = git_state();
+  data.context.date = local_date();
+  data.context.cpu = cpu_model_name();
+  data.context.cores = available_cores();
+  data.context.threads = plan.threads;
+  data.context.commit = git.commit;
+  data.context.dirty = git.dirty;
+  if (plan.out.empty()) {
+    std::filesystem::path runs = git.top_level.empty()
+                                     ? std::filesystem::path("bench/runs")
+                                     : std::filesystem::path(git.top_level) / "bench/runs";
+    plan.out = (runs / (data.context.date + "-" + git.commit + ".csv")).string();
+  }
+  validate_plan(plan);
+  OutputPaths paths = output_paths_for(plan.out);
+
+  set_num_threads(static_cast<int>(plan.threads));
+  if (plan.read_gbs) {
+    data.context.read_gbs = *plan.read_gbs;
+  } else {
+    std::cerr << "[bench] measuring the read bandwidth: 1 GiB, best of " << kBandwidthPasses
+              << " passes, " << plan.threads << " threads\n";
+    data.context.read_gbs = measure_read_bandwidth_gbs(kBandwidthBytes, kBandwidthPasses);
+    std::cerr << "[bench] read bandwidth: " << format_fixed(data.context.read_gbs, 1) << " GB/s\n";
+  }
+
+  std::vector<ChildOutcome> failures;
+  {
+    StopSignals signals;
+    for (size_t index = 0; index < plan.kinds.size() && !interrupted; ++index) {
+      std::cerr << "[bench] " << plan.kinds[index] << " (" << index + 1 << " of "
+                << plan.kinds.size() << ")\n";
+      ChildOutcome outcome = run_child_process(plan, plan.kinds[index], signals, data);
+      if (outcome.interrupted || interrupted) {
+        if (outcome.failure.empty()) outcome.failure = "interrupted";
+        std::cerr << "error: interrupted: " << outcome.failure << "; nothing was written\n";
+        return 130;
+      }
+      if (!outcome.finished) {
+        print_failure(outcome);
+        failures.push_back(outcome);
+      }
+    }
+    if (interrupted) {
+      std::cerr << "error: interrupted; nothing was written\n";
+      return 130;
+    }
+  }
+
+  if (data.runs.empty()) fail("no run was recorded, so nothing was written");
+  write_bench_csvs(paths, data);
+  // Tables and plot come from the CSVs as written, so `report` rebuilds exactly the same.
+  BenchData written = read_bench_data(paths.runs_csv);
+  write_bench_report_files(paths, written);
+  std::cout << format_tables(written) << std::flush;
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cerr << "[bench] wrote " << paths.runs_csv << ", " << paths.steps_csv << ", "
+            << paths.markdown << ", " << paths.svg << " in " << format_fixed(seconds, 0) << " s\n";
+  for (const ChildOutcome& failure : failures) print_failure(failure);
+  return failures.empty() ? 0 : 1;
+}
+
+}  // namespace fornace::bench

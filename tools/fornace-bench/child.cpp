@@ -1,0 +1,194 @@
+// The child mode: one KV cache, the model loaded once, every prompt run and reported as JSON.
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "core/dtype.h"
+#include "core/memory.h"
+#include "cpu/thread_pool.h"
+#include "engine/generator.h"
+#include "format.h"
+#include "io/safetensors.h"
+#include "models/model.h"
+#include "prompts.h"
+#include "test_fault.h"
+#include "text/tokenizer.h"
+
+namespace fornace::bench {
+namespace {
+
+// One JSON object per line on stdout, flushed at once so the parent sees it if we die next.
+void emit(const nlohmann::json& event) {
+  std::string line = event.dump() + "\n";
+  if (std::fwrite(line.data(), 1, line.size(), stdout) != line.size() || std::fflush(stdout) != 0) {
+    fail("writing to the parent's pipe failed");
+  }
+}
+
+// A progress line on stderr, which the parent shows prefixed with the cache and pid.
+template <typename... Parts>
+void progress(Parts&&... parts) {
+  std::string line = concat(std::forward<Parts>(parts)...) + "\n";
+  std::fputs(line.c_str(), stderr);
+}
+
+// Bytes of the weights that decode reads per token: every tensor once, in the dtype the model
+// holds it. A tied embedding is stored once and read in full as the lm_head. When the lm_head is
+// a tensor of its own, decode reads one row of the embedding only, so the table is left out.
+int64_t weight_bytes_read_per_token(const std::string& directory, DType weight_dtype) {
+  Checkpoint checkpoint = Checkpoint::open_directory(directory);
+  bool separate_lm_head = checkpoint.contains("lm_head.weight");
+  int64_t total = 0;
+  for (const auto& file : checkpoint.files()) {
+    for (const TensorEntry& entry : file->entries()) {
+      if (separate_lm_head && entry.name == "model.embed_tokens.weight") continue;
+      int64_t elements = static_cast<int64_t>((entry.end - entry.begin) / dtype_size(entry.dtype));
+      total += elements * static_cast<int64_t>(dtype_size(weight_dtype));
+    }
+  }
+  return total;
+}
+
+double elapsed_ms(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+void apply_test_fault(const TestFault& fault, const std::string& kind_name) {
+  if (fault.kv_cache != kind_name) return;
+  if (fault.kind == TestFault::Kind::abort_child) {
+    progress("test fault (FORNACE_BENCH_TEST_FAULT): aborting");
+    std::abort();
+  }
+  if (fault.kind == TestFault::Kind::hang_child) {
+    progress("test fault (FORNACE_BENCH_TEST_FAULT): hanging");
+    while (true) pause();
+  }
+}
+
+}  // namespace
+
+int run_child(tools::Args& args) {
+  std::string model_directory = args.take_string("--model", "");
+  std::string kind_name = args.take_string("--kv-cache", "");
+  std::vector<std::string> prompts = split_list(args.take_string("--prompts", ""), "--prompts");
+  int64_t runs = args.take_int("--runs", 3, 1, 1000);
+  int64_t warmup = args.take_int("--warmup", 1, 0, 1000);
+  int64_t max_new_tokens = args.take_int("--max-new-tokens", 128, 2, 1 << 20);
+  int64_t threads = args.take_int("--threads", 1, 1, 1024);
+  std::optional<std::string> dtype_text = args.take("--dtype");
+  int64_t parent_pid = args.take_int("--parent-pid", 0, 0, INT32_MAX);
+  args.finish();
+
+  // Die with the parent, even when it is killed without a chance to stop us.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (parent_pid != 0 && getppid() != parent_pid) return 1;
+
+  KvCacheKind kind = parse_kv_cache_kind(kind_name);
+  ModelOptions model_options;
+  if (dtype_text) model_options.dtype = parse_dtype(*dtype_text);
+  set_num_threads(static_cast<int>(threads));
+  TestFault fault = TestFault::from_environment();
+
+  progress("loading ", model_directory);
+  auto load_start = std::chrono::steady_clock::now();
+  std::optional<Tokenizer> tokenizer;
+  std::unique_ptr<Model> model;
+  {
+    memory::PhaseScope phase(Phase::load);
+    model = load_model(model_directory, model_options);
+    for (const std::string& prompt : prompts) {
+      if (!is_ids_prompt(prompt) && !tokenizer) tokenizer.emplace(Tokenizer::load(model_directory));
+    }
+  }
+  double load_ms = elapsed_ms(load_start);
+  const ModelConfig& config = model->config();
+  KvCacheShape shape = model->kv_cache_shape(1);
+  int64_t kv_bytes_per_position = 2 * config.num_hidden_layers * shape.kv_heads * shape.head_dim *
+                                  static_cast<int64_t>(dtype_size(shape.dtype));
+  int64_t weight_bytes = weight_bytes_read_per_token(model_directory, model->weight_dtype());
+  emit({{"event", "loaded"},
+        {"dtype", dtype_name(model->weight_dtype())},
+        {"weight_bytes", weight_bytes},
+        {"kv_bytes_per_position", kv_bytes_per_position},
+        {"load_ms", load_ms}});
+  progress("loaded in ", format_fixed(load_ms, 0), " ms: ", dtype_name(model->weight_dtype()),
+           " weights, ", with_thousands(weight_bytes / 1000000), " MB read per token");
+
+  SamplerOptions sampling;  // Greedy, repeat penalty 1.1 over the last 64 tokens.
+  GenerationOptions generation;
+  generation.max_new_tokens = max_new_tokens;
+  generation.ignore_eos = true;
+
+  for (const std::string& prompt_path : prompts) {
+    std::string text = read_prompt_file(prompt_path);
+    std::vector<uint32_t> ids =
+        is_ids_prompt(prompt_path) ? parse_prompt_ids(text, prompt_path) : tokenizer->encode(text);
+    if (ids.empty()) fail("the prompt file ", prompt_path, " encodes to no tokens");
+    for (uint32_t id : ids) {
+      if (id >= static_cast<uint64_t>(config.vocab_size)) {
+        fail("the prompt file ", prompt_path, " holds id ", id, ", outside the vocabulary of ",
+             config.vocab_size);
+      }
+    }
+    int64_t context = static_cast<int64_t>(ids.size()) + max_new_tokens;
+    if (context > config.max_position_embeddings) {
+      fail(prompt_path, ": ", ids.size(), " prompt tokens + ", max_new_tokens,
+           " new tokens exceed the model's max_position_embeddings of ",
+           config.max_position_embeddings);
+    }
+    std::string name = path_file_name(prompt_path);
+    emit({{"event", "prompt"}, {"prompt", prompt_path}, {"prompt_tokens", ids.size()}});
+    progress(name, ": ", with_thousands(static_cast<int64_t>(ids.size())), " prompt tokens");
+
+    Generator generator(*model, kind, context, sampling);
+    for (int64_t index = 0; index < warmup + runs; ++index) {
+      bool is_warmup = index < warmup;
+      int64_t number = is_warmup ? index + 1 : index - warmup + 1;
+      emit({{"event", "run_start"},
+            {"prompt", prompt_path},
+            {"warmup", is_warmup},
+            {"run", number}});
+      GenerationResult result = generator.generate(ids, generation);
+      double peak_mib = static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0);
+      progress(name, ": ", is_warmup ? "warm-up " : "run ", number, " of ",
+               is_warmup ? warmup : runs, ": ", format_fixed(result.decode_tokens_per_second(), 1),
+               " tok/s, prefill ", format_fixed(result.prefill_ms, 0), " ms, peak ",
+               format_fixed(peak_mib, 0), " MiB");
+      if (is_warmup) continue;
+      std::vector<double> step_ms;
+      std::vector<int64_t> contiguous, strided, allocated;
+      for (const DecodeStep& step : result.steps) {
+        step_ms.push_back(step.ms);
+        contiguous.push_back(step.copied.contiguous);
+        strided.push_back(step.copied.strided);
+        allocated.push_back(step.allocated_bytes);
+      }
+      emit({{"event", "run"},
+            {"prompt", prompt_path},
+            {"prompt_tokens", ids.size()},
+            {"run", number},
+            {"prefill_ms", result.prefill_ms},
+            {"decode_tok_s", result.decode_tokens_per_second()},
+            {"mean_ms_last64", result.mean_step_ms_last(64)},
+            {"peak_mib", peak_mib},
+            {"step_ms", step_ms},
+            {"step_copied_contiguous", contiguous},
+            {"step_copied_strided", strided},
+            {"step_allocated", allocated}});
+      if (number == 1) apply_test_fault(fault, kind_name);
+    }
+  }
+  emit({{"event", "done"}});
+  return 0;
+}
+
+}  // namespace fornace::bench

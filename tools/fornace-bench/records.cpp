@@ -1,0 +1,153 @@
+// The bench's two CSV files: written with the context on every row, and read back for reports.
+#include "records.h"
+
+#include "core/error.h"
+#include "csv.h"
+#include "format.h"
+
+namespace fornace::bench {
+namespace {
+
+const std::vector<std::string> kContextColumns = {"date",  "cpu",    "cores", "threads",
+                                                  "dtype", "commit", "dirty", "read_gbs"};
+
+const std::vector<std::string> kRunColumns = {
+    "kv_cache",     "prompt",       "prompt_tokens",        "run",
+    "prefill_ms",   "decode_tok_s", "mean_ms_last64",       "peak_mib",
+    "decode_steps", "weight_bytes", "kv_bytes_per_position"};
+
+const std::vector<std::string> kStepColumns = {"kv_cache",
+                                               "prompt",
+                                               "run",
+                                               "step",
+                                               "position",
+                                               "ms",
+                                               "copied_contiguous_bytes",
+                                               "copied_strided_bytes",
+                                               "allocated_bytes"};
+
+std::vector<std::string> context_fields(const BenchContext& context) {
+  return {context.date,
+          context.cpu,
+          std::to_string(context.cores),
+          std::to_string(context.threads),
+          context.dtype,
+          context.commit,
+          context.dirty ? "yes" : "no",
+          format_fixed(context.read_gbs, 2)};
+}
+
+std::vector<std::string> joined(std::vector<std::string> first,
+                                const std::vector<std::string>& second) {
+  first.insert(first.end(), second.begin(), second.end());
+  return first;
+}
+
+BenchContext read_context(const CsvTable& table, const std::string& source_name) {
+  BenchContext context;
+  if (table.rows() == 0) return context;
+  context.date = table.text(0, "date");
+  context.cpu = table.text(0, "cpu");
+  context.cores = table.integer(0, "cores");
+  context.threads = table.integer(0, "threads");
+  context.dtype = table.text(0, "dtype");
+  context.commit = table.text(0, "commit");
+  const std::string& dirty = table.text(0, "dirty");
+  if (dirty != "yes" && dirty != "no") {
+    fail(source_name, ": column 'dirty' must be yes or no, got '", dirty, "'");
+  }
+  context.dirty = dirty == "yes";
+  context.read_gbs = table.number(0, "read_gbs");
+  return context;
+}
+
+}  // namespace
+
+void write_runs_csv(std::ostream& out, const BenchContext& context,
+                    const std::vector<RunRecord>& runs) {
+  out << csv_line(joined(kRunColumns, kContextColumns));
+  std::vector<std::string> shared = context_fields(context);
+  for (const RunRecord& run : runs) {
+    std::vector<std::string> fields = {run.kv_cache,
+                                       run.prompt,
+                                       std::to_string(run.prompt_tokens),
+                                       std::to_string(run.run),
+                                       format_fixed(run.prefill_ms, 3),
+                                       format_fixed(run.decode_tok_s, 3),
+                                       format_fixed(run.mean_ms_last64, 4),
+                                       format_fixed(run.peak_mib, 1),
+                                       std::to_string(run.decode_steps),
+                                       std::to_string(run.weight_bytes),
+                                       std::to_string(run.kv_bytes_per_position)};
+    out << csv_line(joined(fields, shared));
+  }
+}
+
+void write_steps_csv(std::ostream& out, const BenchContext& context,
+                     const std::vector<StepRecord>& steps) {
+  out << csv_line(joined(kStepColumns, kContextColumns));
+  std::vector<std::string> shared = context_fields(context);
+  for (const StepRecord& step : steps) {
+    std::vector<std::string> fields = {step.kv_cache,
+                                       step.prompt,
+                                       std::to_string(step.run),
+                                       std::to_string(step.step),
+                                       std::to_string(step.position),
+                                       format_fixed(step.ms, 4),
+                                       std::to_string(step.copied_contiguous_bytes),
+                                       std::to_string(step.copied_strided_bytes),
+                                       std::to_string(step.allocated_bytes)};
+    out << csv_line(joined(fields, shared));
+  }
+}
+
+void read_runs_csv(const std::string& text, const std::string& source_name, BenchData& data) {
+  CsvTable table = CsvTable::parse(text, source_name);
+  table.require_columns(joined(kRunColumns, kContextColumns));
+  data.context = read_context(table, source_name);
+  for (size_t row = 0; row < table.rows(); ++row) {
+    RunRecord run;
+    run.kv_cache = table.text(row, "kv_cache");
+    run.prompt = table.text(row, "prompt");
+    run.prompt_tokens = table.integer(row, "prompt_tokens");
+    run.run = table.integer(row, "run");
+    run.prefill_ms = table.number(row, "prefill_ms");
+    run.decode_tok_s = table.number(row, "decode_tok_s");
+    run.mean_ms_last64 = table.number(row, "mean_ms_last64");
+    run.peak_mib = table.number(row, "peak_mib");
+    run.decode_steps = table.integer(row, "decode_steps");
+    run.weight_bytes = table.integer(row, "weight_bytes");
+    run.kv_bytes_per_position = table.integer(row, "kv_bytes_per_position");
+    data.runs.push_back(run);
+  }
+}
+
+void read_steps_csv(const std::string& text, const std::string& source_name, BenchData& data) {
+  CsvTable table = CsvTable::parse(text, source_name);
+  table.require_columns(joined(kStepColumns, kContextColumns));
+  for (size_t row = 0; row < table.rows(); ++row) {
+    StepRecord step;
+    step.kv_cache = table.text(row, "kv_cache");
+    step.prompt = table.text(row, "prompt");
+    step.run = table.integer(row, "run");
+    step.step = table.integer(row, "step");
+    step.position = table.integer(row, "position");
+    step.ms = table.number(row, "ms");
+    step.copied_contiguous_bytes = table.integer(row, "copied_contiguous_bytes");
+    step.copied_strided_bytes = table.integer(row, "copied_strided_bytes");
+    step.allocated_bytes = table.integer(row, "allocated_bytes");
+    data.steps.push_back(step);
+  }
+}
+
+OutputPaths output_paths_for(const std::string& runs_csv_path) {
+  std::string base = runs_csv_path;
+  const std::string extension = ".csv";
+  if (base.size() > extension.size() &&
+      base.compare(base.size() - extension.size(), extension.size(), extension) == 0) {
+    base.resize(base.size() - extension.size());
+  }
+  return OutputPaths{base + ".csv", base + "-steps.csv", base + ".md", base + ".svg"};
+}
+
+}  // namespace fornace::bench

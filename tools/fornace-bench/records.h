@@ -1,0 +1,81 @@
+// What a bench measures: the context of a bench (machine, build), one row per recorded run and
+// one per decode step, and their two CSV files.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace fornace::bench {
+
+// Where and how a bench ran; every row of both CSVs carries it.
+struct BenchContext {
+  std::string date;   // YYYY-MM-DD, local time.
+  std::string cpu;    // "model name" of /proc/cpuinfo.
+  int64_t cores = 0;  // Cores the process may run on.
+  int64_t threads = 0;
+  std::string dtype;    // Weight dtype of the loaded model.
+  std::string commit;   // Short commit, or "unknown" outside git.
+  bool dirty = false;   // The working tree had changes (git status --porcelain).
+  double read_gbs = 0;  // Measured streaming read bandwidth, GB/s (1e9 bytes).
+};
+
+// One recorded run of one prompt with one KV cache.
+struct RunRecord {
+  std::string kv_cache;
+  std::string prompt;  // The prompt file as given on the command line.
+  int64_t prompt_tokens = 0;
+  int64_t run = 0;  // 1-based among the recorded runs.
+  double prefill_ms = 0;
+  double decode_tok_s = 0;
+  double mean_ms_last64 = 0;
+  double peak_mib = 0;  // VmHWM of the child when the run ended.
+  int64_t decode_steps = 0;
+  int64_t weight_bytes = 0;           // Bytes of all weights, each tensor once.
+  int64_t kv_bytes_per_position = 0;  // K and V of all layers for one position.
+};
+
+// One decode step of a recorded run. Step i feeds the token at position prompt_tokens + i, so
+// it reads position + 1 positions of the KV cache.
+struct StepRecord {
+  std::string kv_cache;
+  std::string prompt;
+  int64_t run = 0;
+  int64_t step = 0;
+  int64_t position = 0;
+  double ms = 0;
+  int64_t copied_contiguous_bytes = 0;
+  int64_t copied_strided_bytes = 0;
+  int64_t allocated_bytes = 0;
+};
+
+struct BenchData {
+  BenchContext context;
+  std::vector<RunRecord> runs;
+  std::vector<StepRecord> steps;
+};
+
+// The CSV texts, header first.
+void write_runs_csv(std::ostream& out, const BenchContext& context,
+                    const std::vector<RunRecord>& runs);
+void write_steps_csv(std::ostream& out, const BenchContext& context,
+                     const std::vector<StepRecord>& steps);
+
+// Parses the texts written above; errors name `source_name`. The context comes from the first
+// row (a file without rows gives an empty context).
+void read_runs_csv(const std::string& text, const std::string& source_name, BenchData& data);
+void read_steps_csv(const std::string& text, const std::string& source_name, BenchData& data);
+
+// The companion files of a runs CSV: "<base>.csv" gives "<base>-steps.csv", "<base>.md" and
+// "<base>.svg" (a path without ".csv" is taken as the base itself).
+struct OutputPaths {
+  std::string runs_csv;
+  std::string steps_csv;
+  std::string markdown;
+  std::string svg;
+};
+OutputPaths output_paths_for(const std::string& runs_csv_path);
+
+}  // namespace fornace::bench

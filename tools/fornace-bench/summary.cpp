@@ -1,0 +1,171 @@
+// Summary tables: per prompt and cache, tok/s of each run, their mean, ranges, and the roofline.
+#include "summary.h"
+
+#include <algorithm>
+#include <map>
+
+#include "format.h"
+#include "stats.h"
+
+namespace fornace::bench {
+namespace {
+
+// Characters on screen: UTF-8 continuation bytes do not count.
+size_t display_width(const std::string& text) {
+  size_t width = 0;
+  for (unsigned char byte : text) width += (byte & 0xC0) != 0x80;
+  return width;
+}
+
+std::string markdown_table(const std::vector<std::string>& header,
+                           const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths(header.size(), 3);
+  auto widen = [&](const std::vector<std::string>& cells) {
+    for (size_t i = 0; i < cells.size(); ++i)
+      widths[i] = std::max(widths[i], display_width(cells[i]));
+  };
+  widen(header);
+  for (const auto& row : rows) widen(row);
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string text = "|";
+    for (size_t i = 0; i < cells.size(); ++i) {
+      text += " " + cells[i] + std::string(widths[i] - display_width(cells[i]), ' ') + " |";
+    }
+    return text + "\n";
+  };
+  std::string text = line(header);
+  std::vector<std::string> rule;
+  for (size_t width : widths) rule.push_back(std::string(width, '-'));
+  text += line(rule);
+  for (const auto& row : rows) text += line(row);
+  return text;
+}
+
+}  // namespace
+
+double bytes_read_per_token(const RunRecord& run) {
+  // Step i reads prompt_tokens + i + 1 positions, so the mean over the steps is
+  // prompt_tokens + (steps + 1) / 2.
+  double mean_positions =
+      static_cast<double>(run.prompt_tokens) + static_cast<double>(run.decode_steps + 1) / 2.0;
+  return static_cast<double>(run.weight_bytes) +
+         static_cast<double>(run.kv_bytes_per_position) * mean_positions;
+}
+
+std::vector<PromptSummary> summarize_runs(const BenchData& data) {
+  std::vector<PromptSummary> prompts;
+  std::vector<std::vector<std::vector<const RunRecord*>>> grouped;  // [prompt][cache][run]
+  for (const RunRecord& run : data.runs) {
+    auto prompt = std::find_if(prompts.begin(), prompts.end(),
+                               [&](const PromptSummary& p) { return p.prompt == run.prompt; });
+    if (prompt == prompts.end()) {
+      prompts.push_back(PromptSummary{run.prompt, run.prompt_tokens, run.decode_steps + 1, {}});
+      grouped.emplace_back();
+      prompt = prompts.end() - 1;
+    }
+    size_t prompt_index = static_cast<size_t>(prompt - prompts.begin());
+    auto cache = std::find_if(prompt->caches.begin(), prompt->caches.end(),
+                              [&](const CacheSummary& c) { return c.kv_cache == run.kv_cache; });
+    if (cache == prompt->caches.end()) {
+      prompt->caches.push_back(CacheSummary{});
+      prompt->caches.back().kv_cache = run.kv_cache;
+      grouped[prompt_index].emplace_back();
+      cache = prompt->caches.end() - 1;
+    }
+    grouped[prompt_index][static_cast<size_t>(cache - prompt->caches.begin())].push_back(&run);
+  }
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    for (size_t c = 0; c < prompts[p].caches.size(); ++c) {
+      CacheSummary& summary = prompts[p].caches[c];
+      std::vector<const RunRecord*>& runs = grouped[p][c];
+      std::stable_sort(runs.begin(), runs.end(),
+                       [](const RunRecord* a, const RunRecord* b) { return a->run < b->run; });
+      std::vector<double> tok_s, mean_ms, peak, prefill, bytes;
+      for (const RunRecord* run : runs) {
+        tok_s.push_back(run->decode_tok_s);
+        mean_ms.push_back(run->mean_ms_last64);
+        peak.push_back(run->peak_mib);
+        prefill.push_back(run->prefill_ms > 0
+                              ? 1000.0 * static_cast<double>(run->prompt_tokens) / run->prefill_ms
+                              : 0.0);
+        bytes.push_back(bytes_read_per_token(*run));
+      }
+      summary.decode_tok_s = tok_s;
+      summary.mean_tok_s = compute_stats(tok_s).mean;
+      Stats mean_ms_stats = compute_stats(mean_ms);
+      summary.min_mean_ms_last64 = mean_ms_stats.min;
+      summary.max_mean_ms_last64 = mean_ms_stats.max;
+      Stats peak_stats = compute_stats(peak);
+      summary.min_peak_mib = peak_stats.min;
+      summary.max_peak_mib = peak_stats.max;
+      summary.mean_prefill_tok_s = compute_stats(prefill).mean;
+      summary.bytes_per_token = compute_stats(bytes).mean;
+      summary.achieved_gbs = summary.bytes_per_token * summary.mean_tok_s / 1e9;
+      summary.percent_of_bandwidth =
+          data.context.read_gbs > 0 ? 100.0 * summary.achieved_gbs / data.context.read_gbs : 0.0;
+    }
+  }
+  return prompts;
+}
+
+std::string format_tables(const BenchData& data) {
+  std::string text;
+  std::string bandwidth_column = data.context.read_gbs > 0
+                                     ? "% of " + format_fixed(data.context.read_gbs, 1) + " GB/s"
+                                     : "% of read bandwidth";
+  for (const PromptSummary& prompt : summarize_runs(data)) {
+    text += "### " + path_file_name(prompt.prompt) + ": " + with_thousands(prompt.prompt_tokens) +
+            " prompt tokens, " + with_thousands(prompt.new_tokens) + " new tokens\n\n";
+    std::vector<std::vector<std::string>> rows;
+    for (const CacheSummary& cache : prompt.caches) {
+      std::string runs;
+      for (double tok_s : cache.decode_tok_s) {
+        if (!runs.empty()) runs += ", ";
+        runs += format_fixed(tok_s, 1);
+      }
+      rows.push_back(
+          {"`" + cache.kv_cache + "`", runs, format_fixed(cache.mean_tok_s, 1),
+           format_range(cache.min_mean_ms_last64, cache.max_mean_ms_last64, 1),
+           format_range(cache.min_peak_mib, cache.max_peak_mib, 0, true) + " MiB",
+           group_thousands(format_fixed(cache.mean_prefill_tok_s, 0)),
+           group_thousands(format_fixed(cache.bytes_per_token / 1e6, 0)),
+           format_fixed(cache.achieved_gbs, 1),
+           data.context.read_gbs > 0 ? format_fixed(cache.percent_of_bandwidth, 0) + " %" : "n/a"});
+    }
+    text +=
+        markdown_table({"KV cache", "Decode tok/s (runs)", "Mean", "Mean ms, last 64 steps",
+                        "Peak memory", "Prefill tok/s", "MB read/token", "GB/s", bandwidth_column},
+                       rows);
+    text += "\n";
+  }
+  if (data.runs.empty()) text += "(no recorded runs)\n\n";
+  return text;
+}
+
+std::string format_markdown_report(const BenchData& data, const std::string& title,
+                                   const std::string& svg_name) {
+  const BenchContext& context = data.context;
+  std::string text = "# " + title + "\n\n";
+  text += "| | |\n| --- | --- |\n";
+  text += "| Date | " + context.date + " |\n";
+  text += "| Machine | " + context.cpu + ", " + std::to_string(context.cores) + " cores |\n";
+  text += "| Threads | " + std::to_string(context.threads) + " |\n";
+  text += "| Weights | " + context.dtype + " |\n";
+  text += "| Commit | `" + context.commit + "`" + (context.dirty ? " (working tree dirty)" : "") +
+          " |\n";
+  text += "| Read bandwidth | " +
+          (context.read_gbs > 0 ? format_fixed(context.read_gbs, 1) + " GB/s, measured by the bench"
+                                : std::string("not measured")) +
+          " |\n\n";
+  text += format_tables(data);
+  text +=
+      "Decode tok/s is decode steps over their total time (the first token comes from prefill). "
+      "Peak memory is the child process's high-water mark (VmHWM) when the run ended, so it "
+      "includes the model, prefill and earlier prompts. MB read/token counts every weight once "
+      "plus the KV cache read at each step, averaged over the run; GB/s is that times the mean "
+      "tok/s.\n";
+  if (!svg_name.empty()) text += "\n![ms per decode step against position](" + svg_name + ")\n";
+  return text;
+}
+
+}  // namespace fornace::bench
