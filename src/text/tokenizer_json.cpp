@@ -31,8 +31,8 @@ struct MergeText {
 
 class TokenizerJsonReader {
  public:
-  TokenizerJsonReader(std::string_view json, TokenizerState& impl)
-      : scanner_(json, impl.source_name), impl_(impl) {}
+  TokenizerJsonReader(std::string_view json, TokenizerState& state)
+      : scanner_(json, state.source_name), state_(state) {}
 
   void read() {
     bool has_model = false, has_pre_tokenizer = false, has_decoder = false;
@@ -57,7 +57,7 @@ class TokenizerJsonReader {
         read_model();
         has_model = true;
       } else {
-        scanner_.skip_value(key);
+        scanner_.skip_value(std::string(key));  // A copy: the key may live in the scratch buffer.
       }
     });
     scanner_.expect_end();
@@ -69,7 +69,7 @@ class TokenizerJsonReader {
 
  private:
   [[noreturn]] void error(const std::string& field, std::string_view what) const {
-    fail(impl_.source_name, ": ", field, ": ", what);
+    fail(state_.source_name, ": ", field, ": ", what);
   }
 
   Json parse_small(std::string_view field) {
@@ -134,7 +134,7 @@ class TokenizerJsonReader {
     if (normalizer.is_null()) return;
     std::string type = string_member(normalizer, "type", "normalizer");
     if (type == "NFC") {
-      impl_.normalize_nfc = true;
+      state_.normalize_nfc = true;
     } else if (type == "Sequence") {
       const Json& steps = member(normalizer, "normalizers", "normalizer");
       if (!steps.is_array()) error("normalizer.normalizers", "expected an array");
@@ -143,7 +143,7 @@ class TokenizerJsonReader {
         std::string step = string_member(steps[index], "type", field);
         if (step != "NFC")
           error(field + ".type", concat("'", step, "' is not supported (only NFC)"));
-        impl_.normalize_nfc = true;
+        state_.normalize_nfc = true;
       }
     } else {
       error("normalizer.type", concat("'", type, "' is not supported (only NFC or null)"));
@@ -170,8 +170,8 @@ class TokenizerJsonReader {
       error(field + ".behavior", concat("'", behavior, "' is not supported (only Isolated)"));
     }
     require_flag(split, "invert", field, false);
-    impl_.splitters.push_back(
-        std::make_unique<RegexSplitter>(regex, concat(impl_.source_name, ": ", field, ".pattern")));
+    state_.splitters.push_back(std::make_unique<RegexSplitter>(
+        regex, concat(state_.source_name, ": ", field, ".pattern")));
   }
 
   void read_pre_tokenizer(const Json& pre_tokenizer) {
@@ -248,9 +248,10 @@ class TokenizerJsonReader {
         if (scanner_.boolean("model.byte_fallback"))
           error("model.byte_fallback", "must be false (not supported)");
       } else if (key == "ignore_merges") {
-        impl_.model.ignore_merges = scanner_.boolean("model.ignore_merges");
+        state_.model.ignore_merges = scanner_.boolean("model.ignore_merges");
       } else {
-        scanner_.skip_value(key);  // unk_token, fuse_unk: byte-level BPE never needs an unknown.
+        // unk_token, fuse_unk, ...: byte-level BPE never needs an unknown token.
+        scanner_.skip_value(concat("model.", key));
       }
     });
     if (type.empty()) error("model.type", "missing");
@@ -261,7 +262,7 @@ class TokenizerJsonReader {
 
   void read_vocab() {
     has_vocab_ = true;
-    Vocabulary& vocabulary = impl_.model.vocabulary;
+    Vocabulary& vocabulary = state_.model.vocabulary;
     scanner_.for_each_member("model.vocab", [&](std::string_view token) {
       uint64_t id = scanner_.unsigned_integer("model.vocab");
       if (id >= UINT32_MAX) scanner_.fail_at("model.vocab", "id too large");
@@ -309,7 +310,7 @@ class TokenizerJsonReader {
   }
 
   void finish() {
-    Vocabulary& vocabulary = impl_.model.vocabulary;
+    Vocabulary& vocabulary = state_.model.vocabulary;
     for (size_t index = 0; index < added_tokens_.size(); ++index) {
       const AddedToken& token = added_tokens_[index];
       if (!vocabulary.add(token.content, token.id) && vocabulary.text(token.id) != token.content) {
@@ -321,18 +322,18 @@ class TokenizerJsonReader {
       error("model.vocab", concat("the token '", vocabulary.text(*duplicate),
                                   "' has more than one id (one is ", *duplicate, ")"));
     }
-    impl_.special.assign(vocabulary.size(), false);
+    state_.special.assign(vocabulary.size(), false);
     for (const AddedToken& token : added_tokens_) {
-      impl_.special[token.id] = token.special;
+      state_.special[token.id] = token.special;
       AddedTokenMatcher& matcher =
-          token.normalized ? impl_.normalized_added_tokens : impl_.raw_added_tokens;
+          token.normalized ? state_.normalized_added_tokens : state_.raw_added_tokens;
       matcher.add(token.content, token.id, token.special);
     }
     for (int byte = 0; byte < 256; ++byte) {
       std::string text = to_byte_level(std::string(1, static_cast<char>(byte)));
       std::optional<uint32_t> id = vocabulary.find(text);
       if (!id) error("model.vocab", concat("has no token for the byte ", byte, " ('", text, "')"));
-      impl_.model.byte_ids[byte] = *id;
+      state_.model.byte_ids[byte] = *id;
     }
     resolve_merges();
   }
@@ -341,7 +342,7 @@ class TokenizerJsonReader {
   // is first guessed as the id after the previous merge's (true of vocabularies that list merge
   // results in rank order) and checked, and the index slots are prefetched a few merges ahead.
   void resolve_merges() {
-    const Vocabulary& vocabulary = impl_.model.vocabulary;
+    const Vocabulary& vocabulary = state_.model.vocabulary;
     const size_t count = merges_.size();
     const auto sides = [&](size_t rank) {
       const MergeText& merge = merges_[rank];
@@ -384,7 +385,7 @@ class TokenizerJsonReader {
       resolved[rank] = {*left_id, *right_id, *merged_id};
       guess = *merged_id + 1;
     }
-    MergeTable& table = impl_.model.merges;
+    MergeTable& table = state_.model.merges;
     table.reserve(count);
     for (size_t rank = 0; rank < count; ++rank) {
       if (rank + prefetch_distance < count) {
@@ -397,7 +398,7 @@ class TokenizerJsonReader {
   }
 
   JsonScanner scanner_;
-  TokenizerState& impl_;
+  TokenizerState& state_;
   std::vector<AddedToken> added_tokens_;
   std::string merge_text_;
   std::vector<MergeText> merges_;
@@ -407,12 +408,12 @@ class TokenizerJsonReader {
 
 }  // namespace
 
-void parse_tokenizer_json(std::string_view json, TokenizerState& impl) {
-  TokenizerJsonReader(json, impl).read();
+void parse_tokenizer_json(std::string_view json, TokenizerState& state) {
+  TokenizerJsonReader(json, state).read();
 }
 
 void parse_tokenizer_config(std::string_view json, const std::string& source_name,
-                            TokenizerState& impl) {
+                            TokenizerState& state) {
   Json config = Json::parse(json.begin(), json.end(), nullptr, false);
   if (config.is_discarded()) fail(source_name, ": not valid JSON");
   if (!config.is_object()) fail(source_name, ": expected an object at the top level");
@@ -422,9 +423,9 @@ void parse_tokenizer_config(std::string_view json, const std::string& source_nam
   if (name->is_object() && name->contains("content")) name = &(*name)["content"];  // Older form.
   if (!name->is_string()) fail(source_name, ": eos_token: expected a string");
   std::string eos = name->get<std::string>();
-  std::optional<uint32_t> id = impl.model.vocabulary.find(eos);
+  std::optional<uint32_t> id = state.model.vocabulary.find(eos);
   if (!id) fail(source_name, ": eos_token: '", eos, "' is not a token of the vocabulary");
-  impl.eos_token_id = id;
+  state.eos_token_id = id;
 }
 
 }  // namespace fornace::text
