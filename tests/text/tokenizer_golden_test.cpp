@@ -2,6 +2,7 @@
 // every case of tests/data/tokenizer-golden.jsonl (made by
 // tests/reference/make_tokenizer_golden.js).
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "text/tokenizer.h"
 #include "tokenizer_fixture.h"
@@ -103,6 +104,21 @@ TEST(TokenizerGolden, IncrementalDecoderConcatenatesToTheReferenceText) {
           << "case: " << golden.name;
     }
   }
+}
+
+TEST(TokenizerGolden, ThreadsEncodingAtOnceAllGetTheReferenceIds) {
+  const Tokenizer& tokenizer = qwen_tokenizer();
+  std::vector<size_t> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (size_t thread = 0; thread < mismatches.size(); ++thread) {
+    threads.emplace_back([&, thread] {
+      for (const GoldenCase& golden : golden_cases()) {
+        mismatches[thread] += tokenizer.encode(golden.text) != golden.ids;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(mismatches, std::vector<size_t>(4, 0));
 }
 
 TEST(TokenizerGolden, WholeAliceCorpusGivesTheReferenceIds) {
