@@ -1,8 +1,10 @@
-// The persistent thread pool: workers spin briefly for the next job, then sleep on a futex.
+// The persistent thread pool: workers spin briefly for the next job, then sleep on a futex;
+// parts of a job are claimed with a compare-exchange by the caller and the workers alike.
 #include "cpu/thread_pool.h"
 
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/error.h"
@@ -15,6 +17,15 @@
 #endif
 
 namespace fornace {
+namespace {
+
+constexpr uint64_t kGenerationUnit = uint64_t{1} << 32;
+constexpr int kMaxParts = 0xffff;
+
+uint64_t next_part(uint64_t state) { return state & 0xffff; }
+uint64_t part_count(uint64_t state) { return (state >> 16) & 0xffff; }
+
+}  // namespace
 
 int available_cores() {
   cpu_set_t set;
@@ -27,7 +38,10 @@ ThreadPool& ThreadPool::global() {
   return *pool;
 }
 
-ThreadPool::ThreadPool(int threads) { start(threads); }
+ThreadPool::ThreadPool(int threads) {
+  if (threads < 1) fail("thread pool: thread count must be at least 1, got ", threads);
+  start(threads);
+}
 ThreadPool::~ThreadPool() { stop(); }
 
 void ThreadPool::set_threads(int threads) {
@@ -40,56 +54,64 @@ void ThreadPool::set_threads(int threads) {
 void ThreadPool::start(int threads) {
   threads_ = threads;
   stopping_ = false;
-  // Read before the threads start, so a job dispatched before a worker first runs is not missed.
-  const uint64_t seen = generation_.load(std::memory_order_acquire);
+  const uint64_t seen = state_.load(std::memory_order_acquire);
   for (int index = 1; index < threads; ++index) {
-    workers_.emplace_back([this, index, seen] { worker_loop(index, seen); });
+    workers_.emplace_back([this, seen] { worker_loop(seen); });
   }
 }
 
 void ThreadPool::stop() {
   stopping_ = true;
-  generation_.fetch_add(1);
-  generation_.notify_all();
+  state_.fetch_add(kGenerationUnit, std::memory_order_seq_cst);
+  state_.notify_all();
   for (std::thread& worker : workers_) worker.join();
   workers_.clear();
 }
 
-void ThreadPool::worker_loop(int index, uint64_t seen) {
+uint64_t ThreadPool::claim_parts(uint64_t state) {
+  while (next_part(state) < part_count(state)) {
+    if (!state_.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel,
+                                      std::memory_order_acquire)) {
+      continue;  // `state` now holds the current word; check it again.
+    }
+    const int64_t part = static_cast<int64_t>(next_part(state));
+    const int64_t parts = static_cast<int64_t>(part_count(state));
+    invoker_(context_, count_ * part / parts, count_ * (part + 1) / parts);
+    done_parts_.fetch_add(1, std::memory_order_release);
+    state = state_.load(std::memory_order_acquire);
+  }
+  return state;
+}
+
+void ThreadPool::worker_loop(uint64_t seen) {
   while (true) {
     // Spin for about a millisecond so that back-to-back ops in a decode step do not sleep.
     auto spin_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
-    uint64_t current = generation_.load(std::memory_order_acquire);
+    uint64_t current = state_.load(std::memory_order_acquire);
     while (current == seen) {
       for (int i = 0; i < 64 && current == seen; ++i) {
         FORNACE_PAUSE();
-        current = generation_.load(std::memory_order_acquire);
+        current = state_.load(std::memory_order_acquire);
       }
       if (current != seen || std::chrono::steady_clock::now() > spin_until) break;
     }
     if (current == seen) {
-      // Counted before the wait re-checks the generation: a dispatcher that bumps the
-      // generation either sees this sleeper and wakes it, or this wait sees the new generation.
+      // Counted before the wait re-checks the state: a caller that publishes a job either sees
+      // this sleeper and wakes it, or this wait sees the new state.
       sleepers_.fetch_add(1, std::memory_order_seq_cst);
-      generation_.wait(seen, std::memory_order_seq_cst);
+      state_.wait(seen, std::memory_order_seq_cst);
       sleepers_.fetch_sub(1, std::memory_order_relaxed);
-      current = generation_.load(std::memory_order_acquire);
+      current = state_.load(std::memory_order_acquire);
     }
-    seen = current;
     if (stopping_.load()) return;
-    if (index < parts_) {
-      int64_t begin = count_ * index / parts_;
-      int64_t end = count_ * (index + 1) / parts_;
-      invoker_(context_, begin, end);
-    }
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    seen = claim_parts(current);
   }
 }
 
 void ThreadPool::dispatch(int64_t count, int64_t grain, void* context, Invoker invoker) {
   if (count <= 0) return;
   int64_t max_parts = grain > 0 ? std::max<int64_t>(1, count / grain) : count;
-  int parts = static_cast<int>(std::min<int64_t>(threads_, max_parts));
+  int parts = static_cast<int>(std::min<int64_t>({threads_, max_parts, kMaxParts}));
   if (parts <= 1 || running_) {
     invoker(context, 0, count);
     return;
@@ -98,13 +120,15 @@ void ThreadPool::dispatch(int64_t count, int64_t grain, void* context, Invoker i
   context_ = context;
   invoker_ = invoker;
   count_ = count;
-  parts_ = parts;
-  pending_.store(threads_ - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_seq_cst);
-  // Spinning workers see the new generation by themselves; only sleepers need the syscall.
-  if (sleepers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
-  invoker(context, 0, count / parts);
-  while (pending_.load(std::memory_order_acquire) != 0) FORNACE_PAUSE();
+  done_parts_.store(0, std::memory_order_relaxed);
+  const uint64_t generation = (state_.load(std::memory_order_relaxed) >> 32) + 1;
+  const uint64_t state = (generation << 32) | (static_cast<uint64_t>(parts) << 16);
+  state_.store(state, std::memory_order_seq_cst);
+  // Spinning workers see the new state by themselves; only sleepers need the syscall.
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) state_.notify_all();
+  claim_parts(state);
+  // Only parts that a worker has claimed (and so is running) can still be outstanding.
+  while (done_parts_.load(std::memory_order_acquire) != parts) FORNACE_PAUSE();
   running_ = false;
 }
 

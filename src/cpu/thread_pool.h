@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace fornace {
@@ -22,9 +23,12 @@ class ThreadPool {
   // Restarts the workers with a new count (1 means: run on the caller only).
   void set_threads(int threads);
 
-  // Calls body(begin, end) over [0, count) split into one contiguous part per thread (at most
-  // count parts, each at least `grain` long). The caller runs the first part and returns when
-  // all are done. Not reentrant: a body must not call run() again.
+  // Calls body(begin, end) over [0, count) split into contiguous parts, at most one per thread
+  // and each at least `grain` long: part i is [count * i / parts, count * (i + 1) / parts).
+  // Each part runs once, on whichever thread claims it first (the caller claims parts too), so
+  // a worker that the OS has not scheduled yet never holds the caller up; parts may run one
+  // after another on one thread. Returns when all parts are done. Not reentrant: a body that
+  // calls run() again runs that inner range inline. Bodies must not throw.
   template <typename Body>
   void run(int64_t count, int64_t grain, Body&& body) {
     using BodyType = std::remove_reference_t<Body>;
@@ -38,19 +42,23 @@ class ThreadPool {
   void dispatch(int64_t count, int64_t grain, void* context, Invoker invoker);
   void start(int threads);
   void stop();
-  // `seen` is the job generation when the worker was started; it runs every later one.
-  void worker_loop(int index, uint64_t seen);
+  // `seen` is the job state when the worker was started; it joins every later job.
+  void worker_loop(uint64_t seen);
+  // Claims and runs parts of the job in `state` until none is left; returns the last state seen.
+  uint64_t claim_parts(uint64_t state);
 
   int threads_ = 1;
   std::vector<std::thread> workers_;
-  // The job currently published to the workers.
+  // The current job. Written by the caller before it publishes the job in state_, and read by
+  // a thread only after it has claimed a part, which the caller waits for.
   void* context_ = nullptr;
   Invoker invoker_ = nullptr;
   int64_t count_ = 0;
-  int parts_ = 0;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
-  // Workers asleep on generation_ (or about to be); dispatch skips the futex wake when zero.
+  // Job state: generation (high 32 bits), part count (16 bits), next unclaimed part (16 bits).
+  // Claiming a part is a compare-exchange on the whole word, so a stale claim never succeeds.
+  std::atomic<uint64_t> state_{0};
+  std::atomic<int> done_parts_{0};
+  // Workers asleep on state_ (or about to be); dispatch skips the futex wake when zero.
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stopping_{false};
   bool running_ = false;
