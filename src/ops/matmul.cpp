@@ -1,8 +1,12 @@
 // matmul and linear over the CPU GEMV/GEMM kernels (cpu/gemm.h).
 #include <algorithm>
 
+#include <memory>
+
 #include "core/error.h"
 #include "core/memory.h"
+#include "core/storage.h"
+#include "cpu/copy_kernels.h"
 #include "cpu/gemm.h"
 #include "ops/copy.h"
 #include "ops/math.h"
@@ -25,6 +29,23 @@ void require_float_cpu(const Tensor& tensor, const char* op, const char* role) {
 // A contiguous f32 copy, or the tensor itself when it already is one.
 Tensor contiguous_f32(const Tensor& tensor) {
   return tensor.dtype() == DType::f32 ? contiguous(tensor) : to_dtype(tensor, DType::f32);
+}
+
+// The bias as f32: the tensor's own data when it is contiguous f32, else a conversion into a
+// grow-only buffer of the calling thread, so a decode step does not allocate for it.
+const float* bias_as_f32(const Tensor& bias) {
+  if (bias.dtype() == DType::f32 && bias.is_contiguous()) return bias.data<float>();
+  thread_local std::shared_ptr<Storage> buffer;
+  const size_t bytes = static_cast<size_t>(bias.numel()) * sizeof(float);
+  if (!buffer || buffer->bytes() < bytes) buffer = Storage::allocate(bytes);
+  float* values = static_cast<float*>(buffer->data());
+  if (bias.is_contiguous()) {
+    cpu::convert(values, DType::f32, bias.raw(), bias.dtype(), bias.numel());
+  } else {
+    cpu::strided_to_contiguous(values, DType::f32, bias.storage()->data(), bias.dtype(),
+                               bias.layout());
+  }
+  return values;
 }
 
 }  // namespace
@@ -50,8 +71,6 @@ Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Ten
   Tensor rows = contiguous_f32(input);
   // Weights are mmapped and contiguous in the model; any other layout is copied once here.
   Tensor packed_weight = contiguous(weight);
-  std::optional<Tensor> bias_f32;
-  if (bias) bias_f32 = contiguous_f32(*bias);
 
   Dims output_shape = input.shape();
   output_shape[output_shape.size() - 1] = outputs;
@@ -67,7 +86,7 @@ Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Ten
   problem.weight = packed_weight.raw();
   problem.weight_dtype = packed_weight.dtype();
   problem.weight_stride = depth;
-  problem.bias = bias_f32 ? bias_f32->data<float>() : nullptr;
+  problem.bias = bias ? bias_as_f32(*bias) : nullptr;
   problem.output = output.data<float>();
   problem.output_stride = outputs;
   cpu::linear(problem);

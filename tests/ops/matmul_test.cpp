@@ -171,12 +171,15 @@ TEST_P(KernelPathTest, LinearReadsStridedAndBroadcastInputsAndBatchDims) {
   }
 }
 
-TEST_P(KernelPathTest, LinearAcceptsStridedWeightsAndReturnsTheInputDtype) {
+TEST_P(KernelPathTest, LinearAcceptsStridedWeightsAndBiasAndReturnsTheInputDtype) {
   const int64_t depth = 40;
   const int64_t outputs = 33;
   // A weight stored [K, N] and viewed as [N, K].
   Tensor weight = randn({depth, outputs}, 21).transpose(0, 1);
-  Tensor bias = randn({outputs}, 22);
+  // A bf16 bias read through a stride-2 view.
+  Tensor bias = test::make_tensor(test::random_values(outputs, 22), {outputs}, DType::bf16,
+                                  test::Storage::reversed);
+  ASSERT_FALSE(bias.is_contiguous());
   for (DType input_dtype : {DType::f32, DType::bf16, DType::f16}) {
     for (int64_t rows : {int64_t{2}, int64_t{9}}) {
       Tensor input = randn({rows, depth}, 23, 1.0, input_dtype);
