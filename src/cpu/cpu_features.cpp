@@ -1,6 +1,10 @@
 // CPUID-based feature detection and the FORNACE_ISA override.
 #include "cpu/cpu_features.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -17,7 +21,10 @@ CpuFeatures detect() {
   // __builtin_cpu_supports also checks that the OS saves the AVX and AVX-512 register state.
   features.avx2 = __builtin_cpu_supports("avx2");
   features.fma = __builtin_cpu_supports("fma");
-  features.f16c = __builtin_cpu_supports("f16c");
+  // clang 14 has no "f16c" for __builtin_cpu_supports: read CPUID leaf 1 (ECX bit 29); the
+  // kernels that use it also need AVX2, whose check covers the OS register state.
+  unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+  features.f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
   features.avx512f = __builtin_cpu_supports("avx512f");
   features.avx512bw = __builtin_cpu_supports("avx512bw");
   features.avx512vl = __builtin_cpu_supports("avx512vl");
