@@ -303,19 +303,24 @@ TEST(BenchSummary, MarkdownReportStatesTheContextAndLinksThePlot) {
   EXPECT_NE(report.find("![ms per decode step against position](plot.svg)"), std::string::npos);
 }
 
-TEST(BenchPlot, AxisTicksStepByOneTwoOrFiveTimesAPowerOfTen) {
-  AxisTicks positions = axis_ticks(2176, 8);
+TEST(BenchPlot, AxisTicksStepByOneTwoOrFiveTimesAPowerOfTenAndRoundTheEndsOutwards) {
+  AxisTicks positions = axis_ticks(0, 2176, 8);
+  EXPECT_DOUBLE_EQ(positions.begin, 0);
   EXPECT_DOUBLE_EQ(positions.step, 500);
   EXPECT_DOUBLE_EQ(positions.end, 2500);
-  AxisTicks ms = axis_ticks(24.2, 6);
+  AxisTicks one_prompt = axis_ticks(513, 640, 8);
+  EXPECT_DOUBLE_EQ(one_prompt.step, 20);
+  EXPECT_DOUBLE_EQ(one_prompt.begin, 500);
+  EXPECT_DOUBLE_EQ(one_prompt.end, 640);
+  AxisTicks ms = axis_ticks(0, 24.2, 6);
   EXPECT_DOUBLE_EQ(ms.step, 5);
   EXPECT_DOUBLE_EQ(ms.end, 25);
-  AxisTicks small = axis_ticks(0.37, 6);
+  AxisTicks small = axis_ticks(0, 0.37, 6);
   EXPECT_DOUBLE_EQ(small.step, 0.1);
   EXPECT_NEAR(small.end, 0.4, 1e-12);
-  AxisTicks exact = axis_ticks(20, 4);
-  EXPECT_DOUBLE_EQ(exact.end, 20);
-  EXPECT_DOUBLE_EQ(axis_ticks(0, 5).end, 1);
+  EXPECT_DOUBLE_EQ(axis_ticks(0, 20, 4).end, 20);
+  AxisTicks flat = axis_ticks(7, 7, 5);
+  EXPECT_LT(flat.begin, flat.end);
 }
 
 std::vector<StepRecord> sample_steps() {

@@ -81,9 +81,12 @@ std::vector<PlotSeries> plot_series(const std::vector<StepRecord>& steps) {
   return series;
 }
 
-AxisTicks axis_ticks(double max, int target) {
-  if (!(max > 0)) return AxisTicks{1, 1};
-  double rough = max / target;
+AxisTicks axis_ticks(double min, double max, int target) {
+  if (!(max > min)) {
+    double begin = std::floor(min);
+    return AxisTicks{begin, 1, begin + 1};
+  }
+  double rough = (max - min) / target;
   double magnitude = std::pow(10.0, std::floor(std::log10(rough)));
   double step = magnitude * 10;
   for (double factor : {1.0, 2.0, 5.0, 10.0}) {
@@ -92,24 +95,29 @@ AxisTicks axis_ticks(double max, int target) {
       break;
     }
   }
-  return AxisTicks{step, std::ceil(max / step - 1e-9) * step};
+  return AxisTicks{std::floor(min / step + 1e-9) * step, step, std::ceil(max / step - 1e-9) * step};
 }
 
 std::string render_step_plot(const std::vector<StepRecord>& steps, const std::string& title) {
   std::vector<PlotSeries> series = plot_series(steps);
+  double min_position = series.empty() ? 0 : series[0].points.front().first;
   double max_position = 0;
   double max_ms = 0;
   for (const PlotSeries& line : series) {
     for (const auto& [position, ms] : line.points) {
+      min_position = std::min(min_position, position);
       max_position = std::max(max_position, position);
       max_ms = std::max(max_ms, ms);
     }
   }
-  AxisTicks x_ticks = axis_ticks(max_position, 8);
-  AxisTicks y_ticks = axis_ticks(max_ms, 6);
+  // Positions start near the shortest prompt; ms start at zero so heights compare honestly.
+  AxisTicks x_ticks = axis_ticks(min_position, max_position, 8);
+  AxisTicks y_ticks = axis_ticks(0, max_ms, 6);
   const double plot_width = kWidth - kLeft - kRight;
   const double plot_height = kHeight - kTop - kBottom;
-  auto x_of = [&](double position) { return kLeft + position / x_ticks.end * plot_width; };
+  auto x_of = [&](double position) {
+    return kLeft + (position - x_ticks.begin) / (x_ticks.end - x_ticks.begin) * plot_width;
+  };
   auto y_of = [&](double ms) { return kTop + plot_height - ms / y_ticks.end * plot_height; };
   auto number = [](double value) { return format_fixed(value, 1); };
 
@@ -124,7 +132,7 @@ std::string render_step_plot(const std::vector<StepRecord>& steps, const std::st
 
   // Grid, ticks and tick labels.
   svg += "<g stroke=\"#dddddd\" stroke-width=\"1\">\n";
-  for (double x = 0; x <= x_ticks.end + x_ticks.step / 2; x += x_ticks.step) {
+  for (double x = x_ticks.begin; x <= x_ticks.end + x_ticks.step / 2; x += x_ticks.step) {
     svg += "<line x1=\"" + number(x_of(x)) + "\" y1=\"" + number(kTop) + "\" x2=\"" +
            number(x_of(x)) + "\" y2=\"" + number(kTop + plot_height) + "\"/>\n";
   }
@@ -133,7 +141,7 @@ std::string render_step_plot(const std::vector<StepRecord>& steps, const std::st
            number(kLeft + plot_width) + "\" y2=\"" + number(y_of(y)) + "\"/>\n";
   }
   svg += "</g>\n<g fill=\"#333333\">\n";
-  for (double x = 0; x <= x_ticks.end + x_ticks.step / 2; x += x_ticks.step) {
+  for (double x = x_ticks.begin; x <= x_ticks.end + x_ticks.step / 2; x += x_ticks.step) {
     svg += "<text x=\"" + number(x_of(x)) + "\" y=\"" + number(kTop + plot_height + 18) +
            "\" text-anchor=\"middle\">" + tick_label(x, x_ticks.step) + "</text>\n";
   }

@@ -18,13 +18,14 @@ struct PlotSeries {
 // Groups steps by (cache, prompt) in order of first appearance.
 std::vector<PlotSeries> plot_series(const std::vector<StepRecord>& steps);
 
-// Tick marks for [0, max]: a step of 1, 2 or 5 times a power of ten giving about `target`
-// intervals, and the axis end rounded up to a whole step.
+// Tick marks for an axis over [min, max]: a step of 1, 2 or 5 times a power of ten giving about
+// `target` intervals, with both ends rounded outwards to a whole step.
 struct AxisTicks {
+  double begin = 0;
   double step = 1;
   double end = 1;
 };
-AxisTicks axis_ticks(double max, int target);
+AxisTicks axis_ticks(double min, double max, int target);
 
 // A standalone SVG document with axes, ticks, labels, a title and a legend.
 std::string render_step_plot(const std::vector<StepRecord>& steps, const std::string& title);
