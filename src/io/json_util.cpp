@@ -50,6 +50,9 @@ nlohmann::json parse_json_object(std::string_view text, const std::string& sourc
     value = nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& error) {
     fail(source_name, ": ", what, " is not valid JSON (syntax error at byte ", error.byte, ")");
+  } catch (const nlohmann::json::exception& error) {
+    // For example out_of_range 406: a number too large for a double, such as 1e400.
+    fail(source_name, ": ", what, " is not valid JSON (", error.what(), ")");
   }
   if (!value.is_object()) {
     fail(source_name, ": ", what, " is not a JSON object (found ", value.type_name(), ")");
