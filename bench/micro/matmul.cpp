@@ -28,9 +28,9 @@ struct Shape {
 };
 
 constexpr Shape kShapes[] = {
-    {"q_proj", 896, 896},      {"k_proj", 128, 896},  {"v_proj", 128, 896},
-    {"o_proj", 896, 896},      {"gate_proj", 4864, 896}, {"up_proj", 4864, 896},
-    {"down_proj", 896, 4864},  {"lm_head", 151936, 896},
+    {"q_proj", 896, 896},     {"k_proj", 128, 896},     {"v_proj", 128, 896},
+    {"o_proj", 896, 896},     {"gate_proj", 4864, 896}, {"up_proj", 4864, 896},
+    {"down_proj", 896, 4864}, {"lm_head", 151936, 896},
 };
 
 // GEMV weights cycle through copies whose total exceeds the last-level cache, so each call
@@ -60,8 +60,9 @@ void run_linear(benchmark::State& state, const Shape& shape, int64_t rows, int t
   fornace::set_num_threads(threads);
   const int64_t weight_elements = shape.outputs * shape.depth;
   const int64_t weight_bytes = weight_elements * fornace::dtype_size(weight_dtype);
-  const int64_t copies =
-      rows <= fornace::cpu::kGemvMaxRows ? std::max<int64_t>(1, kMinWeightFootprint / weight_bytes) : 1;
+  const int64_t copies = rows <= fornace::cpu::kGemvMaxRows
+                             ? std::max<int64_t>(1, kMinWeightFootprint / weight_bytes)
+                             : 1;
 
   std::vector<float> values = pseudo_random(weight_elements, 1);
   std::vector<char> weights(copies * weight_bytes);
@@ -98,8 +99,8 @@ void run_linear(benchmark::State& state, const Shape& shape, int64_t rows, int t
   }
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(weight_bytes) * 1e-9,
                                               benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(2.0 * rows * weight_elements * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * rows * weight_elements * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(fornace::cpu::isa_name(fornace::cpu::active_isa()));
   fornace::set_num_threads(0);
 }

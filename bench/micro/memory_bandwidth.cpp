@@ -38,8 +38,8 @@ __attribute__((target("avx2"))) uint64_t read_avx2(const uint64_t* words, int64_
       sums[lane] = _mm256_add_epi64(sums[lane], _mm256_load_si256(vectors + index + lane));
     }
   }
-  __m256i total = _mm256_add_epi64(_mm256_add_epi64(sums[0], sums[1]),
-                                   _mm256_add_epi64(sums[2], sums[3]));
+  __m256i total =
+      _mm256_add_epi64(_mm256_add_epi64(sums[0], sums[1]), _mm256_add_epi64(sums[2], sums[3]));
   uint64_t lanes[4];
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes), total);
   return lanes[0] + lanes[1] + lanes[2] + lanes[3];

@@ -43,7 +43,9 @@ Isa detect_isa(const CpuFeatures& features) {
   return Isa::portable;
 }
 
-Isa lower(Isa left, Isa right) { return static_cast<int>(left) < static_cast<int>(right) ? left : right; }
+Isa lower(Isa left, Isa right) {
+  return static_cast<int>(left) < static_cast<int>(right) ? left : right;
+}
 
 // The level before any set_isa() call: detected, capped by FORNACE_ISA.
 Isa default_isa() {
@@ -77,8 +79,8 @@ Isa active_isa() {
 
 void set_isa(Isa isa) {
   if (static_cast<int>(isa) > static_cast<int>(detected_isa())) {
-    fail("set_isa: this CPU does not support ", isa_name(isa), " (highest: ",
-         isa_name(detected_isa()), ")");
+    fail("set_isa: this CPU does not support ", isa_name(isa),
+         " (highest: ", isa_name(detected_isa()), ")");
   }
   forced_isa.store(static_cast<int>(isa), std::memory_order_relaxed);
 }

@@ -113,8 +113,8 @@ void transpose_into_f32(const Element* row, int64_t k_count, int64_t columns, fl
 
 // Packs the weight rows [column_begin, column_begin + kernel.columns) (rows past the weight are
 // zero), k in [k_begin, k_begin + k_count), transposed into the kernel's panel format.
-void pack_weight_panel(const GemmKernel& kernel, const LinearProblem& problem,
-                       int64_t column_begin, int64_t k_begin, int64_t k_count, void* panel) {
+void pack_weight_panel(const GemmKernel& kernel, const LinearProblem& problem, int64_t column_begin,
+                       int64_t k_begin, int64_t k_count, void* panel) {
   int64_t columns_valid = std::min<int64_t>(kernel.columns, problem.outputs - column_begin);
   if (kernel.bf16_pairs) {
     kernels::pack_bf16_pairs_avx512(static_cast<const uint16_t*>(problem.weight) +
@@ -197,8 +197,8 @@ void gemm(const LinearProblem& problem) {
   const int64_t weight_panel_bytes = kernel.columns * block_depth * element_bytes;
 
   // Row blocks of equal length whose packed input fits kInputBlockBytes.
-  const int64_t panel_rows_limit = std::max<int64_t>(
-      1, kInputBlockBytes / (depth_blocks * input_panel_bytes));
+  const int64_t panel_rows_limit =
+      std::max<int64_t>(1, kInputBlockBytes / (depth_blocks * input_panel_bytes));
   const int64_t row_blocks = divide_up(divide_up(problem.rows, kernel.rows), panel_rows_limit);
   const int64_t block_rows = round_up(divide_up(problem.rows, row_blocks), kernel.rows);
   const int64_t block_panels = block_rows / kernel.rows;
@@ -222,10 +222,11 @@ void gemm(const LinearProblem& problem) {
         int64_t depth_block = index / panels_here;
         int64_t panel = index % panels_here;
         int64_t k_begin = depth_block * block_depth;
-        pack_input_panel(kernel, problem.input + (row_begin + panel * kernel.rows) * problem.input_stride,
-                         problem.input_stride, std::min<int64_t>(kernel.rows, rows_here - panel * kernel.rows),
-                         k_begin, std::min(block_depth, problem.depth - k_begin),
-                         input_pack + (depth_block * panels_here + panel) * input_panel_bytes);
+        pack_input_panel(
+            kernel, problem.input + (row_begin + panel * kernel.rows) * problem.input_stride,
+            problem.input_stride, std::min<int64_t>(kernel.rows, rows_here - panel * kernel.rows),
+            k_begin, std::min(block_depth, problem.depth - k_begin),
+            input_pack + (depth_block * panels_here + panel) * input_panel_bytes);
       }
     });
 

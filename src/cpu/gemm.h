@@ -14,9 +14,9 @@ namespace fornace::cpu {
 struct LinearProblem {
   const float* input = nullptr;
   int64_t input_stride = 0;
-  int64_t rows = 0;     // M
-  int64_t depth = 0;    // K
-  int64_t outputs = 0;  // N
+  int64_t rows = 0;              // M
+  int64_t depth = 0;             // K
+  int64_t outputs = 0;           // N
   const void* weight = nullptr;  // f32, bf16 or f16
   DType weight_dtype = DType::f32;
   int64_t weight_stride = 0;

@@ -5,8 +5,8 @@
 
 namespace fornace::cpu::kernels {
 
-void gemm_f32_6x16_avx2(int64_t steps, const void* input_panel, const void* weight_panel,
-                        float* c, int64_t c_stride, bool accumulate, const float* bias) {
+void gemm_f32_6x16_avx2(int64_t steps, const void* input_panel, const void* weight_panel, float* c,
+                        int64_t c_stride, bool accumulate, const float* bias) {
   constexpr int kRows = 6;
   const float* input = static_cast<const float*>(input_panel);
   const float* weight = static_cast<const float*>(weight_panel);

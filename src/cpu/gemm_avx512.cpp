@@ -199,8 +199,8 @@ void gemm_f32_12x32_avx512(int64_t steps, const void* input_panel, const void* w
 void convert_f32_to_bf16_avx512(const float* source, uint16_t* destination, int64_t count) {
   int64_t index = 0;
   for (; index + 32 <= count; index += 32) {
-    __m512bh packed = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(source + index + 16),
-                                          _mm512_loadu_ps(source + index));
+    __m512bh packed =
+        _mm512_cvtne2ps_pbh(_mm512_loadu_ps(source + index + 16), _mm512_loadu_ps(source + index));
     _mm512_storeu_si512(destination + index, (__m512i)packed);
   }
   for (; index < count; index += 16) {

@@ -23,8 +23,8 @@ void gemm_bf16_12x32_avx512(int64_t steps, const void* input_panel, const void* 
                             float* c, int64_t c_stride, bool accumulate, const float* bias);
 void gemm_f32_12x32_avx512(int64_t steps, const void* input_panel, const void* weight_panel,
                            float* c, int64_t c_stride, bool accumulate, const float* bias);
-void gemm_f32_6x16_avx2(int64_t steps, const void* input_panel, const void* weight_panel,
-                        float* c, int64_t c_stride, bool accumulate, const float* bias);
+void gemm_f32_6x16_avx2(int64_t steps, const void* input_panel, const void* weight_panel, float* c,
+                        int64_t c_stride, bool accumulate, const float* bias);
 
 // Packs a bf16 weight panel for gemm_bf16_12x32_avx512: 32 weight rows (columns_valid of them
 // real, the rest zero) of k_count values each, as [k / 2][32][2]; an odd last k pairs with zero.

@@ -76,11 +76,11 @@ void gemv(const LinearProblem& problem) {
       if (problem.weight_dtype == DType::bf16) {
         kernel = kernels::gemv_bf16_dot_avx512;
         // Round the input to bf16 once per call.
-        input_stride = std::max<int64_t>(kBf16RowAlignment,
-                                         (problem.depth + kBf16RowAlignment - 1) /
-                                             kBf16RowAlignment * kBf16RowAlignment);
-        auto* rounded = static_cast<uint16_t*>(
-            thread_scratch(problem.rows * input_stride * sizeof(uint16_t)));
+        input_stride =
+            std::max<int64_t>(kBf16RowAlignment, (problem.depth + kBf16RowAlignment - 1) /
+                                                     kBf16RowAlignment * kBf16RowAlignment);
+        auto* rounded =
+            static_cast<uint16_t*>(thread_scratch(problem.rows * input_stride * sizeof(uint16_t)));
         for (int64_t row = 0; row < problem.rows; ++row) {
           kernels::convert_f32_to_bf16_avx512(problem.input + row * problem.input_stride,
                                               rounded + row * input_stride, problem.depth);

@@ -29,8 +29,8 @@ template <int Rows>
 inline void store_row_sums(const GemvArguments& arguments, int64_t column,
                            const __m512 (&acc)[Rows][kChunks]) {
   for (int row = 0; row < Rows; ++row) {
-    float sum = _mm512_reduce_add_ps(
-        _mm512_add_ps(_mm512_add_ps(acc[row][0], acc[row][1]), _mm512_add_ps(acc[row][2], acc[row][3])));
+    float sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[row][0], acc[row][1]),
+                                                   _mm512_add_ps(acc[row][2], acc[row][3])));
     if (arguments.bias) sum += arguments.bias[column];
     arguments.output[row * arguments.output_stride + column] = sum;
   }
@@ -109,8 +109,8 @@ void dot_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
       for (int chunk = 0; chunk < kChunks; ++chunk) {
         __m512bh weights = (__m512bh)_mm512_loadu_si512(weight + k + 32 * chunk);
         for (int row = 0; row < Rows; ++row) {
-          __m512bh value = (__m512bh)_mm512_loadu_si512(input + row * arguments.input_stride + k +
-                                                        32 * chunk);
+          __m512bh value =
+              (__m512bh)_mm512_loadu_si512(input + row * arguments.input_stride + k + 32 * chunk);
           acc[row][chunk] = _mm512_dpbf16_ps(acc[row][chunk], value, weights);
         }
       }

@@ -1,6 +1,5 @@
 // matmul and linear over the CPU GEMV/GEMM kernels (cpu/gemm.h).
 #include <algorithm>
-
 #include <memory>
 
 #include "core/error.h"
@@ -163,8 +162,8 @@ Tensor matmul(const Tensor& left, const Tensor& right) {
   };
 
   // When the right operand has one batch and the left has all of them, fold the batches into rows.
-  const bool fold_batches = right_columns.numel() == depth * outputs &&
-                            left_rows.numel() == batches * rows * depth;
+  const bool fold_batches =
+      right_columns.numel() == depth * outputs && left_rows.numel() == batches * rows * depth;
   const int64_t calls = fold_batches ? 1 : batches;
   for (int64_t call = 0; call < calls; ++call) {
     int64_t left_offset = 0;

@@ -1,5 +1,7 @@
 // The thread pool: every index runs once in contiguous parts, workers wake from sleep, a job
 // dispatched right after the workers restart is not lost, and nested runs stay inline.
+#include "cpu/thread_pool.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,8 +11,6 @@
 #include <thread>
 #include <utility>
 #include <vector>
-
-#include "cpu/thread_pool.h"
 
 namespace fornace {
 namespace {

@@ -51,9 +51,7 @@ class KernelPathTest : public testing::TestWithParam<KernelPath> {
   }
 };
 
-double round_to_bf16(double value) {
-  return bf16_to_f32(f32_to_bf16(static_cast<float>(value)));
-}
+double round_to_bf16(double value) { return bf16_to_f32(f32_to_bf16(static_cast<float>(value))); }
 
 // Reference: out[m][n] = sum_k x[m][k] * w[n][k] + b[n] in double, and the scale
 // sum_k |x[m][k] * w[n][k]| + |b[n]| that bounds the f32 rounding error.
@@ -96,8 +94,7 @@ void expect_near_reference(const std::vector<double>& actual, const Reference& r
     if (!(error <= allowed)) {
       ++failures;
       ADD_FAILURE() << context << ": element " << i << " is " << actual[i] << ", expected "
-                    << reference.values[i] << " (error " << error << ", allowed " << allowed
-                    << ")";
+                    << reference.values[i] << " (error " << error << ", allowed " << allowed << ")";
     }
   }
 }
@@ -114,7 +111,7 @@ struct LinearShape {
 // Sizes 1, 3, 17 and 4097 in each of M, K and N, GEMV and GEMM edges, odd depths and depths
 // spanning several packed panels.
 const LinearShape kLinearShapes[] = {
-    {1, 17, 3},   {3, 4097, 17}, {17, 3, 4097}, {4097, 17, 3}, {1, 4097, 1},  {4, 896, 128},
+    {1, 17, 3},   {3, 4097, 17}, {17, 3, 4097},  {4097, 17, 3}, {1, 4097, 1}, {4, 896, 128},
     {2, 64, 300}, {5, 33, 65},   {13, 1025, 37}, {64, 600, 96}, {1, 1, 1},    {29, 520, 33},
 };
 
@@ -150,9 +147,9 @@ TEST_P(KernelPathTest, LinearReadsStridedAndBroadcastInputsAndBatchDims) {
   std::vector<double> weight_values = to_f64_vector(weight);
   bool round_input = cpu::linear_rounds_input_to_bf16(DType::bf16);
   std::vector<Tensor> inputs = {
-      randn({depth, 6}, 8).transpose(0, 1),                   // transposed view
-      randn({3, 9, depth + 4}, 9).narrow(2, 2, depth),          // narrowed last dim, batch dims
-      randn({1, depth}, 10).broadcast_as({5, depth}),          // broadcast rows
+      randn({depth, 6}, 8).transpose(0, 1),             // transposed view
+      randn({3, 9, depth + 4}, 9).narrow(2, 2, depth),  // narrowed last dim, batch dims
+      randn({1, depth}, 10).broadcast_as({5, depth}),   // broadcast rows
       randn({2, depth}, 11).unsqueeze(0).broadcast_as({4, 2, depth}),
       test::make_tensor(test::random_values(3 * depth, 12), {3, depth}, DType::f32,
                         test::Storage::padded),
@@ -218,8 +215,8 @@ std::vector<double> reference_matmul(const std::vector<double>& left,
         double sum = 0.0;
         double magnitude = 0.0;
         for (int64_t k = 0; k < depth; ++k) {
-          double product = left[(batch * rows + m) * depth + k] *
-                           right[(batch * depth + k) * outputs + n];
+          double product =
+              left[(batch * rows + m) * depth + k] * right[(batch * depth + k) * outputs + n];
           sum += product;
           magnitude += std::abs(product);
         }
@@ -251,8 +248,7 @@ void check_matmul(const Tensor& left, const Tensor& right, const Dims& expected_
   Reference reference;
   reference.values = reference_matmul(to_f64_vector(left.broadcast_as(left_shape)),
                                       to_f64_vector(right.broadcast_as(right_shape)),
-                                      batch_shape.product(), rows, depth, outputs,
-                                      reference.scale);
+                                      batch_shape.product(), rows, depth, outputs, reference.scale);
   expect_near_reference(to_f64_vector(output), reference, kAccumulationTolerance,
                         left.dtype() == DType::f32 ? 0.0 : test::relative_tolerance(left.dtype()),
                         "matmul " + left.describe() + " x " + right.describe());
@@ -279,10 +275,9 @@ TEST_P(KernelPathTest, MatmulBroadcastsBatchDimsOverAnyLayout) {
   check_matmul(randn({5, 7}, 3), randn({2, 7, 6}, 4), {2, 5, 6});
   check_matmul(randn({3, 9, 8}, 5), randn({8, 11}, 6), {3, 9, 11});
   // Transposed, narrowed and broadcast operands.
-  check_matmul(randn({2, 7, 5}, 7).transpose(1, 2), randn({2, 6, 7}, 8).transpose(1, 2),
-               {2, 5, 6});
-  check_matmul(randn({4, 12}, 9).narrow(1, 3, 6), randn({10, 20}, 10).narrow(0, 2, 6).narrow(1, 1, 17),
-               {4, 17});
+  check_matmul(randn({2, 7, 5}, 7).transpose(1, 2), randn({2, 6, 7}, 8).transpose(1, 2), {2, 5, 6});
+  check_matmul(randn({4, 12}, 9).narrow(1, 3, 6),
+               randn({10, 20}, 10).narrow(0, 2, 6).narrow(1, 1, 17), {4, 17});
   check_matmul(randn({1, 3, 5}, 11).broadcast_as({4, 3, 5}), randn({5, 1}, 12).broadcast_as({5, 9}),
                {4, 3, 9});
   // Attention-shaped: [B, H, S, D] x [B, H, D, S] with a transposed key view, in bf16.
