@@ -87,7 +87,7 @@ void attention(const StridedInput& query, const StridedInput& key, const Strided
   // Too few tiles to keep every thread busy (decode): split each tile's key range too.
   ThreadPool& pool = ThreadPool::global();
   int64_t units = plan.batch * plan.kv_heads * plan.tiles;
-  int64_t wanted = pool.threads() > 1 ? 4 * pool.threads() : 1;
+  int64_t wanted = pool.threads();
   plan.splits = 1;
   if (units < wanted) {
     int64_t by_length = (plan.kv_length + kMinSplitKeys - 1) / kMinSplitKeys;

@@ -3,10 +3,15 @@
 // this file, so every copy has its own namespace and no inline function crosses ISAs.
 //
 // A tile holds up to kAttentionTileRows query rows that share one kv head (the heads of a GQA
-// group, for one or more positions). It walks its key range in blocks of kAttentionBlockKeys:
-// each K and V row of a block is read once from memory (in place when it is unit-stride f32)
-// and then from L1 by every row of the tile. Softmax is online (running max and sum), so no
-// [Sq, Skv] matrix is ever formed.
+// group, for one or more positions), so every K and V row is read once for all of them. The tile
+// walks its key range in blocks of kAttentionBlockKeys, flash-attention style:
+//   1. the block's K rows are transposed into a [D, block keys] scratch (always, whatever the
+//      layout, so the arithmetic never depends on where K came from);
+//   2. scores = Q · K^T by a register-blocked product: a few rows by a few vectors of keys,
+//      vertical FMAs only, with no horizontal sums;
+//   3. an online softmax per row (running max and sum) turns the scores into weights;
+//   4. accumulators += weights · V by the same register-blocked product, V rows read in place.
+// No [Sq, Skv] matrix is ever formed, and keys past a row's causal limit are masked or skipped.
 
 #include <algorithm>
 #include <cmath>
@@ -20,23 +25,43 @@
 namespace fornace::cpu::FORNACE_KERNEL_NAMESPACE {
 namespace {
 
-struct TileScratch {
-  std::vector<float> query;         // [tile rows, D], pre-scaled.
-  std::vector<float> accumulators;  // [tile rows, D].
-  std::vector<float> scores;        // [tile rows, block keys].
-  std::vector<float> keys;          // [block keys, D] when K needs conversion.
-  std::vector<float> values;        // [block keys, D] when V needs conversion.
-  std::vector<float> row;           // [D] for a converted output row.
+using simd::Vec;
 
-  void reserve(int64_t head_dim) {
+// The register tile of the products: up to kMaxTileRows rows by kColumnVectors vectors, sized
+// to the register file (32 vector registers with AVX-512, 16 otherwise).
+#if defined(__AVX512F__)
+constexpr int kColumnVectors = 4;
+#else
+constexpr int kColumnVectors = 2;
+#endif
+constexpr int kMaxTileRows = 6;
+constexpr int64_t kColumns = kColumnVectors * simd::kWidth;
+constexpr int64_t kBlockKeys = kAttentionBlockKeys;
+static_assert(kBlockKeys % kColumns == 0);
+
+inline int64_t round_up(int64_t value, int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+struct TileScratch {
+  std::vector<float> query;          // [tile rows, D], pre-scaled.
+  std::vector<float> accumulators;   // [tile rows, padded D].
+  std::vector<float> scores;         // [tile rows, block keys]: scores, then softmax weights.
+  std::vector<float> keys;           // [block keys, D] when K needs conversion.
+  std::vector<float> keys_by_dim;    // [D, block keys]: the block's K transposed.
+  std::vector<float> values;         // [block keys, padded D] when V is not used in place.
+  std::vector<float> row;            // [D] for a converted output row.
+
+  void reserve(int64_t head_dim, int64_t padded_dim) {
     auto grow = [](std::vector<float>& buffer, int64_t size) {
       if (static_cast<int64_t>(buffer.size()) < size) buffer.resize(size);
     };
     grow(query, kAttentionTileRows * head_dim);
-    grow(accumulators, kAttentionTileRows * head_dim);
-    grow(scores, kAttentionTileRows * kAttentionBlockKeys);
-    grow(keys, kAttentionBlockKeys * head_dim);
-    grow(values, kAttentionBlockKeys * head_dim);
+    grow(accumulators, kAttentionTileRows * padded_dim);
+    grow(scores, kAttentionTileRows * kBlockKeys);
+    grow(keys, kBlockKeys * head_dim);
+    grow(keys_by_dim, head_dim * kBlockKeys);
+    grow(values, kBlockKeys * padded_dim);
     grow(row, head_dim);
   }
 };
@@ -49,76 +74,224 @@ inline int64_t row_start(const Layout& layout, int64_t batch, int64_t head, int6
          position * layout.strides[2];
 }
 
-// Rows [first, first + count) of kv head (batch, head) as f32 rows `*row_stride` apart: in place
-// when the operand is unit-stride f32, otherwise converted into `buffer`.
+inline bool unit_stride_f32(const StridedInput& input, int64_t head_dim) {
+  return input.dtype == DType::f32 && (input.layout.strides[3] == 1 || head_dim == 1);
+}
+
+// Rows [first, first + count) of kv head (batch, head) as f32 rows `*row_stride` apart, each
+// `width` >= D wide with zeros past D: in place when the operand is unit-stride f32 and no
+// padding is needed, otherwise converted into `buffer`.
 inline const float* kv_rows(const StridedInput& input, int64_t batch, int64_t head, int64_t first,
-                            int64_t count, int64_t head_dim, float* buffer,
+                            int64_t count, int64_t head_dim, int64_t width, float* buffer,
                             int64_t* row_stride) {
   const Layout& layout = input.layout;
   int64_t start = row_start(layout, batch, head, first);
-  if (input.dtype == DType::f32 && (layout.strides[3] == 1 || head_dim == 1)) {
+  if (unit_stride_f32(input, head_dim) && width == head_dim) {
     *row_stride = layout.strides[2];
     return static_cast<const float*>(input.base) + start;
   }
   for (int64_t j = 0; j < count; ++j) {
+    float* row = buffer + j * width;
     load_f32(input.base, input.dtype, start + j * layout.strides[2], layout.strides[3], head_dim,
-             buffer + j * head_dim);
+             row);
+    std::fill(row + head_dim, row + width, 0.0f);
   }
-  *row_stride = head_dim;
+  *row_stride = width;
   return buffer;
 }
 
-using simd::Vec;
+// Transposes the kWidth x kWidth block at `source` (rows `source_stride` apart) into
+// `destination` (rows `destination_stride` apart).
+inline void transpose_block(const float* source, int64_t source_stride, float* destination,
+                            int64_t destination_stride) {
+#if defined(__AVX512F__)
+  __m512 rows[16];
+  __m512 pairs[16];
+  for (int i = 0; i < 16; ++i) rows[i] = _mm512_loadu_ps(source + i * source_stride);
+  // Interleave neighbouring rows, then pairs of rows: rows[4i + c] holds, in 128-bit lane l,
+  // element 4l + c of rows 4i..4i+3.
+  for (int i = 0; i < 8; ++i) {
+    pairs[2 * i] = _mm512_unpacklo_ps(rows[2 * i], rows[2 * i + 1]);
+    pairs[2 * i + 1] = _mm512_unpackhi_ps(rows[2 * i], rows[2 * i + 1]);
+  }
+  auto as_double = [](__m512 value) { return _mm512_castps_pd(value); };
+  for (int i = 0; i < 4; ++i) {
+    for (int half = 0; half < 2; ++half) {
+      __m512d low = as_double(pairs[4 * i + half]);
+      __m512d high = as_double(pairs[4 * i + 2 + half]);
+      rows[4 * i + 2 * half] = _mm512_castpd_ps(_mm512_unpacklo_pd(low, high));
+      rows[4 * i + 2 * half + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(low, high));
+    }
+  }
+  // Gather lane l of the four row groups into column 4l + c.
+  for (int c = 0; c < 4; ++c) {
+    __m512 first_low = _mm512_shuffle_f32x4(rows[c], rows[4 + c], 0x44);
+    __m512 first_high = _mm512_shuffle_f32x4(rows[c], rows[4 + c], 0xEE);
+    __m512 second_low = _mm512_shuffle_f32x4(rows[8 + c], rows[12 + c], 0x44);
+    __m512 second_high = _mm512_shuffle_f32x4(rows[8 + c], rows[12 + c], 0xEE);
+    _mm512_storeu_ps(destination + c * destination_stride,
+                     _mm512_shuffle_f32x4(first_low, second_low, 0x88));
+    _mm512_storeu_ps(destination + (4 + c) * destination_stride,
+                     _mm512_shuffle_f32x4(first_low, second_low, 0xDD));
+    _mm512_storeu_ps(destination + (8 + c) * destination_stride,
+                     _mm512_shuffle_f32x4(first_high, second_high, 0x88));
+    _mm512_storeu_ps(destination + (12 + c) * destination_stride,
+                     _mm512_shuffle_f32x4(first_high, second_high, 0xDD));
+  }
+#elif defined(__AVX2__)
+  __m256 rows[8];
+  __m256 pairs[8];
+  for (int i = 0; i < 8; ++i) rows[i] = _mm256_loadu_ps(source + i * source_stride);
+  for (int i = 0; i < 4; ++i) {
+    pairs[2 * i] = _mm256_unpacklo_ps(rows[2 * i], rows[2 * i + 1]);
+    pairs[2 * i + 1] = _mm256_unpackhi_ps(rows[2 * i], rows[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    for (int half = 0; half < 2; ++half) {
+      __m256d low = _mm256_castps_pd(pairs[4 * i + half]);
+      __m256d high = _mm256_castps_pd(pairs[4 * i + 2 + half]);
+      rows[4 * i + 2 * half] = _mm256_castpd_ps(_mm256_unpacklo_pd(low, high));
+      rows[4 * i + 2 * half + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(low, high));
+    }
+  }
+  for (int c = 0; c < 4; ++c) {
+    _mm256_storeu_ps(destination + c * destination_stride,
+                     _mm256_permute2f128_ps(rows[c], rows[4 + c], 0x20));
+    _mm256_storeu_ps(destination + (4 + c) * destination_stride,
+                     _mm256_permute2f128_ps(rows[c], rows[4 + c], 0x31));
+  }
+#elif defined(__SSE2__)
+  __m128 row0 = _mm_loadu_ps(source);
+  __m128 row1 = _mm_loadu_ps(source + source_stride);
+  __m128 row2 = _mm_loadu_ps(source + 2 * source_stride);
+  __m128 row3 = _mm_loadu_ps(source + 3 * source_stride);
+  _MM_TRANSPOSE4_PS(row0, row1, row2, row3);
+  _mm_storeu_ps(destination, row0);
+  _mm_storeu_ps(destination + destination_stride, row1);
+  _mm_storeu_ps(destination + 2 * destination_stride, row2);
+  _mm_storeu_ps(destination + 3 * destination_stride, row3);
+#else
+  (void)source_stride;
+  (void)destination_stride;
+  *destination = *source;
+#endif
+}
+
+// keys_by_dim[d * kBlockKeys + j] = keys[j * key_stride + d] for j < count, and 0 for
+// count <= j < round_up(count, kColumns).
+void transpose_keys(const float* keys, int64_t key_stride, int64_t count, int64_t head_dim,
+                    float* keys_by_dim) {
+  constexpr int64_t width = simd::kWidth;
+  const int64_t full_keys = count / width * width;
+  const int64_t full_dims = head_dim / width * width;
+  for (int64_t j = 0; j < full_keys; j += width) {
+    for (int64_t d = 0; d < full_dims; d += width) {
+      transpose_block(keys + j * key_stride + d, key_stride, keys_by_dim + d * kBlockKeys + j,
+                      kBlockKeys);
+    }
+  }
+  for (int64_t d = full_dims; d < head_dim; ++d) {
+    for (int64_t j = 0; j < full_keys; ++j) keys_by_dim[d * kBlockKeys + j] = keys[j * key_stride + d];
+  }
+  const int64_t columns = round_up(count, kColumns);
+  for (int64_t d = 0; d < head_dim; ++d) {
+    for (int64_t j = full_keys; j < columns; ++j) {
+      keys_by_dim[d * kBlockKeys + j] = j < count ? keys[j * key_stride + d] : 0.0f;
+    }
+  }
+}
+
+// The register tile: out[r][0, kColumns) = (accumulate ? out[r] : 0) + sum over k < depth, in
+// order, of left[r * left_stride + k] * right[k * right_stride + (0, kColumns)], for r < kRows.
+template <int kRows>
+inline void multiply_tile(const float* left, int64_t left_stride, const float* right,
+                          int64_t right_stride, int64_t depth, float* out, int64_t out_stride,
+                          bool accumulate) {
+  Vec sums[kRows][kColumnVectors];
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kColumnVectors; ++v) {
+      sums[r][v] = accumulate ? simd::load(out + r * out_stride + v * simd::kWidth)
+                              : simd::broadcast(0.0f);
+    }
+  }
+  for (int64_t k = 0; k < depth; ++k) {
+    Vec columns[kColumnVectors];
+    for (int v = 0; v < kColumnVectors; ++v) {
+      columns[v] = simd::load(right + k * right_stride + v * simd::kWidth);
+    }
+    for (int r = 0; r < kRows; ++r) {
+      const Vec factor = simd::broadcast(left[r * left_stride + k]);
+      for (int v = 0; v < kColumnVectors; ++v) {
+        sums[r][v] = simd::multiply_add(factor, columns[v], sums[r][v]);
+      }
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kColumnVectors; ++v) {
+      simd::store(out + r * out_stride + v * simd::kWidth, sums[r][v]);
+    }
+  }
+}
+
+// out[rows, columns] = (accumulate ? out : 0) + left[rows, depth] · right[depth, columns], with
+// `columns` a multiple of kColumns. Rows go in balanced groups of at most kMaxTileRows (7 rows
+// run as 4 + 3, not 6 + 1).
+void multiply(const float* left, int64_t left_stride, const float* right, int64_t right_stride,
+              int64_t depth, float* out, int64_t out_stride, int64_t rows, int64_t columns,
+              bool accumulate) {
+  int64_t groups = (rows + kMaxTileRows - 1) / kMaxTileRows;
+  int64_t row = 0;
+  for (int64_t group = 0; group < groups; ++group) {
+    int64_t count = (rows - row + (groups - group) - 1) / (groups - group);
+    const float* group_left = left + row * left_stride;
+    float* group_out = out + row * out_stride;
+    for (int64_t column = 0; column < columns; column += kColumns) {
+      const float* group_right = right + column;
+      float* tile_out = group_out + column;
+      switch (count) {
+        case 1:
+          multiply_tile<1>(group_left, left_stride, group_right, right_stride, depth, tile_out,
+                           out_stride, accumulate);
+          break;
+        case 2:
+          multiply_tile<2>(group_left, left_stride, group_right, right_stride, depth, tile_out,
+                           out_stride, accumulate);
+          break;
+        case 3:
+          multiply_tile<3>(group_left, left_stride, group_right, right_stride, depth, tile_out,
+                           out_stride, accumulate);
+          break;
+        case 4:
+          multiply_tile<4>(group_left, left_stride, group_right, right_stride, depth, tile_out,
+                           out_stride, accumulate);
+          break;
+        case 5:
+          multiply_tile<5>(group_left, left_stride, group_right, right_stride, depth, tile_out,
+                           out_stride, accumulate);
+          break;
+        default:
+          multiply_tile<6>(group_left, left_stride, group_right, right_stride, depth, tile_out,
+                           out_stride, accumulate);
+          break;
+      }
+    }
+    row += count;
+  }
+}
+static_assert(kMaxTileRows == 6, "multiply() dispatches row counts 1 to 6");
 
 inline void scale_in_place(float* values, float factor, int64_t count) {
   const Vec scale = simd::broadcast(factor);
   simd::transform(values, values, count, [&](Vec x) { return simd::multiply(x, scale); });
 }
 
-// accumulators = accumulators * correction + sum over j < count of weights[j] * rows[j].
-// With a head dim known at compile time the accumulators stay in registers across the keys.
-template <int64_t kFixedDim>
-inline void accumulate_rows(float* accumulators, float correction, const float* weights,
-                            const float* rows, int64_t row_stride, int64_t count,
-                            int64_t runtime_dim) {
-  if constexpr (kFixedDim != 0) {
-    constexpr int kVectors = kFixedDim / simd::kWidth;
-    static_assert(kFixedDim % simd::kWidth == 0);
-    const Vec scale = simd::broadcast(correction);
-    Vec sums[kVectors];
-    for (int c = 0; c < kVectors; ++c) {
-      sums[c] = simd::multiply(simd::load(accumulators + c * simd::kWidth), scale);
-    }
-    for (int64_t j = 0; j < count; ++j) {
-      const Vec weight = simd::broadcast(weights[j]);
-      const float* row = rows + j * row_stride;
-      for (int c = 0; c < kVectors; ++c) {
-        sums[c] = simd::multiply_add(weight, simd::load(row + c * simd::kWidth), sums[c]);
-      }
-    }
-    for (int c = 0; c < kVectors; ++c) simd::store(accumulators + c * simd::kWidth, sums[c]);
-  } else {
-    if (correction != 1.0f) scale_in_place(accumulators, correction, runtime_dim);
-    for (int64_t j = 0; j < count; ++j) {
-      const float* row = rows + j * row_stride;
-      const Vec weight = simd::broadcast(weights[j]);
-      int64_t d = 0;
-      for (; d + simd::kWidth <= runtime_dim; d += simd::kWidth) {
-        simd::store(accumulators + d, simd::multiply_add(weight, simd::load(row + d),
-                                                         simd::load(accumulators + d)));
-      }
-      for (; d < runtime_dim; ++d) accumulators[d] += weights[j] * row[d];
-    }
-  }
-}
-
 // One work item: tile `tile` of (batch, kv_head) over key split `split`.
-template <int64_t kFixedDim>
 void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int64_t tile,
                   int64_t split, float* partial) {
-  const int64_t head_dim = kFixedDim ? kFixedDim : plan.head_dim;
+  const int64_t head_dim = plan.head_dim;
+  const int64_t padded_dim = round_up(head_dim, kColumns);
   TileScratch& scratch = tile_scratch;
-  scratch.reserve(head_dim);
+  scratch.reserve(head_dim, padded_dim);
 
   int64_t first_row = tile * kAttentionTileRows;
   int64_t rows = std::min(kAttentionTileRows, plan.rows_per_group - first_row);
@@ -145,6 +318,7 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
 
   float* query = scratch.query.data();
   float* accumulators = scratch.accumulators.data();
+  float* scores = scratch.scores.data();
   const Layout& query_layout = plan.query.layout;
   for (int64_t r = 0; r < rows; ++r) {
     float* query_row = query + r * head_dim;
@@ -152,35 +326,46 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
              row_start(query_layout, batch, heads[r], positions[r]), query_layout.strides[3],
              head_dim, query_row);
     scale_in_place(query_row, plan.scale, head_dim);
-    std::fill(accumulators + r * head_dim, accumulators + (r + 1) * head_dim, 0.0f);
   }
+  std::fill(accumulators, accumulators + rows * padded_dim, 0.0f);
 
-  for (int64_t block = key_begin; block < key_end; block += kAttentionBlockKeys) {
-    int64_t block_keys = std::min(kAttentionBlockKeys, key_end - block);
+  for (int64_t block = key_begin; block < key_end; block += kBlockKeys) {
+    int64_t block_keys = std::min(kBlockKeys, key_end - block);
+    int64_t columns = round_up(block_keys, kColumns);
+
+    // Scores of every row against the block's keys.
     int64_t key_stride = 0;
-    int64_t value_stride = 0;
-    const float* keys = kv_rows(plan.key, batch, kv_head, block, block_keys, head_dim,
+    const float* keys = kv_rows(plan.key, batch, kv_head, block, block_keys, head_dim, head_dim,
                                 scratch.keys.data(), &key_stride);
-    const float* values = kv_rows(plan.value, batch, kv_head, block, block_keys, head_dim,
-                                  scratch.values.data(), &value_stride);
+    transpose_keys(keys, key_stride, block_keys, head_dim, scratch.keys_by_dim.data());
+    multiply(query, head_dim, scratch.keys_by_dim.data(), kBlockKeys, head_dim, scores,
+             kBlockKeys, rows, columns, false);
+
+    // Online softmax: weights relative to each row's running max; rescale what came before.
     for (int64_t r = 0; r < rows; ++r) {
+      float* row_scores = scores + r * kBlockKeys;
       int64_t visible = std::clamp<int64_t>(key_limits[r] - block, 0, block_keys);
-      if (visible == 0) continue;
-      const float* query_row = query + r * head_dim;
-      float* scores = scratch.scores.data() + r * kAttentionBlockKeys;
-      for (int64_t j = 0; j < visible; ++j) {
-        scores[j] = simd::dot(query_row, keys + j * key_stride, head_dim);
+      if (visible == 0) {
+        std::fill(row_scores, row_scores + columns, 0.0f);
+        continue;
       }
-      float new_max = std::max(maxima[r], simd::max_value(scores, visible));
-      float correction = std::exp(maxima[r] - new_max);  // 0 for the first block.
+      std::fill(row_scores + visible, row_scores + columns, -std::numeric_limits<float>::infinity());
+      float new_max = std::max(maxima[r], simd::max_value(row_scores, visible));
+      float correction = std::exp(maxima[r] - new_max);  // 0 for the row's first block.
       const Vec shift = simd::broadcast(new_max);
-      simd::transform(scores, scores, visible,
+      simd::transform(row_scores, row_scores, columns,
                       [&](Vec x) { return simd::exp(simd::subtract(x, shift)); });
-      sums[r] = sums[r] * correction + simd::sum(scores, visible);
+      sums[r] = sums[r] * correction + simd::sum(row_scores, columns);
       maxima[r] = new_max;
-      accumulate_rows<kFixedDim>(accumulators + r * head_dim, correction, scores, values,
-                                 value_stride, visible, head_dim);
+      if (correction != 1.0f) scale_in_place(accumulators + r * padded_dim, correction, padded_dim);
     }
+
+    // accumulators += weights · V.
+    int64_t value_stride = 0;
+    const float* values = kv_rows(plan.value, batch, kv_head, block, block_keys, head_dim,
+                                  padded_dim, scratch.values.data(), &value_stride);
+    multiply(scores, kBlockKeys, values, value_stride, block_keys, accumulators, padded_dim, rows,
+             padded_dim, true);
   }
 
   if (partial) {
@@ -190,7 +375,8 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
       float* record = partial + r * stride;
       record[0] = maxima[r];
       record[1] = sums[r];
-      std::copy(accumulators + r * head_dim, accumulators + (r + 1) * head_dim, record + 2);
+      std::copy(accumulators + r * padded_dim, accumulators + r * padded_dim + head_dim,
+                record + 2);
     }
     return;
   }
@@ -201,7 +387,7 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
                         ? static_cast<float*>(plan.output) + out_offset
                         : scratch.row.data();
     const Vec inverse = simd::broadcast(1.0f / sums[r]);
-    simd::transform(accumulators + r * head_dim, result, head_dim,
+    simd::transform(accumulators + r * padded_dim, result, head_dim,
                     [&](Vec x) { return simd::multiply(x, inverse); });
     if (plan.output_dtype != DType::f32) {
       store_f32(plan.output, plan.output_dtype, out_offset, result, head_dim);
@@ -223,13 +409,7 @@ void attention_items(const AttentionPlan& plan, int64_t begin, int64_t end) {
     float* partial = plan.splits > 1 ? plan.partials + item * kAttentionTileRows *
                                                             attention_partial_stride(plan)
                                      : nullptr;
-    if (plan.head_dim == 64) {
-      process_item<64>(plan, batch, kv_head, tile, split, partial);
-    } else if (plan.head_dim == 128) {
-      process_item<128>(plan, batch, kv_head, tile, split, partial);
-    } else {
-      process_item<0>(plan, batch, kv_head, tile, split, partial);
-    }
+    process_item(plan, batch, kv_head, tile, split, partial);
   }
 }
 
