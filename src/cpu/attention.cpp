@@ -21,6 +21,9 @@ namespace {
 
 // A split covers at least this many keys, so that its fixed costs stay small.
 constexpr int64_t kMinSplitKeys = 256;
+// (query row, key) pairs worth one more thread: about 15 µs of work, several times the pool's
+// hand-off.
+constexpr int64_t kMinWorkPerThread = 4096;
 
 thread_local std::vector<float> split_partials;
 thread_local std::vector<float> combined_row;
@@ -84,14 +87,17 @@ void attention(const StridedInput& query, const StridedInput& key, const Strided
   plan.tiles = (plan.rows_per_group + kAttentionTileRows - 1) / kAttentionTileRows;
   if (plan.batch * plan.query_heads * plan.query_length == 0) return;
 
-  // Too few tiles to keep every thread busy (decode): split each tile's key range too.
+  // Threads that pay for their hand-off, then key-range splits when the tiles are fewer than
+  // those threads (decode). The work is counted in (query row, visible key) pairs.
   ThreadPool& pool = ThreadPool::global();
+  int64_t keys_per_row = plan.causal ? plan.kv_length - plan.query_length / 2 : plan.kv_length;
+  int64_t work = plan.batch * plan.query_heads * plan.query_length * keys_per_row;
+  int64_t threads = std::clamp<int64_t>(work / kMinWorkPerThread, 1, pool.threads());
   int64_t units = plan.batch * plan.kv_heads * plan.tiles;
-  int64_t wanted = pool.threads();
   plan.splits = 1;
-  if (units < wanted) {
+  if (units < threads) {
     int64_t by_length = (plan.kv_length + kMinSplitKeys - 1) / kMinSplitKeys;
-    plan.splits = std::max<int64_t>(1, std::min((wanted + units - 1) / units, by_length));
+    plan.splits = std::max<int64_t>(1, std::min((threads + units - 1) / units, by_length));
   }
   int64_t per_split = (plan.kv_length + plan.splits - 1) / plan.splits;
   plan.split_keys =
@@ -116,7 +122,8 @@ void attention(const StridedInput& query, const StridedInput& key, const Strided
     case Isa::portable:
       break;
   }
-  pool.run(attention_item_count(plan), 1,
+  int64_t items = attention_item_count(plan);
+  pool.run(items, (items + threads - 1) / threads,
            [&](int64_t begin, int64_t end) { kernel(plan, begin, end); });
   if (plan.splits > 1) combine_splits(plan);
 }

@@ -14,8 +14,10 @@
 // No [Sq, Skv] matrix is ever formed, and keys past a row's causal limit are masked or skipped.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "cpu/attention_internal.h"
@@ -28,13 +30,15 @@ namespace {
 using simd::Vec;
 
 // The register tile of the products: up to kMaxTileRows rows by kColumnVectors vectors, sized
-// to the register file (32 vector registers with AVX-512, 16 otherwise).
+// to the register file (32 vector registers with AVX-512, 16 otherwise). Seven rows cover a
+// Qwen2 GQA group in one pass.
 #if defined(__AVX512F__)
 constexpr int kColumnVectors = 4;
+constexpr int kMaxTileRows = 7;
 #else
 constexpr int kColumnVectors = 2;
-#endif
 constexpr int kMaxTileRows = 6;
+#endif
 constexpr int64_t kColumns = kColumnVectors * simd::kWidth;
 constexpr int64_t kBlockKeys = kAttentionBlockKeys;
 static_assert(kBlockKeys % kColumns == 0);
@@ -178,7 +182,7 @@ inline void transpose_block(const float* source, int64_t source_stride, float* d
 }
 
 // keys_by_dim[d * kBlockKeys + j] = keys[j * key_stride + d] for j < count, and 0 for
-// count <= j < round_up(count, kColumns).
+// count <= j < round_up(count, kWidth).
 void transpose_keys(const float* keys, int64_t key_stride, int64_t count, int64_t head_dim,
                     float* keys_by_dim) {
   constexpr int64_t width = simd::kWidth;
@@ -193,7 +197,7 @@ void transpose_keys(const float* keys, int64_t key_stride, int64_t count, int64_
   for (int64_t d = full_dims; d < head_dim; ++d) {
     for (int64_t j = 0; j < full_keys; ++j) keys_by_dim[d * kBlockKeys + j] = keys[j * key_stride + d];
   }
-  const int64_t columns = round_up(count, kColumns);
+  const int64_t columns = round_up(count, width);
   for (int64_t d = 0; d < head_dim; ++d) {
     for (int64_t j = full_keys; j < columns; ++j) {
       keys_by_dim[d * kBlockKeys + j] = j < count ? keys[j * key_stride + d] : 0.0f;
@@ -201,41 +205,57 @@ void transpose_keys(const float* keys, int64_t key_stride, int64_t count, int64_
   }
 }
 
-// The register tile: out[r][0, kColumns) = (accumulate ? out[r] : 0) + sum over k < depth, in
-// order, of left[r * left_stride + k] * right[k * right_stride + (0, kColumns)], for r < kRows.
-template <int kRows>
-inline void multiply_tile(const float* left, int64_t left_stride, const float* right,
-                          int64_t right_stride, int64_t depth, float* out, int64_t out_stride,
-                          bool accumulate) {
-  Vec sums[kRows][kColumnVectors];
+// The register tile: out[r][0, kVectors * kWidth) = (accumulate ? out[r] : 0) + the sum over
+// k < depth, in order, of left[r * left_stride + k] * right[k * right_stride + (0, kVectors *
+// kWidth)], for r < kRows.
+template <int kRows, int kVectors>
+void multiply_tile(const float* left, int64_t left_stride, const float* right,
+                   int64_t right_stride, int64_t depth, float* out, int64_t out_stride,
+                   bool accumulate) {
+  Vec sums[kRows][kVectors];
   for (int r = 0; r < kRows; ++r) {
-    for (int v = 0; v < kColumnVectors; ++v) {
+    for (int v = 0; v < kVectors; ++v) {
       sums[r][v] = accumulate ? simd::load(out + r * out_stride + v * simd::kWidth)
                               : simd::broadcast(0.0f);
     }
   }
   for (int64_t k = 0; k < depth; ++k) {
-    Vec columns[kColumnVectors];
-    for (int v = 0; v < kColumnVectors; ++v) {
+    Vec columns[kVectors];
+    for (int v = 0; v < kVectors; ++v) {
       columns[v] = simd::load(right + k * right_stride + v * simd::kWidth);
     }
     for (int r = 0; r < kRows; ++r) {
       const Vec factor = simd::broadcast(left[r * left_stride + k]);
-      for (int v = 0; v < kColumnVectors; ++v) {
+      for (int v = 0; v < kVectors; ++v) {
         sums[r][v] = simd::multiply_add(factor, columns[v], sums[r][v]);
       }
     }
   }
   for (int r = 0; r < kRows; ++r) {
-    for (int v = 0; v < kColumnVectors; ++v) {
+    for (int v = 0; v < kVectors; ++v) {
       simd::store(out + r * out_stride + v * simd::kWidth, sums[r][v]);
     }
   }
 }
 
+// Every register tile shape: kTiles[vectors - 1][rows - 1].
+using TileFunction = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*,
+                              int64_t, bool);
+template <int kVectors, int... kRowsBelow>
+constexpr std::array<TileFunction, kMaxTileRows> tiles_of_width(
+    std::integer_sequence<int, kRowsBelow...>) {
+  return {&multiply_tile<kRowsBelow + 1, kVectors>...};
+}
+template <int... kVectorsBelow>
+constexpr auto tile_table(std::integer_sequence<int, kVectorsBelow...>) {
+  return std::array{
+      tiles_of_width<kVectorsBelow + 1>(std::make_integer_sequence<int, kMaxTileRows>())...};
+}
+constexpr auto kTiles = tile_table(std::make_integer_sequence<int, kColumnVectors>());
+
 // out[rows, columns] = (accumulate ? out : 0) + left[rows, depth] · right[depth, columns], with
-// `columns` a multiple of kColumns. Rows go in balanced groups of at most kMaxTileRows (7 rows
-// run as 4 + 3, not 6 + 1).
+// `columns` a multiple of kWidth. Rows go in balanced groups of at most kMaxTileRows (so 7 rows
+// with at most 6 a group run as 4 + 3, not 6 + 1).
 void multiply(const float* left, int64_t left_stride, const float* right, int64_t right_stride,
               int64_t depth, float* out, int64_t out_stride, int64_t rows, int64_t columns,
               bool accumulate) {
@@ -243,53 +263,86 @@ void multiply(const float* left, int64_t left_stride, const float* right, int64_
   int64_t row = 0;
   for (int64_t group = 0; group < groups; ++group) {
     int64_t count = (rows - row + (groups - group) - 1) / (groups - group);
-    const float* group_left = left + row * left_stride;
-    float* group_out = out + row * out_stride;
     for (int64_t column = 0; column < columns; column += kColumns) {
-      const float* group_right = right + column;
-      float* tile_out = group_out + column;
-      switch (count) {
-        case 1:
-          multiply_tile<1>(group_left, left_stride, group_right, right_stride, depth, tile_out,
-                           out_stride, accumulate);
-          break;
-        case 2:
-          multiply_tile<2>(group_left, left_stride, group_right, right_stride, depth, tile_out,
-                           out_stride, accumulate);
-          break;
-        case 3:
-          multiply_tile<3>(group_left, left_stride, group_right, right_stride, depth, tile_out,
-                           out_stride, accumulate);
-          break;
-        case 4:
-          multiply_tile<4>(group_left, left_stride, group_right, right_stride, depth, tile_out,
-                           out_stride, accumulate);
-          break;
-        case 5:
-          multiply_tile<5>(group_left, left_stride, group_right, right_stride, depth, tile_out,
-                           out_stride, accumulate);
-          break;
-        default:
-          multiply_tile<6>(group_left, left_stride, group_right, right_stride, depth, tile_out,
-                           out_stride, accumulate);
-          break;
-      }
+      int64_t vectors = std::min<int64_t>(kColumnVectors, (columns - column) / simd::kWidth);
+      kTiles[vectors - 1][count - 1](left + row * left_stride, left_stride, right + column,
+                                     right_stride, depth, out + row * out_stride + column,
+                                     out_stride, accumulate);
     }
     row += count;
   }
 }
-static_assert(kMaxTileRows == 6, "multiply() dispatches row counts 1 to 6");
 
 inline void scale_in_place(float* values, float factor, int64_t count) {
   const Vec scale = simd::broadcast(factor);
   simd::transform(values, values, count, [&](Vec x) { return simd::multiply(x, scale); });
 }
 
+// e^x for softmax arguments x <= 0 (or -inf, which gives 0). With AVX-512: x = n ln2 + r with
+// |r| <= ln2/2, e^r by its degree-6 Taylor polynomial and the 2^n scaling by one scalef, about
+// half the instructions of the general simd::exp.
+inline Vec softmax_exp(Vec x) {
+#if defined(__AVX512F__)
+  // Below -110 the result scales to 0; clamping also keeps -inf out of the reduction.
+  x = _mm512_max_ps(x, _mm512_set1_ps(-110.0f));
+  Vec n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // ln 2 split so that n * high is exact.
+  Vec r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  Vec polynomial = _mm512_set1_ps(1.0f / 720.0f);
+  polynomial = _mm512_fmadd_ps(polynomial, r, _mm512_set1_ps(1.0f / 120.0f));
+  polynomial = _mm512_fmadd_ps(polynomial, r, _mm512_set1_ps(1.0f / 24.0f));
+  polynomial = _mm512_fmadd_ps(polynomial, r, _mm512_set1_ps(1.0f / 6.0f));
+  polynomial = _mm512_fmadd_ps(polynomial, r, _mm512_set1_ps(0.5f));
+  polynomial = _mm512_fmadd_ps(polynomial, r, _mm512_set1_ps(1.0f));
+  polynomial = _mm512_fmadd_ps(polynomial, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(polynomial, n);
+#else
+  return simd::exp(x);
+#endif
+}
+
+// One row's step of the online softmax over a block: turns scores[0, columns) into weights
+// exp(score - running max), with keys from `visible` on weighted 0, and updates the running max
+// and sum. Returns the factor by which the row's earlier accumulators must be scaled.
+inline float softmax_block(float* scores, int64_t visible, int64_t columns, float* maximum,
+                           float* sum) {
+  constexpr float kLowest = -std::numeric_limits<float>::infinity();
+  if (visible == 0) {
+    std::fill(scores, scores + columns, 0.0f);
+    return 1.0f;
+  }
+  std::fill(scores + visible, scores + columns, kLowest);
+  Vec largest = simd::broadcast(kLowest);
+  for (int64_t j = 0; j < columns; j += simd::kWidth) {
+    largest = simd::maximum(simd::load(scores + j), largest);
+  }
+  float new_max = std::max(*maximum, simd::max_lane(largest));
+  // Unchanged max: no rescale (exactly 1). The row's first block gives exp(-inf) = 0.
+  float correction = 1.0f;
+  if (new_max != *maximum) {
+    float factors[simd::kWidth];
+    simd::store(factors, softmax_exp(simd::broadcast(*maximum - new_max)));
+    correction = factors[0];
+  }
+  const Vec shift = simd::broadcast(new_max);
+  Vec total = simd::broadcast(0.0f);
+  for (int64_t j = 0; j < columns; j += simd::kWidth) {
+    Vec weight = softmax_exp(simd::subtract(simd::load(scores + j), shift));
+    simd::store(scores + j, weight);
+    total = simd::add(total, weight);
+  }
+  *sum = *sum * correction + simd::sum(total);
+  *maximum = new_max;
+  return correction;
+}
+
 // One work item: tile `tile` of (batch, kv_head) over key split `split`.
 void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int64_t tile,
                   int64_t split, float* partial) {
   const int64_t head_dim = plan.head_dim;
-  const int64_t padded_dim = round_up(head_dim, kColumns);
+  const int64_t padded_dim = round_up(head_dim, simd::kWidth);
   TileScratch& scratch = tile_scratch;
   scratch.reserve(head_dim, padded_dim);
 
@@ -331,7 +384,7 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
 
   for (int64_t block = key_begin; block < key_end; block += kBlockKeys) {
     int64_t block_keys = std::min(kBlockKeys, key_end - block);
-    int64_t columns = round_up(block_keys, kColumns);
+    int64_t columns = round_up(block_keys, simd::kWidth);
 
     // Scores of every row against the block's keys.
     int64_t key_stride = 0;
@@ -343,20 +396,9 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
 
     // Online softmax: weights relative to each row's running max; rescale what came before.
     for (int64_t r = 0; r < rows; ++r) {
-      float* row_scores = scores + r * kBlockKeys;
       int64_t visible = std::clamp<int64_t>(key_limits[r] - block, 0, block_keys);
-      if (visible == 0) {
-        std::fill(row_scores, row_scores + columns, 0.0f);
-        continue;
-      }
-      std::fill(row_scores + visible, row_scores + columns, -std::numeric_limits<float>::infinity());
-      float new_max = std::max(maxima[r], simd::max_value(row_scores, visible));
-      float correction = std::exp(maxima[r] - new_max);  // 0 for the row's first block.
-      const Vec shift = simd::broadcast(new_max);
-      simd::transform(row_scores, row_scores, columns,
-                      [&](Vec x) { return simd::exp(simd::subtract(x, shift)); });
-      sums[r] = sums[r] * correction + simd::sum(row_scores, columns);
-      maxima[r] = new_max;
+      float correction = softmax_block(scores + r * kBlockKeys, visible, columns, &maxima[r],
+                                       &sums[r]);
       if (correction != 1.0f) scale_in_place(accumulators + r * padded_dim, correction, padded_dim);
     }
 

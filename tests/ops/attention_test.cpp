@@ -125,7 +125,8 @@ class AttentionTest : public ::testing::Test {
   }
 };
 
-void check(const Shape& shape, bool causal, KvLayout layout, DType kv_dtype, uint64_t seed) {
+// Checks attention() against the double loop and returns its result.
+Tensor check(const Shape& shape, bool causal, KvLayout layout, DType kv_dtype, uint64_t seed) {
   Inputs inputs = random_inputs(shape, seed);
   inputs.key = test::representable(inputs.key, kv_dtype);
   inputs.value = test::representable(inputs.value, kv_dtype);
@@ -140,9 +141,10 @@ void check(const Shape& shape, bool causal, KvLayout layout, DType kv_dtype, uin
                                num_threads(), " threads, causal ", causal, ") of q ",
                                query.describe(), ", k ", key.describe(), ", v ", value.describe(),
                                " strides ", value.strides().to_string());
-  ASSERT_EQ(result.shape(), query.shape()) << context;
-  ASSERT_TRUE(result.is_contiguous()) << context;
+  EXPECT_EQ(result.shape(), query.shape()) << context;
+  EXPECT_TRUE(result.is_contiguous()) << context;
   test::expect_close(to_f64_vector(result), expected, 2e-5, 1e-4, context);
+  return result;
 }
 
 TEST_F(AttentionTest, DecodeMatchesTheReferenceForEveryCacheLayoutIsaAndThreadCount) {
@@ -177,6 +179,72 @@ TEST_F(AttentionTest, SizesOneAndOddHeadDimensions) {
     check({1, 1, 1, 1, 1, 1}, true, KvLayout::contiguous, DType::f32, 40);
     check({3, 3, 1, 1, 3, 17}, false, KvLayout::transposed, DType::f32, 41);
     check({1, 4, 4, 3, 3, 128}, true, KvLayout::narrowed, DType::f32, 42);
+  }
+}
+
+TEST_F(AttentionTest, KeyBlockEdgesForDecodeAndPrefillInEveryLayout) {
+  // The kernel walks keys in blocks of 64 and transposes them in 16-, 8- or 4-key tiles.
+  for (cpu::Isa isa : supported_isas()) {
+    cpu::set_isa(isa);
+    for (KvLayout layout : kKvLayouts) {
+      for (int64_t length : {1, 3, 17, 63, 64, 65, 129}) {
+        for (bool causal : {false, true}) {
+          check({1, 14, 2, 1, length, 64}, causal, layout, DType::f32, 70 + length);
+          check({1, 14, 2, length, length, 64}, causal, layout, DType::f32, 80 + length);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(AttentionTest, LongCachesAndQueryTileEdges) {
+  for (cpu::Isa isa : supported_isas()) {
+    cpu::set_isa(isa);
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      // 4097 keys: 64 full blocks and one of a single key.
+      check({1, 14, 2, 1, 4097, 64}, false, KvLayout::narrowed, DType::f32, 90);
+      check({1, 2, 1, 65, 4097, 64}, true, KvLayout::transposed, DType::f32, 91);
+      // A tile holds 84 query rows of one kv head: 12 positions of a 7-head group fill one
+      // exactly, 13 spill one row group into a second, 25 need three tiles.
+      for (int64_t length : {12, 13, 25}) {
+        check({1, 14, 2, length, length, 64}, true, KvLayout::transposed, DType::f32, 92);
+        check({1, 14, 2, length, 100, 64}, true, KvLayout::contiguous, DType::f32, 93);
+      }
+    }
+  }
+}
+
+TEST_F(AttentionTest, HeadDimensionsThatAreNotAMultipleOfTheRegisterTile) {
+  for (cpu::Isa isa : supported_isas()) {
+    cpu::set_isa(isa);
+    for (int64_t head_dim : {8, 72, 80, 128}) {
+      check({1, 4, 2, 1, 150, head_dim}, false, KvLayout::transposed, DType::f32, 100);
+      check({1, 4, 2, 70, 70, head_dim}, true, KvLayout::narrowed, DType::f32, 101);
+    }
+  }
+}
+
+TEST_F(AttentionTest, EveryCacheLayoutGivesBitwiseTheSameResult) {
+  // The model demands identical logits from every KV cache kind, so the arithmetic must not
+  // depend on where K and V come from.
+  const Shape shapes[] = {{1, 14, 2, 1, 2049, 64}, {1, 14, 2, 1, 77, 64}, {1, 14, 2, 45, 45, 64},
+                          {1, 14, 2, 3, 300, 64}};
+  for (cpu::Isa isa : supported_isas()) {
+    cpu::set_isa(isa);
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      for (const Shape& shape : shapes) {
+        bool causal = shape.query_length > 1;
+        Tensor first = check(shape, causal, KvLayout::contiguous, DType::f32, 110);
+        for (KvLayout layout : {KvLayout::transposed, KvLayout::narrowed, KvLayout::reversed}) {
+          Tensor other = check(shape, causal, layout, DType::f32, 110);
+          EXPECT_EQ(to_f32_vector(other), to_f32_vector(first))
+              << cpu::isa_name(isa) << ", " << threads << " threads, layout "
+              << static_cast<int>(layout) << ", q " << other.describe();
+        }
+      }
+    }
   }
 }
 
