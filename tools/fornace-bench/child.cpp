@@ -121,7 +121,8 @@ int run_child(tools::Args& args) {
         {"kv_bytes_per_position", kv_bytes_per_position},
         {"load_ms", load_ms}});
   progress("loaded in ", format_fixed(load_ms, 0), " ms: ", dtype_name(model->weight_dtype()),
-           " weights, ", with_thousands(weight_bytes / 1000000), " MB read per token");
+           " weights, ", with_thousands(weight_bytes / 1000000),
+           " MB read per token plus the KV cache");
 
   SamplerOptions sampling;  // Greedy, repeat penalty 1.1 over the last 64 tokens.
   GenerationOptions generation;
