@@ -103,6 +103,27 @@ TEST_F(FornaceCli, DumpLogitsWritesOneRowPerForwardPass) {
   std::remove(path.c_str());
 }
 
+TEST_F(FornaceCli, ChatWrapsThePromptInChatML) {
+  Outcome chat = run_fornace(run("--chat --system 'Be brief.' --prompt 'Hi there' --max-new-tokens 1 --json"));
+  ASSERT_EQ(chat.exit_code, 0) << chat.err;
+  nlohmann::json summary = nlohmann::json::parse(chat.out.substr(chat.out.rfind('{')));
+  // The prompt must be exactly the ChatML text, as `fornace tokenize` encodes it.
+  std::string template_text =
+      "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n"
+      "<|im_start|>assistant\n";
+  std::string json_line = nlohmann::json(template_text).dump();
+  std::string path = std::string(FORNACE_BINARY_DIR) + "/cli-chat.jsonl";
+  std::ofstream(path) << json_line << "\n";
+  std::string command = std::string(FORNACE_BINARY_DIR) + "/bin/fornace tokenize --model " +
+                        model + " < " + path + " > " + path + ".ids";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  nlohmann::json ids = nlohmann::json::parse(slurp(path + ".ids"));
+  EXPECT_EQ(summary["prompt_tokens"], ids.size());
+  EXPECT_EQ(ids.front(), 151644);  // <|im_start|>
+  std::remove(path.c_str());
+  std::remove((path + ".ids").c_str());
+}
+
 TEST_F(FornaceCli, UnknownKvCacheKindIsAUsageError) {
   expect_error(run_fornace(run("--prompt hi --kv-cache paged")), 2, "unknown KV cache kind 'paged'");
 }

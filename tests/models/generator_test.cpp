@@ -1,0 +1,67 @@
+// The generation loop on the tiny model: EOS handling, streaming order, step records.
+#include <gtest/gtest.h>
+
+#include "common/test_models.h"
+#include "core/error.h"
+#include "engine/generator.h"
+
+namespace fornace {
+namespace {
+
+GenerationResult generate(Model& model, const GenerationOptions& options,
+                          const std::function<void(uint32_t)>& on_token = {}) {
+  Generator generator(model, KvCacheKind::prealloc, 64, SamplerOptions{});
+  return generator.generate(test_prompt_ids(5, model.config().vocab_size), options, on_token);
+}
+
+TEST(Generator, StopsAtTheFirstEosIdUnlessTold) {
+  std::unique_ptr<Model> model = load_model(tiny_model_directory(DType::f32));
+  GenerationOptions options;
+  options.max_new_tokens = 8;
+  options.ignore_eos = true;
+  std::vector<uint32_t> free_run = generate(*model, options).generated;
+  ASSERT_EQ(free_run.size(), 8u);
+
+  options.ignore_eos = false;
+  options.eos_ids = {free_run[2]};
+  GenerationResult stopped = generate(*model, options);
+  EXPECT_TRUE(stopped.stopped_at_eos);
+  std::vector<uint32_t> expected(free_run.begin(), free_run.begin() + 3);
+  // The run stops at the first occurrence of the eos id, which may come earlier.
+  size_t first = std::find(free_run.begin(), free_run.end(), free_run[2]) - free_run.begin();
+  expected.resize(first + 1);
+  EXPECT_EQ(stopped.generated, expected);
+
+  options.ignore_eos = true;
+  EXPECT_EQ(generate(*model, options).generated, free_run);
+}
+
+TEST(Generator, StreamsEveryIdInOrderAndTimesEveryDecodeStep) {
+  std::unique_ptr<Model> model = load_model(tiny_model_directory(DType::f32));
+  GenerationOptions options;
+  options.max_new_tokens = 6;
+  options.ignore_eos = true;
+  std::vector<uint32_t> streamed;
+  GenerationResult result = generate(*model, options, [&](uint32_t id) { streamed.push_back(id); });
+  EXPECT_EQ(streamed, result.generated);
+  ASSERT_EQ(result.steps.size(), 5u);  // The first id comes from the prefill.
+  for (const DecodeStep& step : result.steps) EXPECT_GT(step.ms, 0.0);
+  EXPECT_GT(result.prefill_ms, 0.0);
+  EXPECT_GT(result.decode_tokens_per_second(), 0.0);
+}
+
+TEST(Generator, RefusesAPromptBeyondItsContext) {
+  std::unique_ptr<Model> model = load_model(tiny_model_directory(DType::f32));
+  Generator generator(*model, KvCacheKind::prealloc, 8, SamplerOptions{});
+  GenerationOptions options;
+  options.max_new_tokens = 4;
+  try {
+    generator.generate(test_prompt_ids(5, model->config().vocab_size), options);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("exceed the context of 8"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace fornace
