@@ -188,18 +188,28 @@ void transpose_keys(const float* keys, int64_t key_stride, int64_t count, int64_
   constexpr int64_t width = simd::kWidth;
   const int64_t full_keys = count / width * width;
   const int64_t full_dims = head_dim / width * width;
+  const int64_t columns = round_up(count, width);
   for (int64_t j = 0; j < full_keys; j += width) {
     for (int64_t d = 0; d < full_dims; d += width) {
       transpose_block(keys + j * key_stride + d, key_stride, keys_by_dim + d * kBlockKeys + j,
                       kBlockKeys);
     }
   }
-  for (int64_t d = full_dims; d < head_dim; ++d) {
-    for (int64_t j = 0; j < full_keys; ++j) keys_by_dim[d * kBlockKeys + j] = keys[j * key_stride + d];
+  if (full_keys < count) {
+    // The last, partial group of keys goes through a zero-padded block, with whole-vector
+    // stores only (narrow stores read back by wide loads would stall store forwarding).
+    float padded[width * width];
+    const Vec zero = simd::broadcast(0.0f);
+    for (int64_t d = 0; d < full_dims; d += width) {
+      for (int64_t r = 0; r < width; ++r) {
+        int64_t j = full_keys + r;
+        simd::store(padded + r * width, j < count ? simd::load(keys + j * key_stride + d) : zero);
+      }
+      transpose_block(padded, width, keys_by_dim + d * kBlockKeys + full_keys, kBlockKeys);
+    }
   }
-  const int64_t columns = round_up(count, width);
-  for (int64_t d = 0; d < head_dim; ++d) {
-    for (int64_t j = full_keys; j < columns; ++j) {
+  for (int64_t d = full_dims; d < head_dim; ++d) {
+    for (int64_t j = 0; j < columns; ++j) {
       keys_by_dim[d * kBlockKeys + j] = j < count ? keys[j * key_stride + d] : 0.0f;
     }
   }
@@ -253,23 +263,15 @@ constexpr auto tile_table(std::integer_sequence<int, kVectorsBelow...>) {
 }
 constexpr auto kTiles = tile_table(std::make_integer_sequence<int, kColumnVectors>());
 
-// out[rows, columns] = (accumulate ? out : 0) + left[rows, depth] · right[depth, columns], with
-// `columns` a multiple of kWidth. Rows go in balanced groups of at most kMaxTileRows (so 7 rows
-// with at most 6 a group run as 4 + 3, not 6 + 1).
+// out[rows, columns] = (accumulate ? out : 0) + left[rows, depth] · right[depth, columns], for
+// 1 <= rows <= kMaxTileRows and `columns` a multiple of kWidth.
 void multiply(const float* left, int64_t left_stride, const float* right, int64_t right_stride,
               int64_t depth, float* out, int64_t out_stride, int64_t rows, int64_t columns,
               bool accumulate) {
-  int64_t groups = (rows + kMaxTileRows - 1) / kMaxTileRows;
-  int64_t row = 0;
-  for (int64_t group = 0; group < groups; ++group) {
-    int64_t count = (rows - row + (groups - group) - 1) / (groups - group);
-    for (int64_t column = 0; column < columns; column += kColumns) {
-      int64_t vectors = std::min<int64_t>(kColumnVectors, (columns - column) / simd::kWidth);
-      kTiles[vectors - 1][count - 1](left + row * left_stride, left_stride, right + column,
-                                     right_stride, depth, out + row * out_stride + column,
-                                     out_stride, accumulate);
-    }
-    row += count;
+  for (int64_t column = 0; column < columns; column += kColumns) {
+    int64_t vectors = std::min<int64_t>(kColumnVectors, (columns - column) / simd::kWidth);
+    kTiles[vectors - 1][rows - 1](left, left_stride, right + column, right_stride, depth,
+                                  out + column, out_stride, accumulate);
   }
 }
 
@@ -283,8 +285,11 @@ inline void scale_in_place(float* values, float factor, int64_t count) {
 // half the instructions of the general simd::exp.
 inline Vec softmax_exp(Vec x) {
 #if defined(__AVX512F__)
-  // Below -110 the result scales to 0; clamping also keeps -inf out of the reduction.
-  x = _mm512_max_ps(x, _mm512_set1_ps(-110.0f));
+  // Below -86 the weight is 0 (e^-86 is below 2^-124); a mask sets it, because letting scalef
+  // underflow costs a slow microcode assist per lane. NaN stays NaN.
+  const __m512 lowest = _mm512_set1_ps(-86.0f);
+  __mmask16 kept = _mm512_cmp_ps_mask(x, lowest, _CMP_NLT_UQ);
+  x = _mm512_max_ps(x, lowest);
   Vec n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   // ln 2 split so that n * high is exact.
@@ -297,9 +302,26 @@ inline Vec softmax_exp(Vec x) {
   polynomial = _mm512_fmadd_ps(polynomial, r, _mm512_set1_ps(0.5f));
   polynomial = _mm512_fmadd_ps(polynomial, r, _mm512_set1_ps(1.0f));
   polynomial = _mm512_fmadd_ps(polynomial, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(polynomial, n);
+  return _mm512_maskz_scalef_ps(kept, polynomial, n);
 #else
   return simd::exp(x);
+#endif
+}
+
+// `values` in lanes [0, count) and `fill` in the others; count may be anything.
+inline Vec keep_first(Vec values, int64_t count, Vec fill) {
+  int32_t kept = static_cast<int32_t>(std::clamp<int64_t>(count, 0, simd::kWidth));
+#if defined(__AVX512F__)
+  return _mm512_mask_blend_ps(static_cast<__mmask16>((1u << kept) - 1), fill, values);
+#elif defined(__AVX2__)
+  __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256 mask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(kept), lanes));
+  return _mm256_blendv_ps(fill, values, mask);
+#elif defined(__SSE2__)
+  __m128 mask = _mm_castsi128_ps(_mm_cmpgt_epi32(_mm_set1_epi32(kept), _mm_setr_epi32(0, 1, 2, 3)));
+  return _mm_or_ps(_mm_and_ps(mask, values), _mm_andnot_ps(mask, fill));
+#else
+  return kept > 0 ? values : fill;
 #endif
 }
 
@@ -308,15 +330,20 @@ inline Vec softmax_exp(Vec x) {
 // and sum. Returns the factor by which the row's earlier accumulators must be scaled.
 inline float softmax_block(float* scores, int64_t visible, int64_t columns, float* maximum,
                            float* sum) {
-  constexpr float kLowest = -std::numeric_limits<float>::infinity();
+  const Vec zero = simd::broadcast(0.0f);
   if (visible == 0) {
-    std::fill(scores, scores + columns, 0.0f);
+    for (int64_t j = 0; j < columns; j += simd::kWidth) simd::store(scores + j, zero);
     return 1.0f;
   }
-  std::fill(scores + visible, scores + columns, kLowest);
-  Vec largest = simd::broadcast(kLowest);
+  // Masked in registers: narrow stores followed by wide loads would stall store forwarding.
+  const Vec lowest = simd::broadcast(-std::numeric_limits<float>::infinity());
+  auto visible_scores = [&](int64_t j) {
+    Vec values = simd::load(scores + j);
+    return j + simd::kWidth <= visible ? values : keep_first(values, visible - j, lowest);
+  };
+  Vec largest = lowest;
   for (int64_t j = 0; j < columns; j += simd::kWidth) {
-    largest = simd::maximum(simd::load(scores + j), largest);
+    largest = simd::maximum(visible_scores(j), largest);
   }
   float new_max = std::max(*maximum, simd::max_lane(largest));
   // Unchanged max: no rescale (exactly 1). The row's first block gives exp(-inf) = 0.
@@ -327,9 +354,9 @@ inline float softmax_block(float* scores, int64_t visible, int64_t columns, floa
     correction = factors[0];
   }
   const Vec shift = simd::broadcast(new_max);
-  Vec total = simd::broadcast(0.0f);
+  Vec total = zero;
   for (int64_t j = 0; j < columns; j += simd::kWidth) {
-    Vec weight = softmax_exp(simd::subtract(simd::load(scores + j), shift));
+    Vec weight = softmax_exp(simd::subtract(visible_scores(j), shift));
     simd::store(scores + j, weight);
     total = simd::add(total, weight);
   }
@@ -386,28 +413,39 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
     int64_t block_keys = std::min(kBlockKeys, key_end - block);
     int64_t columns = round_up(block_keys, simd::kWidth);
 
-    // Scores of every row against the block's keys.
     int64_t key_stride = 0;
     const float* keys = kv_rows(plan.key, batch, kv_head, block, block_keys, head_dim, head_dim,
                                 scratch.keys.data(), &key_stride);
+    const float* keys_by_dim = scratch.keys_by_dim.data();
     transpose_keys(keys, key_stride, block_keys, head_dim, scratch.keys_by_dim.data());
-    multiply(query, head_dim, scratch.keys_by_dim.data(), kBlockKeys, head_dim, scores,
-             kBlockKeys, rows, columns, false);
-
-    // Online softmax: weights relative to each row's running max; rescale what came before.
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t visible = std::clamp<int64_t>(key_limits[r] - block, 0, block_keys);
-      float correction = softmax_block(scores + r * kBlockKeys, visible, columns, &maxima[r],
-                                       &sums[r]);
-      if (correction != 1.0f) scale_in_place(accumulators + r * padded_dim, correction, padded_dim);
-    }
-
-    // accumulators += weights · V.
     int64_t value_stride = 0;
     const float* values = kv_rows(plan.value, batch, kv_head, block, block_keys, head_dim,
                                   padded_dim, scratch.values.data(), &value_stride);
-    multiply(scores, kBlockKeys, values, value_stride, block_keys, accumulators, padded_dim, rows,
-             padded_dim, true);
+
+    // Row group by row group (balanced: 7 rows with at most 6 a group run as 4 + 3, not 6 + 1),
+    // so that one group's softmax overlaps the products of the next.
+    int64_t groups = (rows + kMaxTileRows - 1) / kMaxTileRows;
+    for (int64_t group = 0, first = 0; group < groups; ++group) {
+      int64_t count = (rows - first + (groups - group) - 1) / (groups - group);
+      float* group_scores = scores + first * kBlockKeys;
+      float* group_accumulators = accumulators + first * padded_dim;
+      // Scores against the block's keys.
+      multiply(query + first * head_dim, head_dim, keys_by_dim, kBlockKeys, head_dim,
+               group_scores, kBlockKeys, count, columns, false);
+      // Online softmax: weights relative to each row's running max; rescale what came before.
+      for (int64_t r = first; r < first + count; ++r) {
+        int64_t visible = std::clamp<int64_t>(key_limits[r] - block, 0, block_keys);
+        float correction =
+            softmax_block(scores + r * kBlockKeys, visible, columns, &maxima[r], &sums[r]);
+        if (correction != 1.0f) {
+          scale_in_place(accumulators + r * padded_dim, correction, padded_dim);
+        }
+      }
+      // accumulators += weights · V.
+      multiply(group_scores, kBlockKeys, values, value_stride, block_keys, group_accumulators,
+               padded_dim, count, padded_dim, true);
+      first += count;
+    }
   }
 
   if (partial) {
