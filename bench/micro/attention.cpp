@@ -1,5 +1,8 @@
 // Attention microbenchmarks: Qwen2.5-0.5B decode (Sq 1, 14 query heads, 2 kv heads, D 64) over
-// the three KV cache layouts, reported as GB/s of K and V read; causal prefill as GFLOP/s.
+// the three KV cache layouts, reported as µs per call, GB/s of K and V read and GFLOP/s; causal
+// prefill (the model's layouts: Q contiguous, K contiguous, V a transposed view) as GFLOP/s. On
+// a shared machine compare the CPU column of single-thread runs, and take medians of
+// --benchmark_repetitions.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -59,8 +62,12 @@ void BM_DecodeAttention(benchmark::State& state) {
     benchmark::DoNotOptimize(result.raw());
   }
   double kv_bytes = 2.0 * kKvHeads * length * kHeadDim * sizeof(float);
+  // Scores and the weighted sum of V: two multiply-adds per (query head, key, dim).
+  double flops = 2.0 * 2.0 * kQueryHeads * length * kHeadDim;
   state.counters["GB/s"] =
       benchmark::Counter(kv_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(concat(layout_name(layout), ", ", cpu::isa_name(cpu::active_isa())));
 }
 
@@ -94,13 +101,15 @@ void decode_arguments(benchmark::internal::Benchmark* benchmark) {
   benchmark->ArgNames({"kv_len", "layout", "threads"});
 }
 
-BENCHMARK(BM_DecodeAttention)->Apply(decode_arguments)->UseRealTime();
+BENCHMARK(BM_DecodeAttention)->Apply(decode_arguments)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PrefillAttention)
     ->Args({513, 1})
     ->Args({513, 2})
+    ->Args({2049, 1})
     ->Args({2049, 2})
     ->ArgNames({"length", "threads"})
-    ->UseRealTime();
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace fornace
