@@ -1,51 +1,16 @@
 // The fornace command line: bad input gets one `error:` line and the right exit code.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/run_fornace.h"
 #include "common/test_models.h"
 
 namespace fornace {
 namespace {
-
-struct Outcome {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream file(path);
-  return std::string(std::istreambuf_iterator<char>(file), {});
-}
-
-// Runs build/bin/fornace with `arguments` (a shell-quoted string) and captures both streams.
-Outcome run_fornace(const std::string& arguments) {
-  std::string base = std::string(FORNACE_BINARY_DIR) + "/cli-test-" + std::to_string(::getpid());
-  std::string command = std::string(FORNACE_BINARY_DIR) + "/bin/fornace " + arguments + " >" +
-                        base + ".out 2>" + base + ".err </dev/null";
-  int status = std::system(command.c_str());
-  Outcome outcome;
-  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  outcome.out = slurp(base + ".out");
-  outcome.err = slurp(base + ".err");
-  std::remove((base + ".out").c_str());
-  std::remove((base + ".err").c_str());
-  return outcome;
-}
-
-// One line that starts with "error: " and contains `fragment`.
-void expect_error(const Outcome& outcome, int exit_code, const std::string& fragment) {
-  EXPECT_EQ(outcome.exit_code, exit_code) << outcome.err;
-  EXPECT_EQ(outcome.err.rfind("error: ", 0), 0u) << outcome.err;
-  EXPECT_EQ(std::count(outcome.err.begin(), outcome.err.end(), '\n'), 1) << outcome.err;
-  EXPECT_NE(outcome.err.find(fragment), std::string::npos) << outcome.err;
-}
 
 class FornaceCli : public ::testing::Test {
  protected:

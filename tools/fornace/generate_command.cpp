@@ -20,6 +20,7 @@
 #include "io/files.h"
 #include "models/model.h"
 #include "text/tokenizer.h"
+#include "text/utf8.h"
 
 namespace fornace::tools {
 namespace {
@@ -165,6 +166,11 @@ int generate(Args& args) {
   } else {
     std::string text = prompt_text ? *prompt_text : read_file(*prompt_file);
     if (text.empty()) fail("the prompt file ", *prompt_file, " is empty");
+    // Checked before any chat template, so that the offset counts in what the user gave.
+    if (size_t offset = text::first_invalid_utf8(text); offset != std::string::npos) {
+      fail(prompt_file ? "the prompt file " + *prompt_file : std::string("the prompt"),
+           " is not valid UTF-8 at byte offset ", offset);
+    }
     if (chat) {
       std::vector<ChatMessage> messages;
       if (system) messages.push_back({"system", *system});
