@@ -48,6 +48,7 @@ inline void store_float(void* base, DType dtype, int64_t index, float value) {
 // Copies `count` elements from source[i * source_stride] to destination[i * destination_stride].
 void copy_run(char* destination, DType destination_dtype, int64_t destination_stride,
               const char* source, DType source_dtype, int64_t source_stride, int64_t count) {
+  if (count <= 0) return;  // An empty tensor may have no storage: no memcpy from null.
   size_t size = dtype_size(source_dtype);
   if (destination_dtype == source_dtype) {
     if (destination_stride == 1 && source_stride == 1) {
