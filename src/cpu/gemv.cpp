@@ -56,10 +56,15 @@ void gemv_portable(const GemvArguments& arguments, int64_t begin, int64_t end) {
   }
 }
 
-// A buffer owned by the calling thread and kept between calls, so decode does not allocate.
+// A buffer owned by the calling thread and kept between calls, so decode does not allocate. It
+// starts at 64 KiB (a 32k-wide bf16 row, past every hidden and intermediate size of the models
+// we run) so that the first decode step does not grow it either.
 void* thread_scratch(size_t bytes) {
+  constexpr size_t kInitialBytes = size_t{64} << 10;
   thread_local std::shared_ptr<Storage> buffer;
-  if (!buffer || buffer->bytes() < bytes) buffer = Storage::allocate(bytes);
+  if (!buffer || buffer->bytes() < bytes) {
+    buffer = Storage::allocate(std::max(bytes, kInitialBytes));
+  }
   return buffer->data();
 }
 

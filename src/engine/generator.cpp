@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "cpu/copy_kernels.h"
 #include "ops/creation.h"
 
 namespace fornace {
@@ -61,11 +62,11 @@ GenerationResult Generator::generate(const std::vector<uint32_t>& prompt,
   std::vector<uint32_t> history = prompt;
   std::vector<float> logits;
 
-  auto run_forward = [&](const std::vector<uint32_t>& ids) {
-    std::vector<int32_t> values(ids.begin(), ids.end());
-    Tensor input = from_ids(values, {1, static_cast<int64_t>(ids.size())});
+  auto run_forward = [&](const Tensor& input) {
     Tensor output = model_.forward(input, cache_, true);
-    logits = to_f32_vector(output);
+    logits.resize(output.numel());
+    cpu::strided_to_contiguous(logits.data(), DType::f32, output.storage()->data(),
+                               output.dtype(), output.layout());
     if (options.keep_logits) result.logits.push_back(logits);
   };
   auto is_eos = [&](uint32_t id) {
@@ -82,7 +83,8 @@ GenerationResult Generator::generate(const std::vector<uint32_t>& prompt,
     memory::PhaseScope phase(Phase::prefill);
     CopyBytes before = memory::copy_bytes();
     auto start = std::chrono::steady_clock::now();
-    run_forward(prompt);
+    std::vector<int32_t> values(prompt.begin(), prompt.end());
+    run_forward(from_ids(values, {1, static_cast<int64_t>(prompt.size())}));
     uint32_t first = options.max_new_tokens > 0 ? sampler_.sample(logits, history) : 0;
     result.prefill_ms = elapsed_ms(start);
     result.prefill_copied = difference(memory::copy_bytes(), before);
@@ -92,13 +94,17 @@ GenerationResult Generator::generate(const std::vector<uint32_t>& prompt,
 
   memory::PhaseScope phase(Phase::decode);
   result.steps.reserve(options.max_new_tokens);
-  std::vector<uint32_t> next(1);
+  // The one-token input of every decode step, written in place.
+  Tensor next = [] {
+    memory::OpScope scope("decode_input");
+    return Tensor::empty({1, 1}, DType::u32);
+  }();
   while (!result.stopped_at_eos &&
          static_cast<int64_t>(result.generated.size()) < options.max_new_tokens) {
     CopyBytes copies_before = memory::copy_bytes();
     int64_t allocated_before = memory::phase_memory(Phase::decode).allocated_bytes;
     auto start = std::chrono::steady_clock::now();
-    next[0] = result.generated.back();
+    next.data<uint32_t>()[0] = result.generated.back();
     run_forward(next);
     uint32_t id = sampler_.sample(logits, history);
     DecodeStep step;

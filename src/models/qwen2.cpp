@@ -1,6 +1,8 @@
 // Qwen2 forward pass, top to bottom as the architecture reads. Layouts follow Candle's Qwen2:
 // Q, K and V are views reshaped to [B, S, H, D] and transposed to [B, H, S, D]; RoPE writes new
-// contiguous Q and K, and V reaches the KV cache as the transposed view it is.
+// contiguous Q and K, and V reaches the KV cache as the transposed view it is. A decode step
+// (one token after the prompt) writes its activations into buffers allocated at load, so it
+// allocates nothing; the KV cache kind alone decides whether the step allocates.
 #include "models/qwen2.h"
 
 #include <cmath>
@@ -12,6 +14,38 @@
 
 namespace fornace {
 namespace {
+
+// The activations of one token, reused by every decode step.
+struct DecodeBuffers {
+  Tensor hidden;
+  Tensor normed;
+  Tensor query;
+  Tensor key;
+  Tensor value;
+  Tensor query_rotated;
+  Tensor key_rotated;
+  Tensor attended;
+  Tensor projected;
+  Tensor gate;
+  Tensor up;
+  Tensor logits;
+};
+
+// Hands out the tensor an op writes into: a decode buffer during a decode step, else a new one.
+class Activations {
+ public:
+  Activations(DecodeBuffers& buffers, bool decode_step)
+      : buffers_(buffers), decode_step_(decode_step) {}
+  Tensor get(Tensor DecodeBuffers::*buffer, const Dims& shape, const char* op) const {
+    if (decode_step_) return buffers_.*buffer;
+    memory::OpScope scope(op);
+    return Tensor::empty(shape, DType::f32);
+  }
+
+ private:
+  DecodeBuffers& buffers_;
+  bool decode_step_;
+};
 
 struct Qwen2Layer {
   RmsNorm input_norm;
@@ -77,51 +111,101 @@ class Qwen2Model : public Model {
                                              : weight("lm_head.weight", {config.vocab_size, hidden});
     lm_head_ = Linear(head, std::nullopt);
     rotary_ = RotaryEmbedding(head_dim, config.max_position_embeddings, config.rope_theta);
+
+    memory::OpScope buffers_scope("decode_buffers");
+    auto one_token = [](const Dims& shape) { return Tensor::empty(shape, DType::f32); };
+    buffers_.hidden = one_token({1, 1, hidden});
+    buffers_.normed = one_token({1, 1, hidden});
+    buffers_.query = one_token({1, 1, query_width});
+    buffers_.key = one_token({1, 1, kv_width});
+    buffers_.value = one_token({1, 1, kv_width});
+    buffers_.query_rotated = one_token({1, config.num_attention_heads, 1, head_dim});
+    buffers_.key_rotated = one_token({1, config.num_key_value_heads, 1, head_dim});
+    buffers_.attended = one_token({1, config.num_attention_heads, 1, head_dim});
+    buffers_.projected = one_token({1, 1, hidden});
+    buffers_.gate = one_token({1, 1, intermediate});
+    buffers_.up = one_token({1, 1, intermediate});
+    buffers_.logits = one_token({1, 1, config.vocab_size});
   }
 
   const ModelConfig& config() const override { return config_; }
   DType weight_dtype() const override { return weight_dtype_; }
   DType activation_dtype() const override { return DType::f32; }
 
+  // In a decode step the returned logits live in a buffer that the next forward overwrites.
   Tensor forward(const Tensor& ids, KvCacheSet& cache, bool last_only) override {
     if (ids.rank() != 2 || ids.dim(0) != 1) fail("qwen2: ids must be [1, S], got ", ids.describe());
     int64_t start = cache.length();
-    Tensor hidden = embedding_.forward(ids, activation_dtype());
+    int64_t length = ids.dim(1);
+    int64_t width = config_.hidden_size;
+    // The first pass must not use the buffers: a cat cache keeps its first K and V as given.
+    Activations activations(buffers_, length == 1 && start > 0);
+    Tensor hidden = activations.get(&DecodeBuffers::hidden, {1, length, width}, "embedding");
+    embedding_.forward_into(hidden, ids);
+    Tensor normed = activations.get(&DecodeBuffers::normed, {1, length, width}, "rms_norm");
     for (size_t index = 0; index < layers_.size(); ++index) {
       const Qwen2Layer& layer = layers_[index];
-      Tensor attended = attention(layer, layer.input_norm.forward(hidden),
-                                  cache.layer(static_cast<int64_t>(index)), start);
-      hidden = add(hidden, attended);
-      hidden = add(hidden, mlp(layer, layer.post_attention_norm.forward(hidden)));
+      layer.input_norm.forward_into(normed, hidden);
+      add_into(hidden, hidden,
+               attention(layer, normed, cache.layer(static_cast<int64_t>(index)), start,
+                         activations));
+      layer.post_attention_norm.forward_into(normed, hidden);
+      add_into(hidden, hidden, mlp(layer, normed, activations));
     }
-    if (last_only) hidden = hidden.narrow(1, hidden.dim(1) - 1, 1);
-    Tensor logits = lm_head_.forward(final_norm_.forward(hidden));
-    return logits.view({logits.dim(1), logits.dim(2)});
+    int64_t rows = last_only ? 1 : length;
+    hidden = hidden.narrow(1, length - rows, rows);
+    normed = normed.narrow(1, length - rows, rows);
+    final_norm_.forward_into(normed, hidden);
+    Tensor logits =
+        activations.get(&DecodeBuffers::logits, {1, rows, config_.vocab_size}, "linear");
+    lm_head_.forward_into(logits, normed);
+    return logits.view({rows, config_.vocab_size});
   }
 
  private:
-  Tensor attention(const Qwen2Layer& layer, const Tensor& input, KvCache& cache,
-                   int64_t start) const {
-    int64_t batch = input.dim(0);
+  Tensor attention(const Qwen2Layer& layer, const Tensor& input, KvCache& cache, int64_t start,
+                   const Activations& activations) const {
     int64_t length = input.dim(1);
     int64_t head_dim = config_.head_dim();
-    auto heads = [&](const Tensor& projected, int64_t count) {
-      return projected.view({batch, length, count, head_dim}).transpose(1, 2);
+    int64_t query_heads = config_.num_attention_heads;
+    int64_t kv_heads = config_.num_key_value_heads;
+    auto project = [&](const Linear& linear, Tensor DecodeBuffers::*buffer, int64_t heads) {
+      Tensor projected = activations.get(buffer, {1, length, heads * head_dim}, "linear");
+      linear.forward_into(projected, input);
+      return projected.view({1, length, heads, head_dim}).transpose(1, 2);
     };
-    Tensor query = heads(layer.query.forward(input), config_.num_attention_heads);
-    Tensor key = heads(layer.key.forward(input), config_.num_key_value_heads);
-    Tensor value = heads(layer.value.forward(input), config_.num_key_value_heads);
-    query = rotary_.apply(query, start);
-    key = rotary_.apply(key, start);
+    auto rotate = [&](const Tensor& heads, Tensor DecodeBuffers::*buffer) {
+      Tensor rotated = activations.get(buffer, heads.shape(), "rope");
+      rotary_.apply_into(rotated, heads, start);
+      return rotated;
+    };
+    Tensor query = rotate(project(layer.query, &DecodeBuffers::query, query_heads),
+                          &DecodeBuffers::query_rotated);
+    Tensor key = rotate(project(layer.key, &DecodeBuffers::key, kv_heads),
+                        &DecodeBuffers::key_rotated);
+    Tensor value = project(layer.value, &DecodeBuffers::value, kv_heads);
     auto [all_keys, all_values] = cache.append(key, value);
-    Tensor attended = fornace::attention(query, all_keys, all_values,
-                                         1.0 / std::sqrt(static_cast<double>(head_dim)), length > 1);
-    Tensor merged = reshape(attended.transpose(1, 2), {batch, length, -1});
-    return layer.output.forward(merged);
+    Tensor attended = activations.get(&DecodeBuffers::attended, query.shape(), "attention");
+    attention_into(attended, query, all_keys, all_values,
+                   1.0 / std::sqrt(static_cast<double>(head_dim)), length > 1);
+    // [1, H, S, D] -> [1, S, H * D]: a view for one token, a copy for a prompt.
+    Tensor merged = reshape(attended.transpose(1, 2), {1, length, -1});
+    Tensor output = activations.get(&DecodeBuffers::projected, {1, length, config_.hidden_size},
+                                    "linear");
+    layer.output.forward_into(output, merged);
+    return output;
   }
 
-  Tensor mlp(const Qwen2Layer& layer, const Tensor& input) const {
-    return layer.down.forward(mul(silu(layer.gate.forward(input)), layer.up.forward(input)));
+  Tensor mlp(const Qwen2Layer& layer, const Tensor& input, const Activations& activations) const {
+    Dims shape{1, input.dim(1), config_.intermediate_size};
+    Tensor gate = activations.get(&DecodeBuffers::gate, shape, "linear");
+    Tensor up = activations.get(&DecodeBuffers::up, shape, "linear");
+    layer.gate.forward_into(gate, input);
+    layer.up.forward_into(up, input);
+    silu_mul_into(gate, gate, up);
+    Tensor output = activations.get(&DecodeBuffers::projected, input.shape(), "linear");
+    layer.down.forward_into(output, gate);
+    return output;
   }
 
   ModelConfig config_;
@@ -131,6 +215,7 @@ class Qwen2Model : public Model {
   RmsNorm final_norm_;
   Linear lm_head_;
   RotaryEmbedding rotary_;
+  DecodeBuffers buffers_;
 };
 
 }  // namespace

@@ -14,9 +14,21 @@ Tensor Embedding::forward(const Tensor& ids, DType dtype) const {
   return to_dtype(index_select(table_, ids), dtype);
 }
 
+void Embedding::forward_into(const Tensor& output, const Tensor& ids) const {
+  index_select_into(output, table_, ids);
+}
+
 Tensor Linear::forward(const Tensor& input) const { return linear(input, weight_, bias_); }
 
+void Linear::forward_into(const Tensor& output, const Tensor& input) const {
+  linear_into(output, input, weight_, bias_);
+}
+
 Tensor RmsNorm::forward(const Tensor& input) const { return rms_norm(input, weight_, eps_); }
+
+void RmsNorm::forward_into(const Tensor& output, const Tensor& input) const {
+  rms_norm_into(output, input, weight_, eps_);
+}
 
 RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t max_positions, double theta) {
   if (head_dim % 2 != 0) fail("rotary embedding: head_dim ", head_dim, " is odd");
@@ -37,12 +49,19 @@ RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t max_positions, double
 }
 
 Tensor RotaryEmbedding::apply(const Tensor& input, int64_t start) const {
+  memory::OpScope scope("rope");
+  Tensor output = Tensor::empty(input.shape(), input.dtype());
+  apply_into(output, input, start);
+  return output;
+}
+
+void RotaryEmbedding::apply_into(const Tensor& output, const Tensor& input, int64_t start) const {
   int64_t length = input.dim(2);
   if (start + length > max_positions()) {
     fail("rotary embedding: positions up to ", start + length, " exceed the table of ",
          max_positions());
   }
-  return rope(input, cos_.narrow(0, start, length), sin_.narrow(0, start, length));
+  rope_into(output, input, cos_.narrow(0, start, length), sin_.narrow(0, start, length));
 }
 
 }  // namespace fornace

@@ -13,6 +13,8 @@ class Embedding {
   explicit Embedding(Tensor table) : table_(std::move(table)) {}
   // ids [B, S] (u32) -> [B, S, hidden] in `dtype`.
   Tensor forward(const Tensor& ids, DType dtype) const;
+  // The same into `output` [B, S, hidden], converted to its dtype.
+  void forward_into(const Tensor& output, const Tensor& ids) const;
   const Tensor& table() const { return table_; }
 
  private:
@@ -24,6 +26,7 @@ class Linear {
   Linear() = default;
   Linear(Tensor weight, std::optional<Tensor> bias) : weight_(std::move(weight)), bias_(std::move(bias)) {}
   Tensor forward(const Tensor& input) const;
+  void forward_into(const Tensor& output, const Tensor& input) const;
   const Tensor& weight() const { return weight_; }
   const std::optional<Tensor>& bias() const { return bias_; }
 
@@ -37,6 +40,7 @@ class RmsNorm {
   RmsNorm() = default;
   RmsNorm(Tensor weight, double eps) : weight_(std::move(weight)), eps_(eps) {}
   Tensor forward(const Tensor& input) const;
+  void forward_into(const Tensor& output, const Tensor& input) const;
 
  private:
   Tensor weight_;
@@ -50,6 +54,7 @@ class RotaryEmbedding {
   RotaryEmbedding(int64_t head_dim, int64_t max_positions, double theta);
   // Rotates x [B, H, S, D] whose rows sit at positions start .. start + S - 1.
   Tensor apply(const Tensor& input, int64_t start) const;
+  void apply_into(const Tensor& output, const Tensor& input, int64_t start) const;
   int64_t max_positions() const { return cos_.defined() ? cos_.dim(0) : 0; }
 
  private:

@@ -157,33 +157,60 @@ void slice_set(const Tensor& destination, const Tensor& source, int64_t dim, int
               source.shape()[axis] * inner * element, outer);
 }
 
-Tensor index_select(const Tensor& table, const Tensor& ids) {
+namespace {
+
+// Checks index_select's operands; returns the result shape.
+Dims index_select_shape(const Tensor& table, const Tensor& ids) {
   require_cpu(table, "index_select");
   require_cpu(ids, "index_select");
   if (ids.dtype() != DType::u32 && ids.dtype() != DType::i32) {
     fail("index_select: ids must be u32 or i32, got ", ids.describe());
   }
   if (table.rank() < 1) fail("index_select: table ", table.describe(), " has no rows");
-  memory::OpScope scope("index_select");
-  Tensor rows_table = contiguous(table);
-  Tensor id_values = contiguous(ids);
   Dims shape = ids.shape();
   for (int i = 1; i < table.rank(); ++i) shape.push_back(table.shape()[i]);
-  Tensor result = Tensor::empty(shape, table.dtype());
+  return shape;
+}
+
+void select_rows(const Tensor& output, const Tensor& table, const Tensor& ids) {
+  Tensor rows_table = contiguous(table);
+  Tensor id_values = contiguous(ids);
   int64_t rows = table.shape()[0];
-  int64_t row_bytes = (table.numel() / std::max<int64_t>(rows, 1)) * table.element_size();
+  int64_t row_length = table.numel() / std::max<int64_t>(rows, 1);
+  int64_t in_row_bytes = row_length * static_cast<int64_t>(table.element_size());
+  int64_t out_row_bytes = row_length * static_cast<int64_t>(output.element_size());
   const auto* source = static_cast<const char*>(rows_table.raw());
-  auto* out = static_cast<char*>(result.raw());
+  auto* out = static_cast<char*>(output.raw());
   for (int64_t i = 0; i < id_values.numel(); ++i) {
     int64_t id = ids.dtype() == DType::u32 ? static_cast<int64_t>(id_values.data<uint32_t>()[i])
                                            : static_cast<int64_t>(id_values.data<int32_t>()[i]);
     if (id < 0 || id >= rows) {
       fail("index_select: id ", id, " out of range for ", rows, " rows of ", table.describe());
     }
-    std::memcpy(out + i * row_bytes, source + id * row_bytes, row_bytes);
+    cpu::convert(out + i * out_row_bytes, output.dtype(), source + id * in_row_bytes,
+                 table.dtype(), row_length);
   }
-  memory::record_copy(row_bytes * id_values.numel(), false);
+  memory::record_copy(out_row_bytes * id_values.numel(), false);
+}
+
+}  // namespace
+
+Tensor index_select(const Tensor& table, const Tensor& ids) {
+  Dims shape = index_select_shape(table, ids);
+  memory::OpScope scope("index_select");
+  Tensor result = Tensor::empty(shape, table.dtype());
+  select_rows(result, table, ids);
   return result;
+}
+
+void index_select_into(const Tensor& output, const Tensor& table, const Tensor& ids) {
+  Dims shape = index_select_shape(table, ids);
+  if (!output.defined() || !(output.shape() == shape) || !output.is_contiguous()) {
+    fail("index_select_into: output ", output.describe(), " must be a contiguous ",
+         shape.to_string());
+  }
+  memory::OpScope scope("index_select");
+  select_rows(output, table, ids);
 }
 
 Tensor to_dtype(const Tensor& input, DType dtype) {

@@ -30,6 +30,8 @@ void slice_set(const Tensor& destination, const Tensor& source, int64_t dim, int
 // Rows of `table` (along dim 0) picked by the i32/u32 `ids`; the result has shape
 // ids.shape + table.shape[1:]. Out-of-range ids throw Error.
 Tensor index_select(const Tensor& table, const Tensor& ids);
+// The same rows written into `output` (contiguous, of the result's shape), converted to its dtype.
+void index_select_into(const Tensor& output, const Tensor& table, const Tensor& ids);
 
 // A contiguous copy converted to `dtype` (the tensor itself when the dtype already matches and
 // it is contiguous). Float to bf16/f16 rounds to nearest even.

@@ -48,38 +48,44 @@ void parallel_for(int64_t count, int64_t item_size, Body&& body) {
 }
 
 // A row-wise op over the last dim: body(input_row, output_row, row_index) gets row `row` of
-// `input` as f32 and a f32 row to fill; the result is a new contiguous tensor of `input`'s shape
-// and dtype.
+// `input` as f32 and a f32 row to fill, written to `result` (contiguous, `input`'s shape).
 template <typename Body>
-Tensor map_rows(const Tensor& input, Body&& body) {
-  Tensor result = Tensor::empty(input.shape(), input.dtype());
-  if (input.numel() == 0) return result;
+void map_rows_into(const Tensor& result, const Tensor& input, Body&& body) {
+  if (input.numel() == 0) return;
   int64_t length = input.rank() == 0 ? 1 : input.shape().back();
   int64_t stride = input.rank() == 0 ? 1 : input.strides().back();
   int64_t rows = input.numel() / length;
   const void* base = input.storage()->data();
   DType dtype = input.dtype();
+  DType out_dtype = result.dtype();
   void* out_base = result.raw();
   parallel_for(rows, length, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       const float* in = cpu::read_f32(base, dtype, cpu::row_offset(input.layout(), row), stride,
                                       length, scratch(0, length));
-      float* out = dtype == DType::f32 ? static_cast<float*>(out_base) + row * length
-                                       : scratch(1, length);
+      float* out = out_dtype == DType::f32 ? static_cast<float*>(out_base) + row * length
+                                           : scratch(1, length);
       body(in, out, row);
-      if (dtype != DType::f32) cpu::store_f32(out_base, dtype, row * length, out, length);
+      if (out_dtype != DType::f32) cpu::store_f32(out_base, out_dtype, row * length, out, length);
     }
   });
+}
+
+template <typename Body>
+Tensor map_rows(const Tensor& input, Body&& body) {
+  Tensor result = Tensor::empty(input.shape(), input.dtype());
+  map_rows_into(result, input, body);
   return result;
 }
 
-// An elementwise op over `inputs` broadcast to `shape`: kernel(input_pointers, out, count) gets
-// f32 chunks. The result is a new contiguous tensor of `shape` and `dtype`.
+// An elementwise op over `inputs` broadcast to `result`'s shape: kernel(input_pointers, out,
+// count) gets f32 chunks and fills `result` (contiguous).
 template <int N, typename Kernel>
-Tensor map_elements(const std::array<const Tensor*, N>& inputs, const Dims& shape, DType dtype,
-                    Kernel&& kernel) {
-  Tensor result = Tensor::empty(shape, dtype);
-  if (result.numel() == 0) return result;
+void map_elements_into(const Tensor& result, const std::array<const Tensor*, N>& inputs,
+                       Kernel&& kernel) {
+  if (result.numel() == 0) return;
+  const Dims& shape = result.shape();
+  DType dtype = result.dtype();
   std::array<Layout, N + 1> layouts;
   layouts[0] = result.layout();
   for (int i = 0; i < N; ++i) layouts[i + 1] = inputs[i]->layout().broadcast_as(shape);
@@ -107,28 +113,94 @@ Tensor map_elements(const std::array<const Tensor*, N>& inputs, const Dims& shap
       }
     });
   });
+}
+
+template <int N, typename Kernel>
+Tensor map_elements(const std::array<const Tensor*, N>& inputs, const Dims& shape, DType dtype,
+                    Kernel&& kernel) {
+  Tensor result = Tensor::empty(shape, dtype);
+  map_elements_into<N>(result, inputs, kernel);
   return result;
 }
 
-Tensor binary(const char* op, cpu::BinaryOp kind, const Tensor& left, const Tensor& right) {
+// Checks the operands of a binary op; returns the shape they broadcast to.
+Dims binary_shape(const char* op, const Tensor& left, const Tensor& right) {
   require_float(left, op, "left");
   require_float(right, op, "right");
   if (left.dtype() != right.dtype()) {
     fail(op, ": dtypes differ, ", left.describe(), " and ", right.describe());
   }
-  Dims shape = broadcast_shapes(left.shape(), right.shape(), op);
+  return broadcast_shapes(left.shape(), right.shape(), op);
+}
+
+void binary_into(const Tensor& result, cpu::BinaryOp kind, const Tensor& left,
+                 const Tensor& right) {
+  map_elements_into<2>(result, {&left, &right},
+                       [kind](const std::array<const float*, 2>& values, float* out,
+                              int64_t count) {
+                         cpu::binary_run(kind, values[0], values[1], out, count);
+                       });
+}
+
+Tensor binary(const char* op, cpu::BinaryOp kind, const Tensor& left, const Tensor& right) {
+  Dims shape = binary_shape(op, left, right);
   memory::OpScope scope(op);
-  return map_elements<2>({&left, &right}, shape, left.dtype(),
-                         [kind](const std::array<const float*, 2>& values, float* out,
-                                int64_t count) {
-                           cpu::binary_run(kind, values[0], values[1], out, count);
-                         });
+  Tensor result = Tensor::empty(shape, left.dtype());
+  binary_into(result, kind, left, right);
+  return result;
+}
+
+void check_silu_mul(const Tensor& gate, const Tensor& up) {
+  require_float(gate, "silu_mul", "gate");
+  require_float(up, "silu_mul", "up");
+  if (!(gate.shape() == up.shape()) || gate.dtype() != up.dtype()) {
+    fail("silu_mul: gate ", gate.describe(), " and up ", up.describe(), " differ");
+  }
+}
+
+void silu_mul_kernel_into(const Tensor& result, const Tensor& gate, const Tensor& up) {
+  map_elements_into<2>(result, {&gate, &up},
+                       [](const std::array<const float*, 2>& values, float* out,
+                          int64_t count) {
+                         cpu::silu_run(values[0], out, count);
+                         cpu::binary_run(cpu::BinaryOp::mul, out, values[1], out, count);
+                       });
 }
 
 }  // namespace
 
+void require_output(const Tensor& output, const Dims& shape, DType dtype, const char* op) {
+  if (!output.defined()) fail(op, ": output is undefined");
+  if (!(output.shape() == shape) || output.dtype() != dtype || !output.is_contiguous() ||
+      output.storage()->read_only()) {
+    fail(op, ": output ", output.describe(), " must be a writable contiguous ", dtype_name(dtype),
+         shape.to_string());
+  }
+}
+
 Tensor add(const Tensor& left, const Tensor& right) {
   return binary("add", cpu::BinaryOp::add, left, right);
+}
+
+void add_into(const Tensor& output, const Tensor& left, const Tensor& right) {
+  require_output(output, binary_shape("add", left, right), left.dtype(), "add_into");
+  memory::OpScope scope("add");
+  binary_into(output, cpu::BinaryOp::add, left, right);
+}
+
+Tensor silu_mul(const Tensor& gate, const Tensor& up) {
+  check_silu_mul(gate, up);
+  memory::OpScope scope("silu_mul");
+  Tensor result = Tensor::empty(gate.shape(), gate.dtype());
+  silu_mul_kernel_into(result, gate, up);
+  return result;
+}
+
+void silu_mul_into(const Tensor& output, const Tensor& gate, const Tensor& up) {
+  check_silu_mul(gate, up);
+  require_output(output, gate.shape(), gate.dtype(), "silu_mul_into");
+  memory::OpScope scope("silu_mul");
+  silu_mul_kernel_into(output, gate, up);
 }
 
 Tensor mul(const Tensor& left, const Tensor& right) {
@@ -161,25 +233,33 @@ Tensor softmax(const Tensor& input) {
   });
 }
 
-Tensor rms_norm(const Tensor& input, const Tensor& weight, double eps) {
+void rms_norm_into(const Tensor& output, const Tensor& input, const Tensor& weight, double eps) {
   require_float(input, "rms_norm", "input");
   require_float(weight, "rms_norm", "weight");
   if (input.rank() < 1 || weight.rank() != 1 || weight.dim(0) != input.dim(-1)) {
     fail("rms_norm: weight ", weight.describe(), " does not match the last dim of input ",
          input.describe());
   }
+  require_output(output, input.shape(), input.dtype(), "rms_norm");
   memory::OpScope scope("rms_norm");
   int64_t length = input.dim(-1);
   const float* weight_values =
       cpu::read_f32(weight.storage()->data(), weight.dtype(), weight.layout().offset,
                     weight.strides()[0], length, scratch(3, length));
   float epsilon = static_cast<float>(eps);
-  return map_rows(input, [=](const float* in, float* out, int64_t) {
+  map_rows_into(output, input, [=](const float* in, float* out, int64_t) {
     cpu::rms_norm_row(in, weight_values, epsilon, out, length);
   });
 }
 
-Tensor rope(const Tensor& input, const Tensor& cos, const Tensor& sin) {
+Tensor rms_norm(const Tensor& input, const Tensor& weight, double eps) {
+  memory::OpScope scope("rms_norm");
+  Tensor result = Tensor::empty(input.shape(), input.dtype());
+  rms_norm_into(result, input, weight, eps);
+  return result;
+}
+
+void rope_into(const Tensor& output, const Tensor& input, const Tensor& cos, const Tensor& sin) {
   require_float(input, "rope", "input");
   require_float(cos, "rope", "cos");
   require_float(sin, "rope", "sin");
@@ -193,8 +273,9 @@ Tensor rope(const Tensor& input, const Tensor& cos, const Tensor& sin) {
     fail("rope: cos ", cos.describe(), " and sin ", sin.describe(), " must both be ",
          table_shape.to_string(), " for input ", input.describe());
   }
+  require_output(output, input.shape(), input.dtype(), "rope");
   memory::OpScope scope("rope");
-  return map_rows(input, [&, length, half](const float* in, float* out, int64_t row) {
+  map_rows_into(output, input, [&, length, half](const float* in, float* out, int64_t row) {
     int64_t position = row % length;
     const float* cos_row =
         cpu::read_f32(cos.storage()->data(), cos.dtype(), cpu::row_offset(cos.layout(), position),
@@ -204,6 +285,13 @@ Tensor rope(const Tensor& input, const Tensor& cos, const Tensor& sin) {
                       sin.strides()[1], half, scratch(3, half));
     cpu::rope_row(in, cos_row, sin_row, out, half);
   });
+}
+
+Tensor rope(const Tensor& input, const Tensor& cos, const Tensor& sin) {
+  memory::OpScope scope("rope");
+  Tensor result = Tensor::empty(input.shape(), input.dtype());
+  rope_into(result, input, cos, sin);
+  return result;
 }
 
 Tensor argmax(const Tensor& input) {
@@ -229,8 +317,8 @@ Tensor argmax(const Tensor& input) {
   return result;
 }
 
-Tensor attention(const Tensor& query, const Tensor& key, const Tensor& value, double scale,
-                 bool causal) {
+void attention_into(const Tensor& output, const Tensor& query, const Tensor& key,
+                    const Tensor& value, double scale, bool causal) {
   require_float(query, "attention", "query");
   require_float(key, "attention", "key");
   require_float(value, "attention", "value");
@@ -255,14 +343,21 @@ Tensor attention(const Tensor& query, const Tensor& key, const Tensor& value, do
   if (causal && query.dim(2) > key.dim(2)) {
     fail("attention: causal with more query rows than keys, ", shapes());
   }
+  require_output(output, query.shape(), query.dtype(), "attention");
+  if (output.numel() == 0) return;
   memory::OpScope scope("attention");
-  Tensor result = Tensor::empty(query.shape(), query.dtype());
-  if (result.numel() == 0) return result;
   auto strided = [](const Tensor& tensor) {
     return cpu::StridedInput{tensor.storage()->data(), tensor.dtype(), tensor.layout()};
   };
-  cpu::attention(strided(query), strided(key), strided(value), result.raw(), result.dtype(),
+  cpu::attention(strided(query), strided(key), strided(value), output.raw(), output.dtype(),
                  static_cast<float>(scale), causal);
+}
+
+Tensor attention(const Tensor& query, const Tensor& key, const Tensor& value, double scale,
+                 bool causal) {
+  memory::OpScope scope("attention");
+  Tensor result = Tensor::empty(query.defined() ? query.shape() : Dims{}, query.dtype());
+  attention_into(result, query, key, value, scale, causal);
   return result;
 }
 

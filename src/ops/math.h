@@ -1,5 +1,7 @@
 // Ops that compute: matmul, linear, norms, rotary embedding, softmax, activations, reductions.
 // Every op accepts any layout and returns a new contiguous tensor. Float math accumulates in f32.
+// The *_into forms write into a given contiguous `output` of the result's shape and dtype
+// instead, so a decode step can run without allocating; output may alias an elementwise input.
 #pragma once
 
 #include <optional>
@@ -15,23 +17,31 @@ Tensor matmul(const Tensor& left, const Tensor& right);
 // x [..., K] times weight [N, K] transposed, plus bias [N]: [..., N] in x's dtype. The weight
 // and bias may have another float dtype than x (bf16 weights with f32 activations).
 Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = {});
+void linear_into(const Tensor& output, const Tensor& input, const Tensor& weight,
+                 const std::optional<Tensor>& bias = {});
 
 // x / sqrt(mean(x^2, last dim) + eps) * weight, weight [H] for x [..., H].
 Tensor rms_norm(const Tensor& input, const Tensor& weight, double eps);
+void rms_norm_into(const Tensor& output, const Tensor& input, const Tensor& weight, double eps);
 
 // Rotary embedding in the half-split form of HF's Qwen2 and Llama (rotate_half): for x
 // [B, H, S, D], with cos and sin [S, D/2] for the positions of the S rows:
 //   out[..., i]       = x[..., i] * cos - x[..., i + D/2] * sin
 //   out[..., i + D/2] = x[..., i + D/2] * cos + x[..., i] * sin
 Tensor rope(const Tensor& input, const Tensor& cos, const Tensor& sin);
+void rope_into(const Tensor& output, const Tensor& input, const Tensor& cos, const Tensor& sin);
 
 // Softmax over the last dim, shifted by the row maximum.
 Tensor softmax(const Tensor& input);
 Tensor silu(const Tensor& input);
 // Elementwise with NumPy broadcasting; both operands share a dtype.
 Tensor add(const Tensor& left, const Tensor& right);
+void add_into(const Tensor& output, const Tensor& left, const Tensor& right);
 Tensor mul(const Tensor& left, const Tensor& right);
 Tensor scale(const Tensor& input, double factor);
+// silu(gate) * up, the SwiGLU activation, in one pass.
+Tensor silu_mul(const Tensor& gate, const Tensor& up);
+void silu_mul_into(const Tensor& output, const Tensor& gate, const Tensor& up);
 // Index of the largest element over the last dim (first one on ties), as u32 [...].
 Tensor argmax(const Tensor& input);
 
@@ -40,5 +50,11 @@ Tensor argmax(const Tensor& input);
 // at position Skv - Sq + i and sees keys up to it. Returns [B, Hq, Sq, D] in q's dtype.
 Tensor attention(const Tensor& query, const Tensor& key, const Tensor& value, double scale,
                  bool causal);
+void attention_into(const Tensor& output, const Tensor& query, const Tensor& key,
+                    const Tensor& value, double scale, bool causal);
+
+// Throws Error naming `op` unless `output` is a contiguous, writable tensor of `shape` and
+// `dtype` (the check every *_into op makes).
+void require_output(const Tensor& output, const Dims& shape, DType dtype, const char* op);
 
 }  // namespace fornace

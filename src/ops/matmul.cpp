@@ -49,32 +49,37 @@ const float* bias_as_f32(const Tensor& bias) {
 
 }  // namespace
 
-Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+namespace {
+
+// Checks linear's operands; returns the output shape.
+Dims linear_output_shape(const Tensor& input, const Tensor& weight,
+                         const std::optional<Tensor>& bias) {
   require_float_cpu(input, "linear", "input");
   require_float_cpu(weight, "linear", "weight");
   if (input.rank() < 1 || weight.rank() != 2 || input.dim(-1) != weight.dim(1)) {
     fail("linear: input ", input.describe(), " does not match weight ", weight.describe(),
          " (expected input [..., K] and weight [N, K])");
   }
-  const int64_t depth = weight.dim(1);
-  const int64_t outputs = weight.dim(0);
   if (bias) {
     require_float_cpu(*bias, "linear", "bias");
-    if (bias->rank() != 1 || bias->dim(0) != outputs) {
+    if (bias->rank() != 1 || bias->dim(0) != weight.dim(0)) {
       fail("linear: bias ", bias->describe(), " does not match weight ", weight.describe(),
            " and input ", input.describe(), " (expected bias [N])");
     }
   }
-  memory::OpScope scope("linear");
+  Dims output_shape = input.shape();
+  output_shape[output_shape.size() - 1] = weight.dim(0);
+  return output_shape;
+}
 
+// Runs the kernels into a contiguous f32 `output`.
+void linear_f32(float* output, const Tensor& input, const Tensor& weight,
+                const std::optional<Tensor>& bias) {
+  const int64_t depth = weight.dim(1);
+  const int64_t outputs = weight.dim(0);
   Tensor rows = contiguous_f32(input);
   // Weights are mmapped and contiguous in the model; any other layout is copied once here.
   Tensor packed_weight = contiguous(weight);
-
-  Dims output_shape = input.shape();
-  output_shape[output_shape.size() - 1] = outputs;
-  Tensor output = Tensor::empty(output_shape, DType::f32);
-
   cpu::LinearProblem problem;
   problem.input = rows.data<float>();
   problem.input_stride = depth;
@@ -86,11 +91,28 @@ Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Ten
   problem.weight_dtype = packed_weight.dtype();
   problem.weight_stride = depth;
   problem.bias = bias ? bias_as_f32(*bias) : nullptr;
-  problem.output = output.data<float>();
+  problem.output = output;
   problem.output_stride = outputs;
   cpu::linear(problem);
+}
 
+}  // namespace
+
+Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  Dims output_shape = linear_output_shape(input, weight, bias);
+  memory::OpScope scope("linear");
+  Tensor output = Tensor::empty(output_shape, DType::f32);
+  linear_f32(output.data<float>(), input, weight, bias);
   return input.dtype() == DType::f32 ? output : to_dtype(output, input.dtype());
+}
+
+void linear_into(const Tensor& output, const Tensor& input, const Tensor& weight,
+                 const std::optional<Tensor>& bias) {
+  Dims output_shape = linear_output_shape(input, weight, bias);
+  if (input.dtype() != DType::f32) fail("linear_into: input ", input.describe(), " must be f32");
+  require_output(output, output_shape, DType::f32, "linear_into");
+  memory::OpScope scope("linear");
+  linear_f32(output.data<float>(), input, weight, bias);
 }
 
 Tensor matmul(const Tensor& left, const Tensor& right) {

@@ -50,6 +50,29 @@ TEST(Generator, StreamsEveryIdInOrderAndTimesEveryDecodeStep) {
   EXPECT_GT(result.decode_tokens_per_second(), 0.0);
 }
 
+TEST(Generator, PreallocDecodeStepsAllocateNothingAndCatAllocatesItsGrowingCache) {
+  std::unique_ptr<Model> model = load_model(tiny_model_directory(DType::f32));
+  const ModelConfig& config = model->config();
+  GenerationOptions options;
+  options.max_new_tokens = 6;
+  options.ignore_eos = true;
+  std::vector<uint32_t> prompt = test_prompt_ids(7, config.vocab_size);
+  for (KvCacheKind kind : all_kv_cache_kinds()) {
+    SCOPED_TRACE(kv_cache_kind_name(kind));
+    Generator generator(*model, kind, 32, SamplerOptions{});
+    GenerationResult result = generator.generate(prompt, options);
+    int64_t position = static_cast<int64_t>(prompt.size());
+    for (const DecodeStep& step : result.steps) {
+      // A cat step allocates exactly the new K and V of every layer: (position + 1) rows each.
+      int64_t cache_bytes = 2 * config.num_hidden_layers * config.num_key_value_heads *
+                            config.head_dim() * (position + 1) * 4;
+      EXPECT_EQ(step.allocated_bytes, kind == KvCacheKind::prealloc ? 0 : cache_bytes)
+          << "position " << position;
+      ++position;
+    }
+  }
+}
+
 TEST(Generator, RefusesAPromptBeyondItsContext) {
   std::unique_ptr<Model> model = load_model(tiny_model_directory(DType::f32));
   Generator generator(*model, KvCacheKind::prealloc, 8, SamplerOptions{});
