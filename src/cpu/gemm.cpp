@@ -276,7 +276,7 @@ void gemm(const LinearProblem& problem) {
 }
 
 void linear(const LinearProblem& problem) {
-  if (problem.rows <= kGemvMaxRows) {
+  if (problem.rows <= kGemvPreferredMaxRows) {
     gemv(problem);
   } else {
     gemm(problem);

@@ -25,12 +25,16 @@ struct LinearProblem {
   int64_t output_stride = 0;
 };
 
-// Up to this many rows, linear() runs the GEMV kernels, which read the weight once.
+// The GEMV kernels take up to this many input rows per pass over a block of weight rows.
 constexpr int64_t kGemvMaxRows = 4;
+// Up to this many rows, linear() runs the GEMV kernels: they read each weight row from memory
+// once and reuse it from L2 for the further groups of rows, which beats packing for the GEMM.
+constexpr int64_t kGemvPreferredMaxRows = 16;
 
 // Picks gemv() or gemm() by the row count.
 void linear(const LinearProblem& problem);
-// Streams the weight once per group of kGemvMaxRows input rows; rows split across threads.
+// Streams the weight once, in blocks of rows that stay in L2 while each group of kGemvMaxRows
+// input rows passes over them; weight rows split across threads.
 // With AVX512_BF16 and bf16 weights, the input is rounded to bf16 (nearest even) first.
 void gemv(const LinearProblem& problem);
 // Packs input and weight panels per call and runs a register-blocked micro-kernel; output

@@ -102,20 +102,26 @@ void gemv(const LinearProblem& problem) {
   const int64_t input_element_bytes = input == problem.input ? 4 : 2;
   const int64_t row_bytes = std::max<int64_t>(1, problem.depth * dtype_size(problem.weight_dtype));
   const int64_t grain = std::max<int64_t>(4, kMinBytesPerPart / row_bytes);
-  ThreadPool::global().run(problem.outputs, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t row = 0; row < problem.rows; row += kGemvMaxRows) {
-      GemvArguments arguments{
-          static_cast<const char*>(input) + row * input_stride * input_element_bytes,
-          input_stride,
-          static_cast<int>(std::min<int64_t>(kGemvMaxRows, problem.rows - row)),
-          problem.depth,
-          problem.weight,
-          problem.weight_dtype,
-          problem.weight_stride,
-          problem.bias,
-          problem.output + row * problem.output_stride,
-          problem.output_stride};
-      kernel(arguments, begin, end);
+  // Weight rows per block: about 128 KiB, so a block read for the first group of input rows is
+  // still in L2 for the next groups.
+  const int64_t block = std::max<int64_t>(16, (int64_t{128} << 10) / row_bytes);
+  ThreadPool::global().run(problem.outputs, grain, [&](int64_t first, int64_t last) {
+    for (int64_t begin = first; begin < last; begin += block) {
+      int64_t end = std::min(last, begin + block);
+      for (int64_t row = 0; row < problem.rows; row += kGemvMaxRows) {
+        GemvArguments arguments{
+            static_cast<const char*>(input) + row * input_stride * input_element_bytes,
+            input_stride,
+            static_cast<int>(std::min<int64_t>(kGemvMaxRows, problem.rows - row)),
+            problem.depth,
+            problem.weight,
+            problem.weight_dtype,
+            problem.weight_stride,
+            problem.bias,
+            problem.output + row * problem.output_stride,
+            problem.output_stride};
+        kernel(arguments, begin, end);
+      }
     }
   });
 }

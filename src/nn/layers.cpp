@@ -2,8 +2,10 @@
 #include "nn/layers.h"
 
 #include <cmath>
+#include <vector>
 
 #include "core/error.h"
+#include "cpu/thread_pool.h"
 #include "ops/copy.h"
 #include "ops/math.h"
 
@@ -38,14 +40,20 @@ RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t max_positions, double
   sin_ = Tensor::empty({max_positions, half}, DType::f32);
   float* cos_data = cos_.data<float>();
   float* sin_data = sin_.data<float>();
+  std::vector<double> inverse_frequencies(half);
   for (int64_t i = 0; i < half; ++i) {
-    double inverse_frequency = std::pow(theta, -2.0 * static_cast<double>(i) / head_dim);
-    for (int64_t position = 0; position < max_positions; ++position) {
-      double angle = static_cast<double>(position) * inverse_frequency;
-      cos_data[position * half + i] = static_cast<float>(std::cos(angle));
-      sin_data[position * half + i] = static_cast<float>(std::sin(angle));
-    }
+    inverse_frequencies[i] = std::pow(theta, -2.0 * static_cast<double>(i) / head_dim);
   }
+  // A million sines at 32k positions: split across the pool to keep start-up short.
+  ThreadPool::global().run(max_positions, 256, [&](int64_t begin, int64_t end) {
+    for (int64_t position = begin; position < end; ++position) {
+      for (int64_t i = 0; i < half; ++i) {
+        double angle = static_cast<double>(position) * inverse_frequencies[i];
+        cos_data[position * half + i] = static_cast<float>(std::cos(angle));
+        sin_data[position * half + i] = static_cast<float>(std::sin(angle));
+      }
+    }
+  });
 }
 
 Tensor RotaryEmbedding::apply(const Tensor& input, int64_t start) const {
