@@ -31,10 +31,10 @@ inline std::string fornace_binary() { return std::string(FORNACE_BINARY_DIR) + "
 // files that the command writes its stdout and stderr to, and collects them.
 inline Outcome run_shell_capturing(std::string command) {
   static int counter = 0;
-  std::string base = std::string(FORNACE_BINARY_DIR) + "/run-" + std::to_string(::getpid()) +
-                     "-" + std::to_string(counter++);
-  for (const auto& [name, path] : {std::pair<std::string, std::string>{"{out}", base + ".out"},
-                                   {"{err}", base + ".err"}}) {
+  std::string base = std::string(FORNACE_BINARY_DIR) + "/run-" + std::to_string(::getpid()) + "-" +
+                     std::to_string(counter++);
+  for (const auto& [name, path] :
+       {std::pair<std::string, std::string>{"{out}", base + ".out"}, {"{err}", base + ".err"}}) {
     for (size_t at = command.find(name); at != std::string::npos; at = command.find(name, at)) {
       command.replace(at, name.size(), path);
     }

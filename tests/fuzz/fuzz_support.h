@@ -1,4 +1,5 @@
-// Helpers shared by the libFuzzer targets: the expected-error guard, UTF-8 checks, the Qwen tokenizer.
+// Helpers shared by the libFuzzer targets: the expected-error guard, UTF-8 checks, the Qwen
+// tokenizer.
 #pragma once
 
 #include <cstdint>

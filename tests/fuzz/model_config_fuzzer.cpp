@@ -22,19 +22,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::check(config.rope_theta > 0 && config.rms_norm_eps > 0, "positive rope_theta and eps");
 
     ModelConfig again = parse_model_config(model_config_to_json(config), "round trip");
-    fuzz::check(again.model_type == config.model_type && again.hidden_size == config.hidden_size &&
-                    again.intermediate_size == config.intermediate_size &&
-                    again.num_hidden_layers == config.num_hidden_layers &&
-                    again.num_attention_heads == config.num_attention_heads &&
-                    again.num_key_value_heads == config.num_key_value_heads &&
-                    again.vocab_size == config.vocab_size &&
-                    again.max_position_embeddings == config.max_position_embeddings &&
-                    again.rope_theta == config.rope_theta &&
-                    again.rms_norm_eps == config.rms_norm_eps &&
-                    again.tie_word_embeddings == config.tie_word_embeddings &&
-                    again.torch_dtype == config.torch_dtype &&
-                    again.eos_token_ids == config.eos_token_ids,
-                "the config survives a round trip through config.json");
+    fuzz::check(
+        again.model_type == config.model_type && again.hidden_size == config.hidden_size &&
+            again.intermediate_size == config.intermediate_size &&
+            again.num_hidden_layers == config.num_hidden_layers &&
+            again.num_attention_heads == config.num_attention_heads &&
+            again.num_key_value_heads == config.num_key_value_heads &&
+            again.vocab_size == config.vocab_size &&
+            again.max_position_embeddings == config.max_position_embeddings &&
+            again.rope_theta == config.rope_theta && again.rms_norm_eps == config.rms_norm_eps &&
+            again.tie_word_embeddings == config.tie_word_embeddings &&
+            again.torch_dtype == config.torch_dtype && again.eos_token_ids == config.eos_token_ids,
+        "the config survives a round trip through config.json");
   });
   return 0;
 }

@@ -11,7 +11,8 @@ namespace {
 
 std::string nfc(std::string_view text) {
   std::string input(text);
-  utf8proc_uint8_t* composed = utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(input.c_str()));
+  utf8proc_uint8_t* composed =
+      utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(input.c_str()));
   if (!composed) fornace::fuzz::invariant_failed("utf8proc_NFC failed on valid UTF-8");
   std::string result(reinterpret_cast<const char*>(composed));
   std::free(composed);

@@ -2,7 +2,6 @@
 // belong, a closed stdout, non-UTF-8 prompts, and interrupted writes. Each gives one clear
 // `error:` line (or a quiet exit), never a crash, a hang or a complete-looking partial file.
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -36,7 +35,9 @@ class ScratchDirectory {
     std::error_code error;
     fs::remove_all(path_, error);
   }
-  std::string path(const std::string& name = "") const { return name.empty() ? path_ : path_ + "/" + name; }
+  std::string path(const std::string& name = "") const {
+    return name.empty() ? path_ : path_ + "/" + name;
+  }
 
  private:
   std::string path_;
@@ -206,12 +207,13 @@ TEST(FornaceFaults, UnreadablePromptFileIsARuntimeError) {
 // fails with EPIPE, and exits with status 0 and nothing on stderr, so that a pipeline under
 // `set -o pipefail` does not fail and nothing is printed for an ordinary early close.
 TEST(FornaceFaults, ClosedStdoutEndsQuietlyWithStatusZero) {
-  std::string status_path = std::string(FORNACE_BINARY_DIR) + "/faults-sigpipe-status-" +
-                            std::to_string(::getpid());
+  std::string status_path =
+      std::string(FORNACE_BINARY_DIR) + "/faults-sigpipe-status-" + std::to_string(::getpid());
   Outcome outcome = run_shell_capturing(
       "{ " + fornace_binary() + " --model " + tiny_model_directory(DType::f32) +
       " --prompt hello --max-new-tokens 2000 --ignore-eos --temperature 1 --seed 3 2>{err} "
-      "</dev/null; echo $? >" + status_path + "; } | head -c 10 >{out}");
+      "</dev/null; echo $? >" +
+      status_path + "; } | head -c 10 >{out}");
   std::string status = slurp(status_path);
   std::remove(status_path.c_str());
   EXPECT_EQ(status, "0\n");
@@ -275,7 +277,7 @@ void kill_synth_while_writing_weights(const std::string& out) {
   ASSERT_TRUE(WIFSIGNALED(status));
 }
 
-// No file under `directory` (recursively) has the final name `name`.
+// True when some file under `directory` (recursively) has the name `name`.
 bool holds_file_named(const std::string& directory, const std::string& name) {
   std::error_code error;
   for (fs::recursive_directory_iterator entry(directory, error), end; !error && entry != end;

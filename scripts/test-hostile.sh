@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Hostile input: the whole test suite under AddressSanitizer + UBSan, and the libFuzzer targets
+# replayed over their committed corpora (or one target fuzzed for a while, to grow its corpus).
+#
+# usage: scripts/test-hostile.sh [all]          sanitizer suite, then fuzz replay (CI)
+#        scripts/test-hostile.sh asan           the sanitizer suite only (build-asan)
+#        scripts/test-hostile.sh replay         the fuzz replay only (build-fuzz)
+#        scripts/test-hostile.sh fuzz NAME SECONDS
+#            fuzz one target (tests/fuzz/NAME_fuzzer.cpp) under nice, then merge what it found
+#            into tests/fuzz/NAME/corpus and copy crashing inputs to tests/fuzz/NAME/crashes
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+jobs=${JOBS:-$(nproc)}
+mode=${1:-all}
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# The encode and decode targets load the Qwen tokenizer from here.
+export FORNACE_TOKENIZER_DIR=${FORNACE_TOKENIZER_DIR:-$root/models}
+
+fuzz_targets() {
+  for source in tests/fuzz/*_fuzzer.cpp; do
+    basename "$source" _fuzzer.cpp
+  done
+}
+
+build_asan() {
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFORNACE_SANITIZE=ON \
+    -DFORNACE_MICROBENCH=OFF >/dev/null
+  cmake --build build-asan -j "$jobs"
+}
+
+run_asan_suite() {
+  build_asan
+  (cd build-asan && ctest --output-on-failure -j "$jobs")
+}
+
+build_fuzzers() {
+  cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+    -DFORNACE_FUZZ=ON -DFORNACE_SANITIZE=ON -DFORNACE_MICROBENCH=OFF >/dev/null
+  cmake --build build-fuzz --target fuzzers -j "$jobs"
+}
+
+# Runs every committed input (corpus and past crashes) through its target once.
+replay_corpora() {
+  build_fuzzers
+  [ -f "$FORNACE_TOKENIZER_DIR/tokenizer.json" ] || bash scripts/get-tokenizer.sh
+  for name in $(fuzz_targets); do
+    directories=()
+    for kind in corpus crashes; do
+      [ -d "tests/fuzz/$name/$kind" ] && directories+=("tests/fuzz/$name/$kind")
+    done
+    if [ ${#directories[@]} -eq 0 ]; then
+      echo "replay: fuzz_$name has no corpus yet" >&2
+      exit 1
+    fi
+    count=$(find "${directories[@]}" -type f | wc -l)
+    echo "replay: fuzz_$name over $count inputs"
+    # -runs=0 executes the given inputs and nothing else; a crash fails this script.
+    "build-fuzz/bin/fuzz_$name" "${directories[@]}" -runs=0 2>"build-fuzz/replay-$name.log" || {
+      tail -n 40 "build-fuzz/replay-$name.log"
+      echo "replay: fuzz_$name failed (log: build-fuzz/replay-$name.log)" >&2
+      exit 1
+    }
+  done
+  echo "replay: all fuzz corpora pass"
+}
+
+# Fuzzes one target for `seconds`, one job, under nice; new inputs are merged (minimized) into
+# the committed corpus and inputs that crashed are kept under crashes/.
+fuzz_one() {
+  local name=$1 seconds=$2
+  build_fuzzers
+  local work="build-fuzz/work/$name"
+  mkdir -p "$work/corpus" "$work/artifacts" "tests/fuzz/$name/corpus" "tests/fuzz/$name/crashes"
+  local dictionary=()
+  [ -f "tests/fuzz/$name.dict" ] && dictionary=("-dict=$root/tests/fuzz/$name.dict")
+  # Fork mode keeps fuzzing past a crash; its per-job logs go to the work directory.
+  (cd "$work" && nice -n 10 "$root/build-fuzz/bin/fuzz_$name" corpus "$root/tests/fuzz/$name/corpus" \
+    "${dictionary[@]}" -max_total_time="$seconds" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 \
+    -ignore_ooms=1 -timeout=20 -artifact_prefix=artifacts/ >fuzz.log 2>&1) || true
+  grep -E "^#[0-9]+: cov" "$work/fuzz.log" | tail -n 1 || true
+  local merged="$work/merged"
+  # A minimized merge on coverage features; when that keeps more than 300 files, a merge on edge
+  # coverage only (no hit counters), so the committed corpus stays at a few hundred files.
+  for counters in 1 0; do
+    rm -rf "$merged" && mkdir -p "$merged"
+    nice -n 10 "build-fuzz/bin/fuzz_$name" -merge=1 -use_counters=$counters "$merged" \
+      "tests/fuzz/$name/corpus" "$work/corpus" >"$work/merge.log" 2>&1
+    [ "$(ls "$merged" | wc -l)" -le 300 ] && break
+  done
+  rm -rf "tests/fuzz/$name/corpus" && mv "$merged" "tests/fuzz/$name/corpus"
+  find "$work/artifacts" -type f -exec cp {} "tests/fuzz/$name/crashes/" \;
+  echo "fuzz: $name corpus $(ls "tests/fuzz/$name/corpus" | wc -l) files," \
+    "$(du -sh "tests/fuzz/$name/corpus" | cut -f1); crashes $(ls "tests/fuzz/$name/crashes" | wc -l)"
+}
+
+case "$mode" in
+  all)
+    run_asan_suite
+    replay_corpora
+    ;;
+  asan) run_asan_suite ;;
+  replay) replay_corpora ;;
+  fuzz) fuzz_one "${2:?target name}" "${3:?seconds}" ;;
+  *)
+    echo "usage: $0 [all|asan|replay|fuzz NAME SECONDS]" >&2
+    exit 2
+    ;;
+esac
