@@ -29,3 +29,8 @@ model:
 
 clean:
 	rm -rf $(BUILD)
+
+# Hostile input (issue 8): the test suite under ASan+UBSan and the fuzz corpora replayed.
+.PHONY: test-hostile
+test-hostile: setup tokenizer
+	bash scripts/test-hostile.sh
