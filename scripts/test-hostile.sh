@@ -92,7 +92,9 @@ fuzz_one() {
     [ "$(ls "$merged" | wc -l)" -le 300 ] && break
   done
   rm -rf "tests/fuzz/$name/corpus" && mv "$merged" "tests/fuzz/$name/corpus"
-  find "$work/artifacts" -type f -exec cp {} "tests/fuzz/$name/crashes/" \;
+  # Crashes, leaks, timeouts and out-of-memory inputs; not "slow-unit" reports.
+  find "$work/artifacts" -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
+    -o -name 'oom-*' \) -exec cp {} "tests/fuzz/$name/crashes/" \;
   echo "fuzz: $name corpus $(ls "tests/fuzz/$name/corpus" | wc -l) files," \
     "$(du -sh "tests/fuzz/$name/corpus" | cut -f1); crashes $(ls "tests/fuzz/$name/crashes" | wc -l)"
 }
