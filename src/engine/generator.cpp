@@ -62,8 +62,7 @@ GenerationResult Generator::generate(const std::vector<uint32_t>& prompt,
   std::vector<uint32_t> history = prompt;
   std::vector<float> logits;
 
-  auto run_forward = [&](const Tensor& input) {
-    Tensor output = model_.forward(input, cache_, true);
+  auto copy_logits = [&](const Tensor& output) {
     logits.resize(output.numel());
     cpu::strided_to_contiguous(logits.data(), DType::f32, output.storage()->data(),
                                output.dtype(), output.layout());
@@ -83,8 +82,14 @@ GenerationResult Generator::generate(const std::vector<uint32_t>& prompt,
     memory::PhaseScope phase(Phase::prefill);
     CopyBytes before = memory::copy_bytes();
     auto start = std::chrono::steady_clock::now();
-    std::vector<int32_t> values(prompt.begin(), prompt.end());
-    run_forward(from_ids(values, {1, static_cast<int64_t>(prompt.size())}));
+    int64_t total = static_cast<int64_t>(prompt.size());
+    int64_t chunk = options.prefill_chunk > 0 ? options.prefill_chunk : total;
+    for (int64_t begin = 0; begin < total; begin += chunk) {
+      int64_t length = std::min(chunk, total - begin);
+      std::vector<int32_t> values(prompt.begin() + begin, prompt.begin() + begin + length);
+      Tensor output = model_.forward(from_ids(values, {1, length}), cache_, true);
+      if (begin + length == total) copy_logits(output);
+    }
     uint32_t first = options.max_new_tokens > 0 ? sampler_.sample(logits, history) : 0;
     result.prefill_ms = elapsed_ms(start);
     result.prefill_copied = difference(memory::copy_bytes(), before);
@@ -105,7 +110,7 @@ GenerationResult Generator::generate(const std::vector<uint32_t>& prompt,
     int64_t allocated_before = memory::phase_memory(Phase::decode).allocated_bytes;
     auto start = std::chrono::steady_clock::now();
     next.data<uint32_t>()[0] = result.generated.back();
-    run_forward(next);
+    copy_logits(model_.forward(next, cache_, true));
     uint32_t id = sampler_.sample(logits, history);
     DecodeStep step;
     step.ms = elapsed_ms(start);

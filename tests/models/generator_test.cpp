@@ -1,6 +1,8 @@
 // The generation loop on the tiny model: EOS handling, streaming order, step records.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/test_models.h"
 #include "core/error.h"
 #include "engine/generator.h"
@@ -69,6 +71,38 @@ TEST(Generator, PreallocDecodeStepsAllocateNothingAndCatAllocatesItsGrowingCache
       EXPECT_EQ(step.allocated_bytes, kind == KvCacheKind::prealloc ? 0 : cache_bytes)
           << "position " << position;
       ++position;
+    }
+  }
+}
+
+TEST(Generator, ChunkedPrefillGivesTheSameLogitsAsOnePass) {
+  std::unique_ptr<Model> model = load_model(tiny_model_directory(DType::f32));
+  std::vector<uint32_t> prompt = test_prompt_ids(11, model->config().vocab_size);
+  for (KvCacheKind kind : all_kv_cache_kinds()) {
+    SCOPED_TRACE(kv_cache_kind_name(kind));
+    std::vector<std::vector<float>> logits;
+    std::vector<std::vector<uint32_t>> generated;
+    for (int64_t chunk : {0, 4, 1}) {
+      GenerationOptions options;
+      options.max_new_tokens = 4;
+      options.ignore_eos = true;
+      options.keep_logits = true;
+      options.prefill_chunk = chunk;
+      Generator generator(*model, kind, 32, SamplerOptions{});
+      GenerationResult result = generator.generate(prompt, options);
+      ASSERT_EQ(result.logits.size(), 4u);
+      logits.push_back(result.logits.front());
+      generated.push_back(result.generated);
+    }
+    for (size_t run = 1; run < logits.size(); ++run) {
+      double error = 0;
+      double norm = 0;
+      for (size_t i = 0; i < logits[0].size(); ++i) {
+        error += (logits[run][i] - logits[0][i]) * (logits[run][i] - logits[0][i]);
+        norm += logits[0][i] * logits[0][i];
+      }
+      EXPECT_LE(std::sqrt(error / norm), 1e-5) << "run " << run;
+      EXPECT_EQ(generated[run], generated[0]) << "run " << run;
     }
   }
 }
