@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_set>
 
 #include "core/error.h"
 
@@ -13,10 +12,13 @@ void apply_repeat_penalty(std::vector<float>& logits, const std::vector<uint32_t
                           double penalty, int64_t last_n) {
   if (penalty == 1.0 || last_n <= 0) return;
   size_t begin = history.size() > static_cast<size_t>(last_n) ? history.size() - last_n : 0;
-  std::unordered_set<uint32_t> seen;
   for (size_t i = begin; i < history.size(); ++i) {
     uint32_t id = history[i];
-    if (id >= logits.size() || !seen.insert(id).second) continue;
+    // An id counts once: skip it when it already appeared earlier in the window. The window is
+    // short (64 by default), so this scan is cheaper than a set and allocates nothing per step.
+    bool repeated = std::find(history.begin() + begin, history.begin() + i, id) !=
+                    history.begin() + i;
+    if (id >= logits.size() || repeated) continue;
     float& logit = logits[id];
     logit = logit >= 0 ? static_cast<float>(logit / penalty) : static_cast<float>(logit * penalty);
   }
