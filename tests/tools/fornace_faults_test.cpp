@@ -160,11 +160,16 @@ TEST(FornaceFaults, ModelPathThatIsAFileIsARuntimeError) {
 // ---- A file without read permission ------------------------------------------------------------
 
 // How to run fornace as a user that file permissions apply to: nothing when this process is not
-// root, `runuser -u nobody --` when it is root and runuser exists; nullopt when neither works.
+// root, `runuser -u nobody --` when it is root and runuser exists and `nobody` can reach the build
+// (a checkout under a private directory, e.g. one made by mktemp, is out of its reach); nullopt
+// when neither works.
 std::optional<std::string> unprivileged_prefix() {
   if (::geteuid() != 0) return "";
   for (const char* runuser : {"/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser"}) {
-    if (::access(runuser, X_OK) == 0) return std::string(runuser) + " -u nobody -- ";
+    if (::access(runuser, X_OK) != 0) continue;
+    std::string prefix = std::string(runuser) + " -u nobody -- ";
+    std::string probe = prefix + FORNACE_BINARY_DIR + "/bin/fornace --help >/dev/null 2>&1";
+    if (std::system(probe.c_str()) == 0) return prefix;
   }
   return std::nullopt;
 }
@@ -173,7 +178,7 @@ class UnreadableFile : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(UnreadableFile, IsARuntimeErrorNamingThePath) {
   std::optional<std::string> prefix = unprivileged_prefix();
-  if (!prefix) GTEST_SKIP() << "running as root without runuser: permission bits do not apply";
+  if (!prefix) GTEST_SKIP() << "running as root, and no runuser that reaches the build as nobody";
   ScratchDirectory scratch{"unreadable"};
   std::string model = scratch.path("model");
   std::string name = GetParam();
@@ -190,7 +195,7 @@ INSTANTIATE_TEST_SUITE_P(ModelFiles, UnreadableFile,
 
 TEST(FornaceFaults, UnreadablePromptFileIsARuntimeError) {
   std::optional<std::string> prefix = unprivileged_prefix();
-  if (!prefix) GTEST_SKIP() << "running as root without runuser: permission bits do not apply";
+  if (!prefix) GTEST_SKIP() << "running as root, and no runuser that reaches the build as nobody";
   ScratchDirectory scratch{"unreadable-prompt"};
   std::string prompt = scratch.path("prompt.txt");
   std::ofstream(prompt) << "hello";
@@ -330,7 +335,7 @@ TEST(FornaceFaults, DumpLogitsOntoADirectoryFailsCleanlyAndLeavesNoTemporary) {
 
 TEST(FornaceFaults, DumpLogitsIntoAnUnwritableDirectoryFailsCleanly) {
   std::optional<std::string> prefix = unprivileged_prefix();
-  if (!prefix) GTEST_SKIP() << "running as root without runuser: permission bits do not apply";
+  if (!prefix) GTEST_SKIP() << "running as root, and no runuser that reaches the build as nobody";
   ScratchDirectory scratch{"dump-unwritable"};
   fs::permissions(scratch.path(), fs::perms(0555));
   std::string target = scratch.path("logits.npy");
