@@ -48,6 +48,8 @@ struct Counters {
   std::atomic<Phase> phase{Phase::other};
   std::atomic<int64_t> contiguous_copy_bytes{0};
   std::atomic<int64_t> strided_copy_bytes{0};
+  std::atomic<int64_t> mapped_resident_bytes{0};
+  std::atomic<int64_t> mapped_huge_page_bytes{0};
 };
 
 Counters& counters() {
@@ -127,6 +129,16 @@ std::vector<OpMemory> op_memory() {
     return left.allocated_bytes > right.allocated_bytes;
   });
   return result;
+}
+
+void record_mapping(int64_t resident_bytes, int64_t huge_page_bytes) {
+  counters().mapped_resident_bytes += resident_bytes;
+  counters().mapped_huge_page_bytes += huge_page_bytes;
+}
+
+MappedBytes mapped_bytes() {
+  return MappedBytes{counters().mapped_resident_bytes.load(),
+                     counters().mapped_huge_page_bytes.load()};
 }
 
 CopyBytes copy_bytes() {

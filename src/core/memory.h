@@ -37,6 +37,12 @@ struct DeviceMemory {
   int64_t allocated_bytes = 0;  // Total ever allocated.
 };
 
+// File bytes mapped read-only (weights), and how many of them sit in 2 MiB pages.
+struct MappedBytes {
+  int64_t resident = 0;
+  int64_t huge_pages = 0;
+};
+
 struct CopyBytes {
   int64_t contiguous = 0;
   int64_t strided = 0;
@@ -53,12 +59,14 @@ const char* current_op();
 void record_allocation(Device device, int64_t bytes);
 void record_release(Device device, int64_t bytes);
 void record_copy(int64_t bytes, bool strided);
+void record_mapping(int64_t resident_bytes, int64_t huge_page_bytes);
 
 DeviceMemory device_memory(Device device = Device::cpu);
 PhaseMemory phase_memory(Phase phase);
 // Allocations grouped by (op, phase), largest first.
 std::vector<OpMemory> op_memory();
 CopyBytes copy_bytes();
+MappedBytes mapped_bytes();
 // Zeroes phase, op and copy counters and sets peak to the current live bytes.
 void reset_counters();
 

@@ -1,6 +1,8 @@
 // Aligned, counted heap storage and borrowed mapped storage.
 #include "core/storage.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <new>
 
@@ -8,10 +10,26 @@
 
 namespace fornace {
 
+namespace {
+
+constexpr size_t kAlignment = 64;
+// Buffers this large (KV caches, prefill activations) are placed for 2 MiB pages, which a
+// kernel read streams through without a TLB miss every 4 KiB.
+constexpr size_t kHugePage = size_t{2} << 20;
+
+void* allocate_aligned(size_t bytes) {
+  if (bytes < kHugePage) return std::aligned_alloc(kAlignment, bytes);
+  size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  void* data = std::aligned_alloc(kHugePage, rounded);
+  if (data) ::madvise(data, rounded, MADV_HUGEPAGE);
+  return data;
+}
+
+}  // namespace
+
 std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
-  constexpr size_t kAlignment = 64;
   size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  void* data = rounded ? std::aligned_alloc(kAlignment, rounded) : nullptr;
+  void* data = rounded ? allocate_aligned(rounded) : nullptr;
   if (rounded && !data) fail("out of memory allocating ", bytes, " bytes for ", memory::current_op());
   std::shared_ptr<Storage> storage(new Storage());
   storage->data_ = data;

@@ -26,6 +26,10 @@ std::string format_trace(const GenerationResult& result) {
                  (memory.allocated_bytes - memory.released_bytes) / kMiB,
                  memory.peak_live_bytes / kMiB);
   }
+  MappedBytes mapped = memory::mapped_bytes();
+  text += line("trace: weights mapped %.1f MiB resident, %.0f%% in 2 MiB pages\n",
+               mapped.resident / kMiB,
+               mapped.resident ? 100.0 * mapped.huge_pages / mapped.resident : 0.0);
   text += line("trace: prefill copied %.2f MiB contiguous, %.2f MiB strided\n",
                result.prefill_copied.contiguous / kMiB, result.prefill_copied.strided / kMiB);
   text += "trace: per decode step (KiB copied by the copy kernels; allocated KiB)\n";
@@ -71,7 +75,10 @@ nlohmann::json trace_to_json(const GenerationResult& result) {
                    {"allocated_bytes", op.allocated_bytes},
                    {"allocations", op.allocations}});
   }
+  MappedBytes mapped = memory::mapped_bytes();
   return {{"phases", phases},
+          {"weights_mapped", {{"resident_bytes", mapped.resident},
+                              {"huge_page_bytes", mapped.huge_pages}}},
           {"prefill_copied", {{"contiguous_bytes", result.prefill_copied.contiguous},
                               {"strided_bytes", result.prefill_copied.strided}}},
           {"decode_steps", steps},

@@ -2,7 +2,6 @@
 // checkpoint directories, and the atomic writer.
 #include "io/safetensors.h"
 
-#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "io/file_mapping.h"
 #include "io/files.h"
 #include "io/json_util.h"
 #include "ops/copy.h"
@@ -220,10 +220,12 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
   if (size < kLengthPrefixBytes) {
     fail(path, ": file is ", size, " bytes, too short for the 8-byte header length (truncated?)");
   }
-  void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file->descriptor(), 0);
-  if (address == MAP_FAILED) fail(path, ": mmap failed: ", std::strerror(errno));
-  std::shared_ptr<const void> mapping(
-      address, [size](const void* pointer) { ::munmap(const_cast<void*>(pointer), size); });
+  auto file_mapping = std::make_shared<const FileMapping>(file->descriptor(), size, path.c_str());
+  const char* address = file_mapping->data();
+  std::shared_ptr<const void> mapping(file_mapping, address);
+  PageCounts pages = file_mapping->pages();
+  memory::record_mapping(static_cast<int64_t>(pages.resident_bytes),
+                         static_cast<int64_t>(pages.huge_page_bytes));
   // The file may have shrunk between fstat and mmap; validate against a size seen after mapping.
   if (file->current_size() != size) fail(path, ": file changed size while being opened");
 
