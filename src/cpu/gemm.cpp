@@ -9,6 +9,7 @@
 #include "core/storage.h"
 #include "cpu/cpu_features.h"
 #include "cpu/gemm_kernels.h"
+#include "cpu/scratch.h"
 #include "cpu/thread_pool.h"
 
 namespace fornace::cpu {
@@ -206,17 +207,17 @@ void gemm(const LinearProblem& problem) {
   const int64_t column_panels = divide_up(problem.outputs, kernel.columns);
   const int64_t block_column_panels = std::max<int64_t>(1, kColumnBlock / kernel.columns);
   ThreadPool& pool = ThreadPool::global();
-  const int parts = static_cast<int>(std::min<int64_t>(pool.threads(), column_panels));
-
+  // Column chunks of whole panels, claimed by threads as they finish: at least four per thread
+  // where the width allows, at most one packed block each.
+  const int64_t chunk_panels =
+      std::clamp<int64_t>(column_panels / (4 * pool.threads()), 1, block_column_panels);
+  const int64_t column_chunks = divide_up(column_panels, chunk_panels);
   const int64_t input_bytes = depth_blocks * block_panels * input_panel_bytes;
-  const int64_t weight_block_bytes = block_column_panels * weight_panel_bytes;
-  std::shared_ptr<Storage> scratch = Storage::allocate(input_bytes + parts * weight_block_bytes);
+  std::shared_ptr<Storage> scratch = Storage::allocate(input_bytes);
   char* input_pack = static_cast<char*>(scratch->data());
-
   for (int64_t row_begin = 0; row_begin < problem.rows; row_begin += block_rows) {
     const int64_t rows_here = std::min(block_rows, problem.rows - row_begin);
     const int64_t panels_here = divide_up(rows_here, kernel.rows);
-
     pool.run(depth_blocks * panels_here, 1, [&](int64_t begin, int64_t end) {
       for (int64_t index = begin; index < end; ++index) {
         int64_t depth_block = index / panels_here;
@@ -229,43 +230,40 @@ void gemm(const LinearProblem& problem) {
             input_pack + (depth_block * panels_here + panel) * input_panel_bytes);
       }
     });
-
-    pool.run(parts, 1, [&](int64_t part_begin, int64_t part_end) {
-      for (int64_t part = part_begin; part < part_end; ++part) {
-        char* weight_pack = input_pack + input_bytes + part * weight_block_bytes;
-        const int64_t panel_begin = column_panels * part / parts;
-        const int64_t panel_end = column_panels * (part + 1) / parts;
-        for (int64_t block = panel_begin; block < panel_end; block += block_column_panels) {
-          const int64_t block_end = std::min(panel_end, block + block_column_panels);
-          for (int64_t depth_block = 0; depth_block < depth_blocks; ++depth_block) {
-            const int64_t k_begin = depth_block * block_depth;
-            const int64_t k_count = std::min(block_depth, problem.depth - k_begin);
-            const int64_t steps = kernel.bf16_pairs ? divide_up(k_count, 2) : k_count;
-            const bool accumulate = depth_block > 0;
+    pool.run_balanced(column_chunks, 1, [&](int64_t chunk_begin, int64_t chunk_end) {
+      char* weight_pack = static_cast<char*>(
+          thread_scratch(ScratchSlot::gemm_weight_panels, chunk_panels * weight_panel_bytes));
+      for (int64_t chunk = chunk_begin; chunk < chunk_end; ++chunk) {
+        const int64_t block = chunk * chunk_panels;
+        const int64_t block_end = std::min(column_panels, block + chunk_panels);
+        for (int64_t depth_block = 0; depth_block < depth_blocks; ++depth_block) {
+          const int64_t k_begin = depth_block * block_depth;
+          const int64_t k_count = std::min(block_depth, problem.depth - k_begin);
+          const int64_t steps = kernel.bf16_pairs ? divide_up(k_count, 2) : k_count;
+          const bool accumulate = depth_block > 0;
+          for (int64_t panel = block; panel < block_end; ++panel) {
+            pack_weight_panel(kernel, problem, panel * kernel.columns, k_begin, k_count,
+                              weight_pack + (panel - block) * weight_panel_bytes);
+          }
+          for (int64_t input_panel = 0; input_panel < panels_here; ++input_panel) {
+            const char* packed_input =
+                input_pack + (depth_block * panels_here + input_panel) * input_panel_bytes;
+            const int64_t row = row_begin + input_panel * kernel.rows;
+            const int64_t rows_valid = std::min<int64_t>(kernel.rows, problem.rows - row);
             for (int64_t panel = block; panel < block_end; ++panel) {
-              pack_weight_panel(kernel, problem, panel * kernel.columns, k_begin, k_count,
-                                weight_pack + (panel - block) * weight_panel_bytes);
-            }
-            for (int64_t input_panel = 0; input_panel < panels_here; ++input_panel) {
-              const char* packed_input =
-                  input_pack + (depth_block * panels_here + input_panel) * input_panel_bytes;
-              const int64_t row = row_begin + input_panel * kernel.rows;
-              const int64_t rows_valid = std::min<int64_t>(kernel.rows, problem.rows - row);
-              for (int64_t panel = block; panel < block_end; ++panel) {
-                const int64_t column = panel * kernel.columns;
-                const int64_t columns_valid =
-                    std::min<int64_t>(kernel.columns, problem.outputs - column);
-                const char* packed_weight = weight_pack + (panel - block) * weight_panel_bytes;
-                float* c = problem.output + row * problem.output_stride + column;
-                const float* bias = !accumulate && problem.bias ? problem.bias + column : nullptr;
-                if (rows_valid == kernel.rows && columns_valid == kernel.columns) {
-                  kernel.multiply(steps, packed_input, packed_weight, c, problem.output_stride,
-                                  accumulate, bias);
-                } else {
-                  multiply_edge_tile(kernel, steps, packed_input, packed_weight, c,
-                                     problem.output_stride, rows_valid, columns_valid, accumulate,
-                                     bias);
-                }
+              const int64_t column = panel * kernel.columns;
+              const int64_t columns_valid =
+                  std::min<int64_t>(kernel.columns, problem.outputs - column);
+              const char* packed_weight = weight_pack + (panel - block) * weight_panel_bytes;
+              float* c = problem.output + row * problem.output_stride + column;
+              const float* bias = !accumulate && problem.bias ? problem.bias + column : nullptr;
+              if (rows_valid == kernel.rows && columns_valid == kernel.columns) {
+                kernel.multiply(steps, packed_input, packed_weight, c, problem.output_stride,
+                                accumulate, bias);
+              } else {
+                multiply_edge_tile(kernel, steps, packed_input, packed_weight, c,
+                                   problem.output_stride, rows_valid, columns_valid, accumulate,
+                                   bias);
               }
             }
           }

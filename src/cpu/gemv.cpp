@@ -1,12 +1,11 @@
 // The GEMV driver (ISA choice, bf16 input rounding, row split across threads) and its portable
 // kernel.
 #include <algorithm>
-#include <memory>
 
-#include "core/storage.h"
 #include "cpu/cpu_features.h"
 #include "cpu/gemm.h"
 #include "cpu/gemm_kernels.h"
+#include "cpu/scratch.h"
 #include "cpu/thread_pool.h"
 
 namespace fornace::cpu {
@@ -56,18 +55,6 @@ void gemv_portable(const GemvArguments& arguments, int64_t begin, int64_t end) {
   }
 }
 
-// A buffer owned by the calling thread and kept between calls, so decode does not allocate. It
-// starts at 64 KiB (a 32k-wide bf16 row, past every hidden and intermediate size of the models
-// we run) so that the first decode step does not grow it either.
-void* thread_scratch(size_t bytes) {
-  constexpr size_t kInitialBytes = size_t{64} << 10;
-  thread_local std::shared_ptr<Storage> buffer;
-  if (!buffer || buffer->bytes() < bytes) {
-    buffer = Storage::allocate(std::max(bytes, kInitialBytes));
-  }
-  return buffer->data();
-}
-
 }  // namespace
 
 void gemv(const LinearProblem& problem) {
@@ -85,7 +72,7 @@ void gemv(const LinearProblem& problem) {
             std::max<int64_t>(kBf16RowAlignment, (problem.depth + kBf16RowAlignment - 1) /
                                                      kBf16RowAlignment * kBf16RowAlignment);
         auto* rounded =
-            static_cast<uint16_t*>(thread_scratch(problem.rows * input_stride * sizeof(uint16_t)));
+            static_cast<uint16_t*>(thread_scratch(ScratchSlot::gemv_input, problem.rows * input_stride * sizeof(uint16_t)));
         for (int64_t row = 0; row < problem.rows; ++row) {
           kernels::convert_f32_to_bf16_avx512(problem.input + row * problem.input_stride,
                                               rounded + row * input_stride, problem.depth);

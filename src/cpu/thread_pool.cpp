@@ -108,10 +108,15 @@ void ThreadPool::worker_loop(uint64_t seen) {
   }
 }
 
-void ThreadPool::dispatch(int64_t count, int64_t grain, void* context, Invoker invoker) {
-  if (count <= 0) return;
+int64_t ThreadPool::parts_for_grain(int64_t count, int64_t grain) const {
   int64_t max_parts = grain > 0 ? std::max<int64_t>(1, count / grain) : count;
-  int parts = static_cast<int>(std::min<int64_t>({threads_, max_parts, kMaxParts}));
+  return std::min<int64_t>(threads_, max_parts);
+}
+
+void ThreadPool::dispatch(int64_t count, int64_t requested_parts, void* context,
+                          Invoker invoker) {
+  if (count <= 0) return;
+  int parts = static_cast<int>(std::min<int64_t>({requested_parts, count, kMaxParts}));
   if (parts <= 1 || running_) {
     invoker(context, 0, count);
     return;

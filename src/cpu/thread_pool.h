@@ -31,15 +31,28 @@ class ThreadPool {
   // calls run() again runs that inner range inline. Bodies must not throw.
   template <typename Body>
   void run(int64_t count, int64_t grain, Body&& body) {
-    using BodyType = std::remove_reference_t<Body>;
-    dispatch(count, grain, &body, [](void* context, int64_t begin, int64_t end) {
-      (*static_cast<BodyType*>(context))(begin, end);
-    });
+    run_parts(count, parts_for_grain(count, grain), body);
+  }
+
+  // Like run(), but [0, count) is cut into ceil(count / chunk) parts, usually more than one
+  // per thread, which threads claim one at a time as they finish: a thread that runs slower
+  // (descheduled, or sharing its core) takes fewer, instead of holding the others up.
+  template <typename Body>
+  void run_balanced(int64_t count, int64_t chunk, Body&& body) {
+    int64_t parts = chunk > 0 ? (count + chunk - 1) / chunk : count;
+    run_parts(count, threads_ > 1 ? parts : 1, body);
   }
 
  private:
   using Invoker = void (*)(void* context, int64_t begin, int64_t end);
-  void dispatch(int64_t count, int64_t grain, void* context, Invoker invoker);
+  template <typename Body>
+  void run_parts(int64_t count, int64_t parts, Body& body) {
+    dispatch(count, parts, &body, [](void* context, int64_t begin, int64_t end) {
+      (*static_cast<Body*>(context))(begin, end);
+    });
+  }
+  int64_t parts_for_grain(int64_t count, int64_t grain) const;
+  void dispatch(int64_t count, int64_t parts, void* context, Invoker invoker);
   void start(int threads);
   void stop();
   // `seen` is the job state when the worker was started; it joins every later job.

@@ -83,12 +83,19 @@ GenerationResult Generator::generate(const std::vector<uint32_t>& prompt,
     CopyBytes before = memory::copy_bytes();
     auto start = std::chrono::steady_clock::now();
     int64_t total = static_cast<int64_t>(prompt.size());
-    int64_t chunk = options.prefill_chunk > 0 ? options.prefill_chunk : total;
-    for (int64_t begin = 0; begin < total; begin += chunk) {
-      int64_t length = std::min(chunk, total - begin);
-      std::vector<int32_t> values(prompt.begin() + begin, prompt.begin() + begin + length);
-      Tensor output = model_.forward(from_ids(values, {1, length}), cache_, true);
-      if (begin + length == total) copy_logits(output);
+    // Equal chunks of prefill_chunk to 2 * prefill_chunk - 1 tokens: a short last chunk would
+    // pack every weight for the GEMM again for a few rows (513 tokens run as one pass, 2,049
+    // as 512 + 512 + 512 + 513). Only the last chunk computes logits.
+    int64_t chunks = options.prefill_chunk > 0 ? std::max<int64_t>(1, total / options.prefill_chunk)
+                                               : 1;
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      int64_t begin = total * chunk / chunks;
+      int64_t end = total * (chunk + 1) / chunks;
+      std::vector<int32_t> values(prompt.begin() + begin, prompt.begin() + end);
+      bool last = chunk + 1 == chunks;
+      Tensor output = model_.forward(from_ids(values, {1, end - begin}), cache_,
+                                     last ? Logits::last : Logits::none);
+      if (last) copy_logits(output);
     }
     uint32_t first = options.max_new_tokens > 0 ? sampler_.sample(logits, history) : 0;
     result.prefill_ms = elapsed_ms(start);
@@ -110,7 +117,7 @@ GenerationResult Generator::generate(const std::vector<uint32_t>& prompt,
     int64_t allocated_before = memory::phase_memory(Phase::decode).allocated_bytes;
     auto start = std::chrono::steady_clock::now();
     next.data<uint32_t>()[0] = result.generated.back();
-    copy_logits(model_.forward(next, cache_, true));
+    copy_logits(model_.forward(next, cache_, Logits::last));
     uint32_t id = sampler_.sample(logits, history);
     DecodeStep step;
     step.ms = elapsed_ms(start);

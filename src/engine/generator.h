@@ -17,8 +17,8 @@ struct GenerationOptions {
   bool ignore_eos = false;
   std::vector<int64_t> eos_ids;
   bool keep_logits = false;  // Keep the last-position logits of every forward pass.
-  // The prompt runs through the model in chunks of at most this many tokens, so prefill's
-  // activations stay bounded whatever the prompt length; 0 runs it in one pass.
+  // The prompt runs through the model in equal chunks of this many tokens up to twice as many,
+  // so prefill's activations stay bounded whatever the prompt length; 0 runs it in one pass.
   int64_t prefill_chunk = 512;
 };
 

@@ -12,6 +12,9 @@
 
 namespace fornace {
 
+// Which positions' logits a forward pass computes.
+enum class Logits { all, last, none };
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -21,9 +24,10 @@ class Model {
   // The dtype of activations and of the KV cache.
   virtual DType activation_dtype() const = 0;
   // Runs `ids` [1, S] (u32) at the positions after what `cache` holds, appends their keys and
-  // values to it, and returns f32 logits [S, vocab] of every position, or [1, vocab] of the last
-  // one when `last_only` is set.
-  virtual Tensor forward(const Tensor& ids, KvCacheSet& cache, bool last_only = true) = 0;
+  // values to it, and returns f32 logits: [S, vocab] for Logits::all, [1, vocab] of the last
+  // position for Logits::last, and an undefined tensor for Logits::none (a prompt chunk that is
+  // not the last one skips the lm_head).
+  virtual Tensor forward(const Tensor& ids, KvCacheSet& cache, Logits logits = Logits::last) = 0;
   // The shape a KV cache for this model needs, holding up to `max_length` positions.
   KvCacheShape kv_cache_shape(int64_t max_length) const;
 };

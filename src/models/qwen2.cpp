@@ -31,19 +31,27 @@ struct DecodeBuffers {
   Tensor logits;
 };
 
-// Hands out the tensor an op writes into: a decode buffer during a decode step, else a new one.
+// Hands out the tensor an op writes into: in a decode step, a decode buffer; in a prompt pass,
+// a buffer made on first use and reused by every layer of the pass (so each pass faults its
+// pages in once, not once a layer), except K and V, which a cat cache may keep as they are.
 class Activations {
  public:
   Activations(DecodeBuffers& buffers, bool decode_step)
       : buffers_(buffers), decode_step_(decode_step) {}
-  Tensor get(Tensor DecodeBuffers::*buffer, const Dims& shape, const char* op) const {
+  Tensor get(Tensor DecodeBuffers::*buffer, const Dims& shape, const char* op) {
     if (decode_step_) return buffers_.*buffer;
+    bool kept_by_cache = buffer == &DecodeBuffers::key_rotated || buffer == &DecodeBuffers::value;
+    Tensor& reused = pass_buffers_.*buffer;
+    if (!kept_by_cache && reused.defined() && reused.shape() == shape) return reused;
     memory::OpScope scope(op);
-    return Tensor::empty(shape, DType::f32);
+    Tensor made = Tensor::empty(shape, DType::f32);
+    if (!kept_by_cache) reused = made;
+    return made;
   }
 
  private:
   DecodeBuffers& buffers_;
+  DecodeBuffers pass_buffers_;
   bool decode_step_;
 };
 
@@ -133,7 +141,7 @@ class Qwen2Model : public Model {
   DType activation_dtype() const override { return DType::f32; }
 
   // In a decode step the returned logits live in a buffer that the next forward overwrites.
-  Tensor forward(const Tensor& ids, KvCacheSet& cache, bool last_only) override {
+  Tensor forward(const Tensor& ids, KvCacheSet& cache, Logits wanted) override {
     if (ids.rank() != 2 || ids.dim(0) != 1) fail("qwen2: ids must be [1, S], got ", ids.describe());
     int64_t start = cache.length();
     int64_t length = ids.dim(1);
@@ -152,7 +160,8 @@ class Qwen2Model : public Model {
       layer.post_attention_norm.forward_into(normed, hidden);
       add_into(hidden, hidden, mlp(layer, normed, activations));
     }
-    int64_t rows = last_only ? 1 : length;
+    if (wanted == Logits::none) return Tensor();
+    int64_t rows = wanted == Logits::last ? 1 : length;
     hidden = hidden.narrow(1, length - rows, rows);
     normed = normed.narrow(1, length - rows, rows);
     final_norm_.forward_into(normed, hidden);
@@ -164,7 +173,7 @@ class Qwen2Model : public Model {
 
  private:
   Tensor attention(const Qwen2Layer& layer, const Tensor& input, KvCache& cache, int64_t start,
-                   const Activations& activations) const {
+                   Activations& activations) const {
     int64_t length = input.dim(1);
     int64_t head_dim = config_.head_dim();
     int64_t query_heads = config_.num_attention_heads;
@@ -196,7 +205,7 @@ class Qwen2Model : public Model {
     return output;
   }
 
-  Tensor mlp(const Qwen2Layer& layer, const Tensor& input, const Activations& activations) const {
+  Tensor mlp(const Qwen2Layer& layer, const Tensor& input, Activations& activations) const {
     Dims shape{1, input.dim(1), config_.intermediate_size};
     Tensor gate = activations.get(&DecodeBuffers::gate, shape, "linear");
     Tensor up = activations.get(&DecodeBuffers::up, shape, "linear");

@@ -50,6 +50,8 @@ Generates text from a Qwen2-family checkpoint (config.json, *.safetensors, token
   --repeat-penalty P       HF/Candle repeat penalty; 1 is off (default: 1.1)
   --repeat-last-n N        tokens the penalty looks back over (default: 64)
   --max-context N          positions the KV cache holds (default: prompt + max-new-tokens)
+  --prefill-chunk N        the prompt runs in equal chunks of N to 2N-1 tokens; 0 is one
+                           pass (default: 512)
   --trace                  report memory per phase, bytes copied per decode step, top ops
   --json                   print the summary as one JSON object on the last line of stdout
   --dump-logits PATH.npy   write the last-position logits of every forward pass (float32)
@@ -118,6 +120,7 @@ int generate(Args& args) {
   sampling.repeat_penalty = args.take_double("--repeat-penalty", 1.1, 1e-6, 1e6);
   sampling.repeat_last_n = args.take_int("--repeat-last-n", 64, 0, INT32_MAX);
   int64_t max_context_flag = args.take_int("--max-context", 0, 1, INT64_MAX / 4);
+  int64_t prefill_chunk = args.take_int("--prefill-chunk", 512, 0, INT64_MAX / 4);
   bool trace = args.take_flag("--trace");
   bool json = args.take_flag("--json");
   std::optional<std::string> dump_logits = args.take("--dump-logits");
@@ -212,6 +215,7 @@ int generate(Args& args) {
     options.eos_ids.push_back(*tokenizer->eos_token_id());
   }
   options.keep_logits = dump_logits.has_value();
+  options.prefill_chunk = prefill_chunk;
 
   Generator generator(*model, kind, max_context, sampling);
   std::optional<IncrementalDecoder> decoder;
