@@ -12,6 +12,8 @@
 //   3. an online softmax per row (running max and sum) turns the scores into weights;
 //   4. accumulators += weights · V by the same register-blocked product, V rows read in place.
 // No [Sq, Skv] matrix is ever formed, and keys past a row's causal limit are masked or skipped.
+// With AVX512_BF16 and bf16 K and V (a bf16 KV cache), both products run on vdpbf16ps instead:
+// Q, K, V and the softmax weights as bf16 pairs, f32 sums, twice the FMA path's arithmetic rate.
 
 #include <algorithm>
 #include <array>
@@ -55,6 +57,11 @@ struct TileScratch {
   std::vector<float> keys_by_dim;    // [D, block keys]: the block's K transposed.
   std::vector<float> values;         // [block keys, padded D] when V is not used in place.
   std::vector<float> row;            // [D] for a converted output row.
+  // The bf16 pair path: 32-bit words that each hold two bf16 values.
+  std::vector<uint32_t> query_pairs;   // [tile rows, D / 2]: pre-scaled Q.
+  std::vector<uint32_t> key_pairs;     // [D / 2, block keys]: the block's K transposed by pairs.
+  std::vector<uint32_t> value_pairs;   // [block keys / 2, D]: V rows j and j + 1 interleaved.
+  std::vector<uint32_t> weight_pairs;  // [tile rows, block keys / 2]: softmax weights.
 
   void reserve(int64_t head_dim, int64_t padded_dim) {
     auto grow = [](std::vector<float>& buffer, int64_t size) {
@@ -67,6 +74,13 @@ struct TileScratch {
     grow(keys_by_dim, head_dim * kBlockKeys);
     grow(values, kBlockKeys * padded_dim);
     grow(row, head_dim);
+    auto grow_pairs = [](std::vector<uint32_t>& buffer, int64_t size) {
+      if (static_cast<int64_t>(buffer.size()) < size) buffer.resize(size);
+    };
+    grow_pairs(query_pairs, kAttentionTileRows * head_dim / 2);
+    grow_pairs(key_pairs, head_dim / 2 * kBlockKeys);
+    grow_pairs(value_pairs, kBlockKeys / 2 * head_dim);
+    grow_pairs(weight_pairs, kAttentionTileRows * kBlockKeys / 2);
   }
 };
 
@@ -215,13 +229,43 @@ void transpose_keys(const float* keys, int64_t key_stride, int64_t count, int64_
   }
 }
 
+// How the register tile multiplies: F32Product takes f32 left values and f32 right rows (one k
+// per step, FMA); PairProduct takes 32-bit words of two bf16 values on both sides (two k per
+// step, vdpbf16ps).
+struct F32Product {
+  using Left = float;
+  using Right = float;
+  using Factor = Vec;
+  using Column = Vec;
+  static Factor broadcast(Left value) { return simd::broadcast(value); }
+  static Column load(const Right* source) { return simd::load(source); }
+  static Vec multiply_add(Factor factor, Column column, Vec sum) {
+    return simd::multiply_add(factor, column, sum);
+  }
+};
+#if defined(__AVX512BF16__)
+struct PairProduct {
+  using Left = uint32_t;
+  using Right = uint32_t;
+  using Factor = __m512bh;
+  using Column = __m512bh;
+  static Factor broadcast(Left value) {
+    return (__m512bh)_mm512_set1_epi32(static_cast<int32_t>(value));
+  }
+  static Column load(const Right* source) { return (__m512bh)_mm512_loadu_si512(source); }
+  static Vec multiply_add(Factor factor, Column column, Vec sum) {
+    return _mm512_dpbf16_ps(sum, factor, column);
+  }
+};
+#endif
+
 // The register tile: out[r][0, kVectors * kWidth) = (accumulate ? out[r] : 0) + the sum over
 // k < depth, in order, of left[r * left_stride + k] * right[k * right_stride + (0, kVectors *
-// kWidth)], for r < kRows.
-template <int kRows, int kVectors>
-void multiply_tile(const float* left, int64_t left_stride, const float* right,
-                   int64_t right_stride, int64_t depth, float* out, int64_t out_stride,
-                   bool accumulate) {
+// kWidth)], for r < kRows (k counts words for PairProduct, each a product of two pairs).
+template <typename Product, int kRows, int kVectors>
+void multiply_tile(const typename Product::Left* left, int64_t left_stride,
+                   const typename Product::Right* right, int64_t right_stride, int64_t depth,
+                   float* out, int64_t out_stride, bool accumulate) {
   Vec sums[kRows][kVectors];
   for (int r = 0; r < kRows; ++r) {
     for (int v = 0; v < kVectors; ++v) {
@@ -230,14 +274,14 @@ void multiply_tile(const float* left, int64_t left_stride, const float* right,
     }
   }
   for (int64_t k = 0; k < depth; ++k) {
-    Vec columns[kVectors];
+    typename Product::Column columns[kVectors];
     for (int v = 0; v < kVectors; ++v) {
-      columns[v] = simd::load(right + k * right_stride + v * simd::kWidth);
+      columns[v] = Product::load(right + k * right_stride + v * simd::kWidth);
     }
     for (int r = 0; r < kRows; ++r) {
-      const Vec factor = simd::broadcast(left[r * left_stride + k]);
+      const typename Product::Factor factor = Product::broadcast(left[r * left_stride + k]);
       for (int v = 0; v < kVectors; ++v) {
-        sums[r][v] = simd::multiply_add(factor, columns[v], sums[r][v]);
+        sums[r][v] = Product::multiply_add(factor, columns[v], sums[r][v]);
       }
     }
   }
@@ -248,30 +292,35 @@ void multiply_tile(const float* left, int64_t left_stride, const float* right,
   }
 }
 
-// Every register tile shape: kTiles[vectors - 1][rows - 1].
-using TileFunction = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*,
-                              int64_t, bool);
-template <int kVectors, int... kRowsBelow>
-constexpr std::array<TileFunction, kMaxTileRows> tiles_of_width(
-    std::integer_sequence<int, kRowsBelow...>) {
-  return {&multiply_tile<kRowsBelow + 1, kVectors>...};
-}
-template <int... kVectorsBelow>
-constexpr auto tile_table(std::integer_sequence<int, kVectorsBelow...>) {
-  return std::array{
-      tiles_of_width<kVectorsBelow + 1>(std::make_integer_sequence<int, kMaxTileRows>())...};
-}
-constexpr auto kTiles = tile_table(std::make_integer_sequence<int, kColumnVectors>());
+// Every register tile shape of a product: Tiles<Product>::table[vectors - 1][rows - 1].
+template <typename Product>
+struct Tiles {
+  using Function = void (*)(const typename Product::Left*, int64_t,
+                            const typename Product::Right*, int64_t, int64_t, float*, int64_t,
+                            bool);
+  template <int kVectors, int... kRowsBelow>
+  static constexpr std::array<Function, kMaxTileRows> of_width(
+      std::integer_sequence<int, kRowsBelow...>) {
+    return {&multiply_tile<Product, kRowsBelow + 1, kVectors>...};
+  }
+  template <int... kVectorsBelow>
+  static constexpr auto make(std::integer_sequence<int, kVectorsBelow...>) {
+    return std::array{
+        of_width<kVectorsBelow + 1>(std::make_integer_sequence<int, kMaxTileRows>())...};
+  }
+  static constexpr auto table = make(std::make_integer_sequence<int, kColumnVectors>());
+};
 
 // out[rows, columns] = (accumulate ? out : 0) + left[rows, depth] · right[depth, columns], for
 // 1 <= rows <= kMaxTileRows and `columns` a multiple of kWidth.
-void multiply(const float* left, int64_t left_stride, const float* right, int64_t right_stride,
-              int64_t depth, float* out, int64_t out_stride, int64_t rows, int64_t columns,
-              bool accumulate) {
+template <typename Product>
+void multiply(const typename Product::Left* left, int64_t left_stride,
+              const typename Product::Right* right, int64_t right_stride, int64_t depth,
+              float* out, int64_t out_stride, int64_t rows, int64_t columns, bool accumulate) {
   for (int64_t column = 0; column < columns; column += kColumns) {
     int64_t vectors = std::min<int64_t>(kColumnVectors, (columns - column) / simd::kWidth);
-    kTiles[vectors - 1][rows - 1](left, left_stride, right + column, right_stride, depth,
-                                  out + column, out_stride, accumulate);
+    Tiles<Product>::table[vectors - 1][rows - 1](left, left_stride, right + column, right_stride,
+                                                 depth, out + column, out_stride, accumulate);
   }
 }
 
@@ -365,7 +414,184 @@ inline float softmax_block(float* scores, int64_t visible, int64_t columns, floa
   return correction;
 }
 
+// The operands of the f32 path: K transposed into [D, block keys], V rows read in place when
+// they are unit-stride f32 (converted into scratch otherwise), FMA products.
+class F32Operands {
+ public:
+  F32Operands(const AttentionPlan& plan, TileScratch& scratch, int64_t rows)
+      : plan_(plan), scratch_(scratch) {
+    (void)rows;
+  }
+
+  void load_block(int64_t batch, int64_t kv_head, int64_t block, int64_t block_keys) {
+    const int64_t head_dim = plan_.head_dim;
+    int64_t key_stride = 0;
+    const float* keys = kv_rows(plan_.key, batch, kv_head, block, block_keys, head_dim, head_dim,
+                                scratch_.keys.data(), &key_stride);
+    transpose_keys(keys, key_stride, block_keys, head_dim, scratch_.keys_by_dim.data());
+    values_ = kv_rows(plan_.value, batch, kv_head, block, block_keys, head_dim,
+                      round_up(head_dim, simd::kWidth), scratch_.values.data(), &value_stride_);
+  }
+
+  // scores[first, first + count) = Q · K^T over the block's `columns` keys.
+  void score(int64_t first, int64_t count, int64_t columns) {
+    const int64_t head_dim = plan_.head_dim;
+    multiply<F32Product>(scratch_.query.data() + first * head_dim, head_dim,
+                         scratch_.keys_by_dim.data(), kBlockKeys, head_dim,
+                         scratch_.scores.data() + first * kBlockKeys, kBlockKeys, count, columns,
+                         false);
+  }
+
+  // accumulators[first, first + count) += weights · V over the block's keys.
+  void accumulate(int64_t first, int64_t count, int64_t block_keys, int64_t columns) {
+    (void)columns;
+    const int64_t padded_dim = round_up(plan_.head_dim, simd::kWidth);
+    multiply<F32Product>(scratch_.scores.data() + first * kBlockKeys, kBlockKeys, values_,
+                         value_stride_, block_keys, scratch_.accumulators.data() + first * padded_dim,
+                         padded_dim, count, padded_dim, true);
+  }
+
+ private:
+  const AttentionPlan& plan_;
+  TileScratch& scratch_;
+  const float* values_ = nullptr;
+  int64_t value_stride_ = 0;
+};
+
+#if defined(__AVX512BF16__)
+// The pair path takes bf16 K and V with a unit-stride D that is a multiple of 32 and rows that
+// start at even elements, so that every two dims of a row form one 32-bit word.
+bool pair_path_applies(const AttentionPlan& plan) {
+  auto fits = [](const StridedInput& input) {
+    const Layout& layout = input.layout;
+    return input.dtype == DType::bf16 && layout.strides[3] == 1 && layout.offset % 2 == 0 &&
+           layout.strides[0] % 2 == 0 && layout.strides[1] % 2 == 0 && layout.strides[2] % 2 == 0;
+  };
+  return plan.head_dim % 32 == 0 && fits(plan.key) && fits(plan.value);
+}
+
+// f32 -> bf16 (nearest even) for a count that is a multiple of 16.
+inline void to_bf16(const float* source, uint32_t* destination, int64_t count) {
+  auto* out = reinterpret_cast<__m256i*>(destination);
+  for (int64_t i = 0; i < count; i += 16) {
+    _mm256_storeu_si256(out + i / 16, (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(source + i)));
+  }
+}
+
+// The operands of the pair path: Q, K, V and the softmax weights as bf16 pairs, vdpbf16ps
+// products. K goes to [D / 2, block keys] words (16 x 16 word transposes: the pair of dims stays
+// together); V rows j and j + 1 are interleaved into [block keys / 2, D] words.
+class PairOperands {
+ public:
+  PairOperands(const AttentionPlan& plan, TileScratch& scratch, int64_t rows)
+      : plan_(plan), scratch_(scratch), words_(plan.head_dim / 2) {
+    for (int64_t r = 0; r < rows; ++r) {
+      to_bf16(scratch_.query.data() + r * plan.head_dim, scratch_.query_pairs.data() + r * words_,
+              plan.head_dim);
+    }
+  }
+
+  void load_block(int64_t batch, int64_t kv_head, int64_t block, int64_t block_keys) {
+    pack_keys(batch, kv_head, block, block_keys);
+    pack_values(batch, kv_head, block, block_keys);
+  }
+
+  void score(int64_t first, int64_t count, int64_t columns) {
+    multiply<PairProduct>(scratch_.query_pairs.data() + first * words_, words_,
+                          scratch_.key_pairs.data(), kBlockKeys, words_,
+                          scratch_.scores.data() + first * kBlockKeys, kBlockKeys, count, columns,
+                          false);
+  }
+
+  void accumulate(int64_t first, int64_t count, int64_t block_keys, int64_t columns) {
+    const int64_t head_dim = plan_.head_dim;
+    constexpr int64_t kWeightWords = kBlockKeys / 2;
+    uint32_t* weights = scratch_.weight_pairs.data();
+    // Weights past the block's keys are 0, so an odd last key pairs with a zero weight.
+    for (int64_t r = first; r < first + count; ++r) {
+      to_bf16(scratch_.scores.data() + r * kBlockKeys, weights + r * kWeightWords, columns);
+    }
+    multiply<PairProduct>(weights + first * kWeightWords, kWeightWords,
+                          scratch_.value_pairs.data(), head_dim, (block_keys + 1) / 2,
+                          scratch_.accumulators.data() + first * head_dim, head_dim, count,
+                          head_dim, true);
+  }
+
+ private:
+  const uint16_t* rows_of(const StridedInput& input, int64_t batch, int64_t kv_head,
+                          int64_t position) const {
+    return static_cast<const uint16_t*>(input.base) +
+           row_start(input.layout, batch, kv_head, position);
+  }
+
+  // key_pairs[w * kBlockKeys + j] = word w of key j, zero for keys past block_keys up to the
+  // next 16. The words move through the f32 transpose as bits.
+  void pack_keys(int64_t batch, int64_t kv_head, int64_t block, int64_t block_keys) {
+    const auto* keys = reinterpret_cast<const float*>(rows_of(plan_.key, batch, kv_head, block));
+    const int64_t key_stride = plan_.key.layout.strides[2] / 2;
+    auto* destination = reinterpret_cast<float*>(scratch_.key_pairs.data());
+    float* padded = scratch_.keys.data();  // [16, words]
+    for (int64_t j = 0; j < block_keys; j += 16) {
+      const float* source = keys + j * key_stride;
+      int64_t source_stride = key_stride;
+      if (j + 16 > block_keys) {
+        for (int64_t r = 0; r < 16; ++r) {
+          if (j + r < block_keys) {
+            std::copy(source + r * key_stride, source + r * key_stride + words_,
+                      padded + r * words_);
+          } else {
+            std::fill(padded + r * words_, padded + (r + 1) * words_, 0.0f);
+          }
+        }
+        source = padded;
+        source_stride = words_;
+      }
+      for (int64_t w = 0; w < words_; w += 16) {
+        transpose_block(source + w, source_stride, destination + w * kBlockKeys + j, kBlockKeys);
+      }
+    }
+  }
+
+  // value_pairs[p * D + d] = V[2p][d] in the low half, V[2p + 1][d] (or 0) in the high half.
+  void pack_values(int64_t batch, int64_t kv_head, int64_t block, int64_t block_keys) {
+    const int64_t head_dim = plan_.head_dim;
+    const uint16_t* values = rows_of(plan_.value, batch, kv_head, block);
+    const int64_t value_stride = plan_.value.layout.strides[2];
+    // Lane 2i takes dim i of the first row, lane 2i + 1 dim i of the second (index + 32).
+    alignas(64) static constexpr auto kIndices = [] {
+      std::array<std::array<uint16_t, 32>, 2> indices{};
+      for (int half = 0; half < 2; ++half) {
+        for (int i = 0; i < 16; ++i) {
+          indices[half][2 * i] = static_cast<uint16_t>(16 * half + i);
+          indices[half][2 * i + 1] = static_cast<uint16_t>(32 + 16 * half + i);
+        }
+      }
+      return indices;
+    }();
+    const __m512i low = _mm512_load_si512(kIndices[0].data());
+    const __m512i high = _mm512_load_si512(kIndices[1].data());
+    uint32_t* destination = scratch_.value_pairs.data();
+    for (int64_t pair = 0; 2 * pair < block_keys; ++pair) {
+      const uint16_t* first = values + 2 * pair * value_stride;
+      bool second = 2 * pair + 1 < block_keys;
+      for (int64_t d = 0; d < head_dim; d += 32) {
+        __m512i a = _mm512_loadu_si512(first + d);
+        __m512i b = second ? _mm512_loadu_si512(first + value_stride + d) : _mm512_setzero_si512();
+        uint32_t* out = destination + pair * head_dim + d;
+        _mm512_storeu_si512(out, _mm512_permutex2var_epi16(a, low, b));
+        _mm512_storeu_si512(out + 16, _mm512_permutex2var_epi16(a, high, b));
+      }
+    }
+  }
+
+  const AttentionPlan& plan_;
+  TileScratch& scratch_;
+  int64_t words_;
+};
+#endif
+
 // One work item: tile `tile` of (batch, kv_head) over key split `split`.
+template <typename Operands>
 void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int64_t tile,
                   int64_t split, float* partial) {
   const int64_t head_dim = plan.head_dim;
@@ -408,30 +634,19 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
     scale_in_place(query_row, plan.scale, head_dim);
   }
   std::fill(accumulators, accumulators + rows * padded_dim, 0.0f);
+  Operands operands(plan, scratch, rows);
 
   for (int64_t block = key_begin; block < key_end; block += kBlockKeys) {
     int64_t block_keys = std::min(kBlockKeys, key_end - block);
     int64_t columns = round_up(block_keys, simd::kWidth);
-
-    int64_t key_stride = 0;
-    const float* keys = kv_rows(plan.key, batch, kv_head, block, block_keys, head_dim, head_dim,
-                                scratch.keys.data(), &key_stride);
-    const float* keys_by_dim = scratch.keys_by_dim.data();
-    transpose_keys(keys, key_stride, block_keys, head_dim, scratch.keys_by_dim.data());
-    int64_t value_stride = 0;
-    const float* values = kv_rows(plan.value, batch, kv_head, block, block_keys, head_dim,
-                                  padded_dim, scratch.values.data(), &value_stride);
+    operands.load_block(batch, kv_head, block, block_keys);
 
     // Row group by row group (balanced: 7 rows with at most 6 a group run as 4 + 3, not 6 + 1),
     // so that one group's softmax overlaps the products of the next.
     int64_t groups = (rows + kMaxTileRows - 1) / kMaxTileRows;
     for (int64_t group = 0, first = 0; group < groups; ++group) {
       int64_t count = (rows - first + (groups - group) - 1) / (groups - group);
-      float* group_scores = scores + first * kBlockKeys;
-      float* group_accumulators = accumulators + first * padded_dim;
-      // Scores against the block's keys.
-      multiply(query + first * head_dim, head_dim, keys_by_dim, kBlockKeys, head_dim,
-               group_scores, kBlockKeys, count, columns, false);
+      operands.score(first, count, columns);
       // Online softmax: weights relative to each row's running max; rescale what came before.
       for (int64_t r = first; r < first + count; ++r) {
         int64_t visible = std::clamp<int64_t>(key_limits[r] - block, 0, block_keys);
@@ -441,9 +656,7 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
           scale_in_place(accumulators + r * padded_dim, correction, padded_dim);
         }
       }
-      // accumulators += weights · V.
-      multiply(group_scores, kBlockKeys, values, value_stride, block_keys, group_accumulators,
-               padded_dim, count, padded_dim, true);
+      operands.accumulate(first, count, block_keys, columns);
       first += count;
     }
   }
@@ -478,6 +691,9 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
 }  // namespace
 
 void attention_items(const AttentionPlan& plan, int64_t begin, int64_t end) {
+#if defined(__AVX512BF16__)
+  const bool pair_path = pair_path_applies(plan);
+#endif
   for (int64_t item = begin; item < end; ++item) {
     int64_t split = item % plan.splits;
     int64_t rest = item / plan.splits;
@@ -489,7 +705,13 @@ void attention_items(const AttentionPlan& plan, int64_t begin, int64_t end) {
     float* partial = plan.splits > 1 ? plan.partials + item * kAttentionTileRows *
                                                             attention_partial_stride(plan)
                                      : nullptr;
-    process_item(plan, batch, kv_head, tile, split, partial);
+#if defined(__AVX512BF16__)
+    if (pair_path) {
+      process_item<PairOperands>(plan, batch, kv_head, tile, split, partial);
+      continue;
+    }
+#endif
+    process_item<F32Operands>(plan, batch, kv_head, tile, split, partial);
   }
 }
 

@@ -21,8 +21,11 @@ class Model {
   virtual const ModelConfig& config() const = 0;
   // The dtype the weights are held in.
   virtual DType weight_dtype() const = 0;
-  // The dtype of activations and of the KV cache.
+  // The dtype of activations.
   virtual DType activation_dtype() const = 0;
+  // The dtype of the KV cache: the weights' dtype, as Candle keeps it (bf16 for a bf16
+  // checkpoint), so K and V take half the memory and bandwidth of f32.
+  virtual DType kv_dtype() const = 0;
   // Runs `ids` [1, S] (u32) at the positions after what `cache` holds, appends their keys and
   // values to it, and returns f32 logits: [S, vocab] for Logits::all, [1, vocab] of the last
   // position for Logits::last, and an undefined tensor for Logits::none (a prompt chunk that is

@@ -22,6 +22,7 @@ struct DecodeBuffers {
   Tensor query;
   Tensor key;
   Tensor value;
+  Tensor value_cached;  // V in the KV cache's dtype.
   Tensor query_rotated;
   Tensor key_rotated;
   Tensor attended;
@@ -38,13 +39,15 @@ class Activations {
  public:
   Activations(DecodeBuffers& buffers, bool decode_step)
       : buffers_(buffers), decode_step_(decode_step) {}
-  Tensor get(Tensor DecodeBuffers::*buffer, const Dims& shape, const char* op) {
+  Tensor get(Tensor DecodeBuffers::*buffer, const Dims& shape, const char* op,
+             DType dtype = DType::f32) {
     if (decode_step_) return buffers_.*buffer;
-    bool kept_by_cache = buffer == &DecodeBuffers::key_rotated || buffer == &DecodeBuffers::value;
+    bool kept_by_cache = buffer == &DecodeBuffers::key_rotated ||
+                         buffer == &DecodeBuffers::value || buffer == &DecodeBuffers::value_cached;
     Tensor& reused = pass_buffers_.*buffer;
     if (!kept_by_cache && reused.defined() && reused.shape() == shape) return reused;
     memory::OpScope scope(op);
-    Tensor made = Tensor::empty(shape, DType::f32);
+    Tensor made = Tensor::empty(shape, dtype);
     if (!kept_by_cache) reused = made;
     return made;
   }
@@ -92,6 +95,7 @@ class Qwen2Model : public Model {
 
     Tensor embedding_table = weight("model.embed_tokens.weight", {config.vocab_size, hidden});
     weight_dtype_ = embedding_table.dtype();
+    kv_dtype_ = weight_dtype_;
     embedding_ = Embedding(embedding_table);
     for (int64_t index = 0; index < config.num_hidden_layers; ++index) {
       std::string prefix = "model.layers." + std::to_string(index) + ".";
@@ -121,14 +125,17 @@ class Qwen2Model : public Model {
     rotary_ = RotaryEmbedding(head_dim, config.max_position_embeddings, config.rope_theta);
 
     memory::OpScope buffers_scope("decode_buffers");
-    auto one_token = [](const Dims& shape) { return Tensor::empty(shape, DType::f32); };
+    auto one_token = [](const Dims& shape, DType dtype = DType::f32) {
+      return Tensor::empty(shape, dtype);
+    };
     buffers_.hidden = one_token({1, 1, hidden});
     buffers_.normed = one_token({1, 1, hidden});
     buffers_.query = one_token({1, 1, query_width});
     buffers_.key = one_token({1, 1, kv_width});
     buffers_.value = one_token({1, 1, kv_width});
+    buffers_.value_cached = one_token({1, 1, kv_width}, kv_dtype_);
     buffers_.query_rotated = one_token({1, config.num_attention_heads, 1, head_dim});
-    buffers_.key_rotated = one_token({1, config.num_key_value_heads, 1, head_dim});
+    buffers_.key_rotated = one_token({1, config.num_key_value_heads, 1, head_dim}, kv_dtype_);
     buffers_.attended = one_token({1, config.num_attention_heads, 1, head_dim});
     buffers_.projected = one_token({1, 1, hidden});
     buffers_.gate = one_token({1, 1, intermediate});
@@ -139,6 +146,7 @@ class Qwen2Model : public Model {
   const ModelConfig& config() const override { return config_; }
   DType weight_dtype() const override { return weight_dtype_; }
   DType activation_dtype() const override { return DType::f32; }
+  DType kv_dtype() const override { return kv_dtype_; }
 
   // In a decode step the returned logits live in a buffer that the next forward overwrites.
   Tensor forward(const Tensor& ids, KvCacheSet& cache, Logits wanted) override {
@@ -178,21 +186,37 @@ class Qwen2Model : public Model {
     int64_t head_dim = config_.head_dim();
     int64_t query_heads = config_.num_attention_heads;
     int64_t kv_heads = config_.num_key_value_heads;
+    // [1, S, heads * D] -> the view [1, heads, S, D].
+    auto split_heads = [&](const Tensor& projected, int64_t heads) {
+      return projected.view({1, length, heads, head_dim}).transpose(1, 2);
+    };
     auto project = [&](const Linear& linear, Tensor DecodeBuffers::*buffer, int64_t heads) {
       Tensor projected = activations.get(buffer, {1, length, heads * head_dim}, "linear");
       linear.forward_into(projected, input);
-      return projected.view({1, length, heads, head_dim}).transpose(1, 2);
+      return projected;
     };
-    auto rotate = [&](const Tensor& heads, Tensor DecodeBuffers::*buffer) {
-      Tensor rotated = activations.get(buffer, heads.shape(), "rope");
-      rotary_.apply_into(rotated, heads, start);
+    auto rotate = [&](const Tensor& projected, int64_t heads, Tensor DecodeBuffers::*buffer,
+                      DType dtype) {
+      Tensor split = split_heads(projected, heads);
+      Tensor rotated = activations.get(buffer, split.shape(), "rope", dtype);
+      rotary_.apply_into(rotated, split, start);
       return rotated;
     };
-    Tensor query = rotate(project(layer.query, &DecodeBuffers::query, query_heads),
-                          &DecodeBuffers::query_rotated);
-    Tensor key = rotate(project(layer.key, &DecodeBuffers::key, kv_heads),
-                        &DecodeBuffers::key_rotated);
-    Tensor value = project(layer.value, &DecodeBuffers::value, kv_heads);
+    Tensor query = rotate(project(layer.query, &DecodeBuffers::query, query_heads), query_heads,
+                          &DecodeBuffers::query_rotated, DType::f32);
+    // K leaves RoPE as a new contiguous tensor in the cache's dtype.
+    Tensor key = rotate(project(layer.key, &DecodeBuffers::key, kv_heads), kv_heads,
+                        &DecodeBuffers::key_rotated, kv_dtype_);
+    // V is converted to the cache's dtype in its projection layout, then reaches the cache as
+    // the transposed view it is in Candle.
+    Tensor value_cached = project(layer.value, &DecodeBuffers::value, kv_heads);
+    if (kv_dtype_ != value_cached.dtype()) {
+      Tensor converted = activations.get(&DecodeBuffers::value_cached, value_cached.shape(),
+                                         "to_dtype", kv_dtype_);
+      copy_into(converted, value_cached);
+      value_cached = converted;
+    }
+    Tensor value = split_heads(value_cached, kv_heads);
     auto [all_keys, all_values] = cache.append(key, value);
     Tensor attended = activations.get(&DecodeBuffers::attended, query.shape(), "attention");
     attention_into(attended, query, all_keys, all_values,
@@ -219,6 +243,7 @@ class Qwen2Model : public Model {
 
   ModelConfig config_;
   DType weight_dtype_ = DType::bf16;
+  DType kv_dtype_ = DType::bf16;
   Embedding embedding_;
   std::vector<Qwen2Layer> layers_;
   RmsNorm final_norm_;

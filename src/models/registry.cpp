@@ -29,7 +29,7 @@ const std::vector<Architecture>& architectures() {
 KvCacheShape Model::kv_cache_shape(int64_t max_length) const {
   const ModelConfig& model_config = config();
   return KvCacheShape{1, model_config.num_key_value_heads, model_config.head_dim(), max_length,
-                      activation_dtype()};
+                      kv_dtype()};
 }
 
 std::vector<std::string> supported_model_types() {

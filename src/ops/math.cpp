@@ -273,7 +273,9 @@ void rope_into(const Tensor& output, const Tensor& input, const Tensor& cos, con
     fail("rope: cos ", cos.describe(), " and sin ", sin.describe(), " must both be ",
          table_shape.to_string(), " for input ", input.describe());
   }
-  require_output(output, input.shape(), input.dtype(), "rope");
+  // The output may be any float dtype (a bf16 KV cache takes the rotated keys in bf16).
+  require_output(output, input.shape(), is_float(output.dtype()) ? output.dtype() : input.dtype(),
+                 "rope");
   memory::OpScope scope("rope");
   map_rows_into(output, input, [&, length, half](const float* in, float* out, int64_t row) {
     int64_t position = row % length;

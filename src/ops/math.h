@@ -29,6 +29,7 @@ void rms_norm_into(const Tensor& output, const Tensor& input, const Tensor& weig
 //   out[..., i]       = x[..., i] * cos - x[..., i + D/2] * sin
 //   out[..., i + D/2] = x[..., i + D/2] * cos + x[..., i] * sin
 Tensor rope(const Tensor& input, const Tensor& cos, const Tensor& sin);
+// rope_into writes a contiguous output of any float dtype.
 void rope_into(const Tensor& output, const Tensor& input, const Tensor& cos, const Tensor& sin);
 
 // Softmax over the last dim, shifted by the row maximum.

@@ -8,8 +8,12 @@
 namespace fornace {
 namespace {
 
-TEST(KvCacheKinds, all_kinds_return_the_same_tensors) {
-  std::unique_ptr<Model> model = load_model(tiny_model_directory(DType::f32));
+// Checks, for the tiny model in `dtype`, over a prompt and ten decode steps.
+void expect_all_kinds_return_the_same_tensors(DType dtype) {
+  SCOPED_TRACE(dtype_name(dtype));
+  std::unique_ptr<Model> model = load_model(tiny_model_directory(dtype));
+  // The cache holds K and V in the weights' dtype, as Candle's does.
+  ASSERT_EQ(model->kv_dtype(), dtype);
   const ModelConfig& config = model->config();
   std::vector<KvCacheKind> kinds = all_kv_cache_kinds();
   std::vector<KvCacheSet> caches;
@@ -35,6 +39,7 @@ TEST(KvCacheKinds, all_kinds_return_the_same_tensors) {
             << kv_cache_kind_name(kinds[kind]) << " layer " << layer;
         EXPECT_EQ(to_f32_vector(values), to_f32_vector(reference_values))
             << kv_cache_kind_name(kinds[kind]) << " layer " << layer;
+        EXPECT_EQ(values.dtype(), dtype);
         if (kinds[kind] == KvCacheKind::cat && step > 0) {
           EXPECT_FALSE(values.is_contiguous()) << "layer " << layer;
         }
@@ -44,6 +49,11 @@ TEST(KvCacheKinds, all_kinds_return_the_same_tensors) {
     int32_t next = static_cast<int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
     input = {next};
   }
+}
+
+TEST(KvCacheKinds, all_kinds_return_the_same_tensors) {
+  expect_all_kinds_return_the_same_tensors(DType::f32);
+  expect_all_kinds_return_the_same_tensors(DType::bf16);
 }
 
 }  // namespace
