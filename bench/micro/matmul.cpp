@@ -11,11 +11,9 @@
 #include "core/dtype.h"
 #include "cpu/cpu_features.h"
 #include "cpu/gemm.h"
+#include "cpu/roofline.h"
 #include "cpu/thread_pool.h"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 namespace {
 
@@ -105,30 +103,10 @@ void run_linear(benchmark::State& state, const Shape& shape, int64_t rows, int t
   fornace::set_num_threads(0);
 }
 
-#if defined(__x86_64__)
-// Register-only vdpbf16ps: 24 independent accumulators, no memory traffic; the compute roof.
-__attribute__((target("avx512f,avx512bf16"))) float bf16_dot_loop(int64_t iterations) {
-  __m512 acc[24];
-  for (__m512& value : acc) value = _mm512_setzero_ps();
-  __m512bh left = (__m512bh)_mm512_set1_epi32(0x3f803f80);
-  __m512bh right = (__m512bh)_mm512_set1_epi32(0x3f803f80);
-  for (int64_t iteration = 0; iteration < iterations; ++iteration) {
-#pragma GCC unroll 24
-    for (int index = 0; index < 24; ++index) {
-      acc[index] = _mm512_dpbf16_ps(acc[index], left, right);
-    }
-    __asm__ volatile("" : "+v"(left));
-  }
-  __m512 total = acc[0];
-  for (int index = 1; index < 24; ++index) total = _mm512_add_ps(total, acc[index]);
-  return _mm512_reduce_add_ps(total);
-}
-#endif
-
+// The register-only vdpbf16ps loop of cpu/roofline.h on each thread: the compute roof.
 void BM_Bf16DotPeak(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
-#if defined(__x86_64__)
-  if (!__builtin_cpu_supports("avx512bf16")) {
+  if (!fornace::cpu::has_bf16_dot()) {
     state.SkipWithError("no AVX512_BF16");
     return;
   }
@@ -137,18 +115,16 @@ void BM_Bf16DotPeak(benchmark::State& state) {
   for (auto _ : state) {
     std::vector<float> sums(threads);
     fornace::ThreadPool::global().run(threads, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t part = begin; part < end; ++part) sums[part] = bf16_dot_loop(kIterations);
+      for (int64_t part = begin; part < end; ++part) {
+        sums[part] = fornace::cpu::bf16_dot_loop(kIterations);
+      }
     });
     benchmark::DoNotOptimize(sums.data());
   }
-  // Each vdpbf16ps on a zmm: 16 lanes x 2 products x (multiply + add).
-  state.counters["GFLOP/s"] = benchmark::Counter(threads * kIterations * 24 * 64.0 * 1e-9,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(threads * fornace::cpu::bf16_dot_loop_flops(kIterations) * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate);
   fornace::set_num_threads(0);
-#else
-  state.SkipWithError("x86-64 only");
-  (void)threads;
-#endif
 }
 
 BENCHMARK(BM_Bf16DotPeak)

@@ -1,85 +1,52 @@
 // The machine's streaming read bandwidth: the roofline for decode (a GEMV reads each weight once).
 #include <benchmark/benchmark.h>
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <vector>
 
+#include "cpu/roofline.h"
 #include "cpu/thread_pool.h"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 namespace {
 
 constexpr int64_t kBufferBytes = int64_t{1} << 30;
 
-// Sums 64-bit words with eight independent accumulators (vectorized by the compiler).
-uint64_t read_portable(const uint64_t* words, int64_t count) {
-  uint64_t sums[8] = {};
-  for (int64_t index = 0; index + 8 <= count; index += 8) {
-    for (int lane = 0; lane < 8; ++lane) sums[lane] += words[index + lane];
-  }
-  uint64_t total = 0;
-  for (uint64_t sum : sums) total += sum;
-  return total;
+// A 1 GiB buffer at a 2 MiB boundary, filled, in 4 KiB pages or (where the kernel gives them)
+// 2 MiB pages, as the weights are mapped.
+const uint64_t* buffer_with_pages(bool huge) {
+  constexpr int64_t kHugePage = int64_t{2} << 20;
+  void* reservation = mmap(nullptr, kBufferBytes + kHugePage, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (reservation == MAP_FAILED) return nullptr;
+  auto* aligned = reinterpret_cast<char*>(
+      (reinterpret_cast<uintptr_t>(reservation) + kHugePage - 1) & ~uintptr_t(kHugePage - 1));
+  madvise(aligned, kBufferBytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+  std::memset(aligned, 1, kBufferBytes);
+  return reinterpret_cast<const uint64_t*>(aligned);
 }
 
-#if defined(__x86_64__)
-__attribute__((target("avx2"))) uint64_t read_avx2(const uint64_t* words, int64_t count) {
-  __m256i sums[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                     _mm256_setzero_si256()};
-  const __m256i* vectors = reinterpret_cast<const __m256i*>(words);
-  for (int64_t index = 0; index + 4 <= count / 4; index += 4) {
-    for (int lane = 0; lane < 4; ++lane) {
-      sums[lane] = _mm256_add_epi64(sums[lane], _mm256_load_si256(vectors + index + lane));
-    }
-  }
-  __m256i total =
-      _mm256_add_epi64(_mm256_add_epi64(sums[0], sums[1]), _mm256_add_epi64(sums[2], sums[3]));
-  uint64_t lanes[4];
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes), total);
-  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
-}
-#endif
-
-uint64_t read_words(const uint64_t* words, int64_t count) {
-#if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx2")) return read_avx2(words, count);
-#endif
-  return read_portable(words, count);
-}
-
+// Args: threads, 2 MiB pages (0 or 1).
 void BM_StreamingRead(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
+  const bool huge = state.range(1) != 0;
   fornace::set_num_threads(threads);
-  const int64_t count = kBufferBytes / sizeof(uint64_t);
-  static std::unique_ptr<uint64_t[], decltype(&std::free)> buffer(
-      static_cast<uint64_t*>(std::aligned_alloc(4096, kBufferBytes)), &std::free);
-  static bool filled = [] {
-    std::memset(buffer.get(), 1, kBufferBytes);
-    return true;
-  }();
-  benchmark::DoNotOptimize(filled);
-  // One contiguous part per thread, split on 4 KiB boundaries.
-  const int64_t pages = kBufferBytes / 4096;
+  static const uint64_t* buffers[2] = {buffer_with_pages(false), buffer_with_pages(true)};
+  const uint64_t* buffer = buffers[huge];
+  if (!buffer) {
+    state.SkipWithError("mmap of 1 GiB failed");
+    return;
+  }
   for (auto _ : state) {
-    std::vector<uint64_t> sums(threads, 0);
-    fornace::ThreadPool::global().run(threads, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t part = begin; part < end; ++part) {
-        int64_t first = pages * part / threads * (4096 / sizeof(uint64_t));
-        int64_t last = pages * (part + 1) / threads * (4096 / sizeof(uint64_t));
-        sums[part] = read_words(buffer.get() + first, last - first);
-      }
-    });
-    benchmark::DoNotOptimize(sums.data());
+    benchmark::DoNotOptimize(fornace::cpu::stream_read(buffer, kBufferBytes));
   }
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(kBufferBytes) * 1e-9,
                                               benchmark::Counter::kIsIterationInvariantRate);
   state.counters["threads"] = threads;
+  state.counters["huge_pages"] = huge;
   fornace::set_num_threads(0);
 }
 
@@ -91,9 +58,8 @@ double maximum(const std::vector<double>& values) {
 }
 
 BENCHMARK(BM_StreamingRead)
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(2)
+    ->ArgNames({"threads", "huge_pages"})
+    ->ArgsProduct({{1, 2}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->ComputeStatistics("min", minimum)

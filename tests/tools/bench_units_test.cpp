@@ -31,6 +31,7 @@ BenchContext sample_context() {
   context.commit = "abc1234";
   context.dirty = true;
   context.read_gbs = 50;
+  context.peak_gflops = 400;
   return context;
 }
 
@@ -48,6 +49,8 @@ RunRecord sample_run(const std::string& kv_cache, const std::string& prompt, int
   record.decode_steps = 127;
   record.weight_bytes = 988000000;
   record.kv_bytes_per_position = 12288;
+  record.read_gbs = 50;
+  record.prefill_gflop = 1600;
   return record;
 }
 
@@ -170,6 +173,7 @@ TEST(BenchRecords, RunsCsvRoundTripsEveryFieldAndTheContext) {
   EXPECT_EQ(data.context.commit, "abc1234");
   EXPECT_TRUE(data.context.dirty);
   EXPECT_DOUBLE_EQ(data.context.read_gbs, 50);
+  EXPECT_DOUBLE_EQ(data.context.peak_gflops, 400);
   ASSERT_EQ(data.runs.size(), 2u);
   const RunRecord& first = data.runs[0];
   EXPECT_EQ(first.kv_cache, "cat");
@@ -183,8 +187,33 @@ TEST(BenchRecords, RunsCsvRoundTripsEveryFieldAndTheContext) {
   EXPECT_EQ(first.decode_steps, 127);
   EXPECT_EQ(first.weight_bytes, 988000000);
   EXPECT_EQ(first.kv_bytes_per_position, 12288);
+  EXPECT_DOUBLE_EQ(first.read_gbs, 50);
+  EXPECT_DOUBLE_EQ(first.prefill_gflop, 1600);
   EXPECT_EQ(data.runs[1].kv_cache, "prealloc");
   EXPECT_EQ(data.runs[1].run, 2);
+}
+
+TEST(BenchRecords, RunsCsvWithoutTheLaterRooflineColumnsReadsThemAsUnknown) {
+  // The shape of the CSVs recorded before per-run bandwidth and prefill GFLOP were kept.
+  std::string text =
+      "kv_cache,prompt,prompt_tokens,run,prefill_ms,decode_tok_s,mean_ms_last64,peak_mib,"
+      "decode_steps,weight_bytes,kv_bytes_per_position,date,cpu,cores,threads,dtype,commit,"
+      "dirty,read_gbs\n"
+      "cat,p.txt,513,1,1000.000,30.000,33.0000,1000.0,127,988000000,24576,2026-11-29,CPU,2,2,"
+      "bf16,144cd57,no,34.20\n";
+  BenchData data;
+  read_runs_csv(text, "old.csv", data);
+  ASSERT_EQ(data.runs.size(), 1u);
+  EXPECT_DOUBLE_EQ(data.context.read_gbs, 34.2);
+  EXPECT_DOUBLE_EQ(data.context.peak_gflops, 0);
+  EXPECT_DOUBLE_EQ(data.runs[0].read_gbs, 0);
+  EXPECT_DOUBLE_EQ(data.runs[0].prefill_gflop, 0);
+  std::string tables = format_tables(data);
+  std::vector<std::string> cells = row_cells(line_with(tables, "`cat`"));
+  ASSERT_EQ(cells.size(), 12u) << tables;
+  EXPECT_EQ(cells[7], "34.2");  // The bench's one measurement stands in for every run.
+  EXPECT_EQ(cells[10], "n/a");
+  EXPECT_EQ(cells[11], "n/a");
 }
 
 TEST(BenchRecords, StepsCsvRoundTripsEveryField) {
@@ -281,12 +310,16 @@ TEST(BenchSummary, TableHasTheFindingsColumnsThenTheRoofline) {
       << tables;
   EXPECT_EQ(row_cells(line_with(tables, "KV cache")),
             (std::vector<std::string>{"KV cache", "Decode tok/s (runs)", "Mean",
-                                      "Mean ms, last 64 steps", "Peak memory", "Prefill tok/s",
-                                      "MB read/token", "GB/s", "% of 50.0 GB/s"}));
-  // 988 MB of weights + 12,288 bytes x 2,113 mean positions = 1,013.96 MB per token.
+                                      "Mean ms, last 64 steps", "Peak memory", "MB read/token",
+                                      "GB/s", "Read GB/s", "% of read", "Prefill tok/s",
+                                      "Prefill GFLOP/s", "% of BF16 peak"}));
+  // 988 MB of weights + 12,288 bytes x 2,113 mean positions = 1,013.96 MB per token; at
+  // 41.9 tok/s that is 42.5 GB/s, 85 % of 50 GB/s. Prefill: 2,049 tokens in 4,098 ms, 1,600
+  // GFLOP in 4.098 s = 390 GFLOP/s, 98 % of 400.
   EXPECT_EQ(row_cells(line_with(tables, "`cat`")),
             (std::vector<std::string>{"`cat`", "41.8, 41.9, 42.0", "41.9", "24.1\u201324.2",
-                                      "3,373 MiB", "500", "1,014", "42.5", "85 %"}));
+                                      "3,373 MiB", "1,014", "42.5", "50.0", "85 %", "500", "390",
+                                      "98 %"}));
   EXPECT_EQ(row_cells(line_with(tables, "`prealloc`"))[3], "9.5\u20139.6");
   EXPECT_EQ(row_cells(line_with(tables, "`prealloc`"))[4], "1,666\u20131,683 MiB");
 }

@@ -21,6 +21,7 @@
 
 #include "commands.h"
 #include "core/dtype.h"
+#include "cpu/roofline.h"
 #include "cpu/thread_pool.h"
 #include "format.h"
 #include "io/config.h"
@@ -184,6 +185,8 @@ void handle_event(const std::string& line, ChildOutcome& outcome, BenchData& dat
     run.decode_tok_s = event["decode_tok_s"].get<double>();
     run.mean_ms_last64 = event["mean_ms_last64"].get<double>();
     run.peak_mib = event["peak_mib"].get<double>();
+    run.read_gbs = event["read_gbs"].get<double>();
+    run.prefill_gflop = event["prefill_gflop"].get<double>();
     std::vector<double> step_ms = event["step_ms"].get<std::vector<double>>();
     std::vector<int64_t> contiguous = event["step_copied_contiguous"].get<std::vector<int64_t>>();
     std::vector<int64_t> strided = event["step_copied_strided"].get<std::vector<int64_t>>();
@@ -496,8 +499,13 @@ int run_bench(tools::Args& args) {
   } else {
     std::cerr << "[bench] measuring the read bandwidth: 1 GiB, best of " << kBandwidthPasses
               << " passes, " << plan.threads << " threads\n";
-    data.context.read_gbs = measure_read_bandwidth_gbs(kBandwidthBytes, kBandwidthPasses);
+    data.context.read_gbs = cpu::measure_read_bandwidth_gbs(kBandwidthBytes, kBandwidthPasses);
     std::cerr << "[bench] read bandwidth: " << format_fixed(data.context.read_gbs, 1) << " GB/s\n";
+  }
+  data.context.peak_gflops = cpu::measure_bf16_dot_peak_gflops();
+  if (data.context.peak_gflops > 0) {
+    std::cerr << "[bench] BF16 dot-product peak: " << format_fixed(data.context.peak_gflops, 0)
+              << " GFLOP/s\n";
   }
 
   std::vector<ChildOutcome> failures;

@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "core/dtype.h"
 #include "core/memory.h"
+#include "cpu/roofline.h"
 #include "cpu/thread_pool.h"
 #include "engine/generator.h"
 #include "format.h"
@@ -43,8 +44,7 @@ void progress(Parts&&... parts) {
 // Bytes of the weights that decode reads per token: every tensor once, in the dtype the model
 // holds it. A tied embedding is stored once and read in full as the lm_head. When the lm_head is
 // a tensor of its own, decode reads one row of the embedding only, so the table is left out.
-int64_t weight_bytes_read_per_token(const std::string& directory, DType weight_dtype) {
-  Checkpoint checkpoint = Checkpoint::open_directory(directory);
+int64_t weight_bytes_read_per_token(const Checkpoint& checkpoint, DType weight_dtype) {
   bool separate_lm_head = checkpoint.contains("lm_head.weight");
   int64_t total = 0;
   for (const auto& file : checkpoint.files()) {
@@ -55,6 +55,37 @@ int64_t weight_bytes_read_per_token(const std::string& directory, DType weight_d
     }
   }
   return total;
+}
+
+// Streaming read bandwidth over the mapped checkpoint files, the pages decode reads (best of
+// three passes each): decode's roof at this moment, on a machine whose bandwidth drifts.
+double weights_read_gbs(const Checkpoint& checkpoint) {
+  double bytes = 0;
+  double seconds = 0;
+  for (const auto& file : checkpoint.files()) {
+    double gbs = cpu::read_bandwidth_gbs(file->mapped_data(), file->mapped_size(), 3);
+    bytes += static_cast<double>(file->mapped_size());
+    seconds += static_cast<double>(file->mapped_size()) / (gbs * 1e9);
+  }
+  return seconds > 0 ? bytes / seconds / 1e9 : 0.0;
+}
+
+// GFLOP of a prefill of `tokens` tokens: every layer's projections for each token (2 FLOPs per
+// weight), causal attention (scores and the weighted sum of V over the visible keys), and the
+// lm_head at the last position only.
+double prefill_gflop(const ModelConfig& config, int64_t tokens) {
+  double hidden = static_cast<double>(config.hidden_size);
+  double query_width = static_cast<double>(config.num_attention_heads * config.head_dim());
+  double kv_width = static_cast<double>(config.num_key_value_heads * config.head_dim());
+  double intermediate = static_cast<double>(config.intermediate_size);
+  double layers = static_cast<double>(config.num_hidden_layers);
+  double n = static_cast<double>(tokens);
+  double weights_per_layer =
+      2 * hidden * query_width + 2 * hidden * kv_width + 3 * hidden * intermediate;
+  double projections = 2 * weights_per_layer * layers * n;
+  double attention = 2 * 2 * layers * query_width * n * (n + 1) / 2;
+  double lm_head = 2 * hidden * static_cast<double>(config.vocab_size);
+  return (projections + attention + lm_head) / 1e9;
 }
 
 double elapsed_ms(std::chrono::steady_clock::time_point start) {
@@ -114,7 +145,9 @@ int run_child(tools::Args& args) {
   KvCacheShape shape = model->kv_cache_shape(1);
   int64_t kv_bytes_per_position = 2 * config.num_hidden_layers * shape.kv_heads * shape.head_dim *
                                   static_cast<int64_t>(dtype_size(shape.dtype));
-  int64_t weight_bytes = weight_bytes_read_per_token(model_directory, model->weight_dtype());
+  // Opened again for its mapping: the same page-cache pages the model reads.
+  Checkpoint checkpoint = Checkpoint::open_directory(model_directory);
+  int64_t weight_bytes = weight_bytes_read_per_token(checkpoint, model->weight_dtype());
   emit({{"event", "loaded"},
         {"dtype", dtype_name(model->weight_dtype())},
         {"weight_bytes", weight_bytes},
@@ -158,6 +191,7 @@ int run_child(tools::Args& args) {
             {"prompt", prompt_path},
             {"warmup", is_warmup},
             {"run", number}});
+      double read_gbs = is_warmup ? 0.0 : weights_read_gbs(checkpoint);
       GenerationResult result = generator.generate(ids, generation);
       double peak_mib = static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0);
       progress(name, ": ", is_warmup ? "warm-up " : "run ", number, " of ",
@@ -181,6 +215,8 @@ int run_child(tools::Args& args) {
             {"decode_tok_s", result.decode_tokens_per_second()},
             {"mean_ms_last64", result.mean_step_ms_last(64)},
             {"peak_mib", peak_mib},
+            {"read_gbs", read_gbs},
+            {"prefill_gflop", prefill_gflop(config, static_cast<int64_t>(ids.size()))},
             {"step_ms", step_ms},
             {"step_copied_contiguous", contiguous},
             {"step_copied_strided", strided},

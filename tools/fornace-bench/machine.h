@@ -1,4 +1,4 @@
-// The machine and build a bench runs on, and its measured streaming read bandwidth.
+// The machine and build a bench runs on.
 #pragma once
 
 #include <cstddef>
@@ -18,10 +18,5 @@ struct GitState {
 };
 // The state of the repository around the current directory.
 GitState git_state();
-
-// Best of `passes` streaming reads (summing 64-bit words) over a buffer of `bytes`, split across
-// the global thread pool, in GB/s (1e9 bytes per second). The buffer is written once first so
-// its pages exist, and freed before returning.
-double measure_read_bandwidth_gbs(size_t bytes, int passes);
 
 }  // namespace fornace::bench

@@ -1,6 +1,8 @@
 // The bench's two CSV files: written with the context on every row, and read back for reports.
 #include "records.h"
 
+#include <set>
+
 #include "core/error.h"
 #include "csv.h"
 #include "format.h"
@@ -8,13 +10,17 @@
 namespace fornace::bench {
 namespace {
 
-const std::vector<std::string> kContextColumns = {"date",  "cpu",    "cores", "threads",
-                                                  "dtype", "commit", "dirty", "read_gbs"};
+const std::vector<std::string> kContextColumns = {"date",  "cpu",    "cores",    "threads",
+                                                  "dtype", "commit", "dirty",    "read_gbs",
+                                                  "peak_gflops"};
+// Columns added after the first findings were recorded: optional when read.
+const std::set<std::string> kLaterColumns = {"peak_gflops", "run_read_gbs", "prefill_gflop"};
 
 const std::vector<std::string> kRunColumns = {
     "kv_cache",     "prompt",       "prompt_tokens",        "run",
     "prefill_ms",   "decode_tok_s", "mean_ms_last64",       "peak_mib",
-    "decode_steps", "weight_bytes", "kv_bytes_per_position"};
+    "decode_steps", "weight_bytes", "kv_bytes_per_position", "run_read_gbs",
+    "prefill_gflop"};
 
 const std::vector<std::string> kStepColumns = {"kv_cache",
                                                "prompt",
@@ -34,7 +40,21 @@ std::vector<std::string> context_fields(const BenchContext& context) {
           context.dtype,
           context.commit,
           context.dirty ? "yes" : "no",
-          format_fixed(context.read_gbs, 2)};
+          format_fixed(context.read_gbs, 2),
+          format_fixed(context.peak_gflops, 1)};
+}
+
+// The columns a file must have: all of them but those added later.
+std::vector<std::string> required(const std::vector<std::string>& columns) {
+  std::vector<std::string> result;
+  for (const std::string& column : columns) {
+    if (!kLaterColumns.count(column)) result.push_back(column);
+  }
+  return result;
+}
+
+double number_or_zero(const CsvTable& table, size_t row, const std::string& column) {
+  return table.has_column(column) ? table.number(row, column) : 0.0;
 }
 
 std::vector<std::string> joined(std::vector<std::string> first,
@@ -58,6 +78,7 @@ BenchContext read_context(const CsvTable& table, const std::string& source_name)
   }
   context.dirty = dirty == "yes";
   context.read_gbs = table.number(0, "read_gbs");
+  context.peak_gflops = number_or_zero(table, 0, "peak_gflops");
   return context;
 }
 
@@ -78,7 +99,9 @@ void write_runs_csv(std::ostream& out, const BenchContext& context,
                                        format_fixed(run.peak_mib, 1),
                                        std::to_string(run.decode_steps),
                                        std::to_string(run.weight_bytes),
-                                       std::to_string(run.kv_bytes_per_position)};
+                                       std::to_string(run.kv_bytes_per_position),
+                                       format_fixed(run.read_gbs, 2),
+                                       format_fixed(run.prefill_gflop, 3)};
     out << csv_line(joined(fields, shared));
   }
 }
@@ -103,7 +126,7 @@ void write_steps_csv(std::ostream& out, const BenchContext& context,
 
 void read_runs_csv(const std::string& text, const std::string& source_name, BenchData& data) {
   CsvTable table = CsvTable::parse(text, source_name);
-  table.require_columns(joined(kRunColumns, kContextColumns));
+  table.require_columns(required(joined(kRunColumns, kContextColumns)));
   data.context = read_context(table, source_name);
   for (size_t row = 0; row < table.rows(); ++row) {
     RunRecord run;
@@ -118,13 +141,15 @@ void read_runs_csv(const std::string& text, const std::string& source_name, Benc
     run.decode_steps = table.integer(row, "decode_steps");
     run.weight_bytes = table.integer(row, "weight_bytes");
     run.kv_bytes_per_position = table.integer(row, "kv_bytes_per_position");
+    run.read_gbs = number_or_zero(table, row, "run_read_gbs");
+    run.prefill_gflop = number_or_zero(table, row, "prefill_gflop");
     data.runs.push_back(run);
   }
 }
 
 void read_steps_csv(const std::string& text, const std::string& source_name, BenchData& data) {
   CsvTable table = CsvTable::parse(text, source_name);
-  table.require_columns(joined(kStepColumns, kContextColumns));
+  table.require_columns(required(joined(kStepColumns, kContextColumns)));
   for (size_t row = 0; row < table.rows(); ++row) {
     StepRecord step;
     step.kv_cache = table.text(row, "kv_cache");

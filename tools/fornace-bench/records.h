@@ -20,6 +20,7 @@ struct BenchContext {
   std::string commit;   // Short commit, or "unknown" outside git.
   bool dirty = false;   // The working tree had changes (git status --porcelain).
   double read_gbs = 0;  // Measured streaming read bandwidth, GB/s (1e9 bytes).
+  double peak_gflops = 0;  // Measured register-only BF16 dot-product rate; 0 when unknown.
 };
 
 // One recorded run of one prompt with one KV cache.
@@ -35,6 +36,10 @@ struct RunRecord {
   int64_t decode_steps = 0;
   int64_t weight_bytes = 0;           // Bytes of all weights, each tensor once.
   int64_t kv_bytes_per_position = 0;  // K and V of all layers for one position.
+  // Streaming read bandwidth over the mapped weights, measured just before this run (the
+  // machine's bandwidth drifts); 0 in files written before it was recorded.
+  double read_gbs = 0;
+  double prefill_gflop = 0;  // Arithmetic of the prefill (matmuls, attention, one lm_head row).
 };
 
 // One decode step of a recorded run. Step i feeds the token at position prompt_tokens + i, so

@@ -80,7 +80,8 @@ std::vector<PromptSummary> summarize_runs(const BenchData& data) {
       std::vector<const RunRecord*>& runs = grouped[p][c];
       std::stable_sort(runs.begin(), runs.end(),
                        [](const RunRecord* a, const RunRecord* b) { return a->run < b->run; });
-      std::vector<double> tok_s, mean_ms, peak, prefill, bytes;
+      std::vector<double> tok_s, mean_ms, peak, prefill, bytes, read_gbs, bandwidth_share,
+          prefill_gflops;
       for (const RunRecord* run : runs) {
         tok_s.push_back(run->decode_tok_s);
         mean_ms.push_back(run->mean_ms_last64);
@@ -89,6 +90,14 @@ std::vector<PromptSummary> summarize_runs(const BenchData& data) {
                               ? 1000.0 * static_cast<double>(run->prompt_tokens) / run->prefill_ms
                               : 0.0);
         bytes.push_back(bytes_read_per_token(*run));
+        double run_read_gbs = run->read_gbs > 0 ? run->read_gbs : data.context.read_gbs;
+        read_gbs.push_back(run_read_gbs);
+        if (run_read_gbs > 0) {
+          bandwidth_share.push_back(100.0 * bytes.back() * run->decode_tok_s / 1e9 / run_read_gbs);
+        }
+        if (run->prefill_gflop > 0 && run->prefill_ms > 0) {
+          prefill_gflops.push_back(run->prefill_gflop / (run->prefill_ms / 1000.0));
+        }
       }
       summary.decode_tok_s = tok_s;
       summary.mean_tok_s = compute_stats(tok_s).mean;
@@ -101,8 +110,14 @@ std::vector<PromptSummary> summarize_runs(const BenchData& data) {
       summary.mean_prefill_tok_s = compute_stats(prefill).mean;
       summary.bytes_per_token = compute_stats(bytes).mean;
       summary.achieved_gbs = summary.bytes_per_token * summary.mean_tok_s / 1e9;
-      summary.percent_of_bandwidth =
-          data.context.read_gbs > 0 ? 100.0 * summary.achieved_gbs / data.context.read_gbs : 0.0;
+      Stats read_stats = compute_stats(read_gbs);
+      summary.min_read_gbs = read_stats.min;
+      summary.max_read_gbs = read_stats.max;
+      summary.percent_of_bandwidth = compute_stats(bandwidth_share).mean;
+      summary.mean_prefill_gflops = compute_stats(prefill_gflops).mean;
+      summary.percent_of_peak = data.context.peak_gflops > 0
+                                    ? 100.0 * summary.mean_prefill_gflops / data.context.peak_gflops
+                                    : 0.0;
     }
   }
   return prompts;
@@ -110,9 +125,9 @@ std::vector<PromptSummary> summarize_runs(const BenchData& data) {
 
 std::string format_tables(const BenchData& data) {
   std::string text;
-  std::string bandwidth_column = data.context.read_gbs > 0
-                                     ? "% of " + format_fixed(data.context.read_gbs, 1) + " GB/s"
-                                     : "% of read bandwidth";
+  auto percent = [](double value) {
+    return value > 0 ? format_fixed(value, 0) + " %" : std::string("n/a");
+  };
   for (const PromptSummary& prompt : summarize_runs(data)) {
     text += "### " + path_file_name(prompt.prompt) + ": " + with_thousands(prompt.prompt_tokens) +
             " prompt tokens, " + with_thousands(prompt.new_tokens) + " new tokens\n\n";
@@ -127,15 +142,20 @@ std::string format_tables(const BenchData& data) {
           {"`" + cache.kv_cache + "`", runs, format_fixed(cache.mean_tok_s, 1),
            format_range(cache.min_mean_ms_last64, cache.max_mean_ms_last64, 1),
            format_range(cache.min_peak_mib, cache.max_peak_mib, 0, true) + " MiB",
-           group_thousands(format_fixed(cache.mean_prefill_tok_s, 0)),
            group_thousands(format_fixed(cache.bytes_per_token / 1e6, 0)),
            format_fixed(cache.achieved_gbs, 1),
-           data.context.read_gbs > 0 ? format_fixed(cache.percent_of_bandwidth, 0) + " %" : "n/a"});
+           cache.max_read_gbs > 0 ? format_range(cache.min_read_gbs, cache.max_read_gbs, 1)
+                                  : std::string("n/a"),
+           percent(cache.percent_of_bandwidth),
+           group_thousands(format_fixed(cache.mean_prefill_tok_s, 0)),
+           cache.mean_prefill_gflops > 0 ? format_fixed(cache.mean_prefill_gflops, 0)
+                                         : std::string("n/a"),
+           percent(cache.percent_of_peak)});
     }
-    text +=
-        markdown_table({"KV cache", "Decode tok/s (runs)", "Mean", "Mean ms, last 64 steps",
-                        "Peak memory", "Prefill tok/s", "MB read/token", "GB/s", bandwidth_column},
-                       rows);
+    text += markdown_table({"KV cache", "Decode tok/s (runs)", "Mean", "Mean ms, last 64 steps",
+                            "Peak memory", "MB read/token", "GB/s", "Read GB/s", "% of read",
+                            "Prefill tok/s", "Prefill GFLOP/s", "% of BF16 peak"},
+                           rows);
     text += "\n";
   }
   if (data.runs.empty()) text += "(no recorded runs)\n\n";
@@ -154,8 +174,14 @@ std::string format_markdown_report(const BenchData& data, const std::string& tit
   text += "| Commit | `" + context.commit + "`" + (context.dirty ? " (working tree dirty)" : "") +
           " |\n";
   text += "| Read bandwidth | " +
-          (context.read_gbs > 0 ? format_fixed(context.read_gbs, 1) + " GB/s, measured by the bench"
+          (context.read_gbs > 0 ? format_fixed(context.read_gbs, 1) +
+                                      " GB/s, measured by the bench at its start"
                                 : std::string("not measured")) +
+          " |\n";
+  text += "| BF16 peak | " +
+          (context.peak_gflops > 0 ? format_fixed(context.peak_gflops, 0) +
+                                         " GFLOP/s, register-only vdpbf16ps on every thread"
+                                   : std::string("not measured")) +
           " |\n\n";
   text += format_tables(data);
   text +=
@@ -163,7 +189,10 @@ std::string format_markdown_report(const BenchData& data, const std::string& tit
       "Peak memory is the child process's high-water mark (VmHWM) when the run ended, so it "
       "includes the model, prefill and earlier prompts. MB read/token counts every weight once "
       "plus the KV cache read at each step, averaged over the run; GB/s is that times the mean "
-      "tok/s.\n";
+      "tok/s. Read GB/s is the streaming read bandwidth over the mapped weights, measured just "
+      "before each run (the machine's bandwidth drifts), and % of read is each run's GB/s over "
+      "it, averaged. Prefill GFLOP/s counts the projections, causal attention and one lm_head "
+      "row; % of BF16 peak is that over the bench's register-only vdpbf16ps rate.\n";
   if (!svg_name.empty()) text += "\n![ms per decode step against position](" + svg_name + ")\n";
   return text;
 }

@@ -25,8 +25,14 @@ struct CacheSummary {
   double max_peak_mib = 0;
   double mean_prefill_tok_s = 0;
   double bytes_per_token = 0;
-  double achieved_gbs = 0;          // bytes_per_token x mean_tok_s.
-  double percent_of_bandwidth = 0;  // Of the context's read_gbs; 0 when that is unknown.
+  double achieved_gbs = 0;  // bytes_per_token x mean_tok_s.
+  // Read bandwidth measured before each run (the context's when the runs lack it).
+  double min_read_gbs = 0;
+  double max_read_gbs = 0;
+  // Mean over the runs of each run's achieved GB/s over its read bandwidth; 0 when unknown.
+  double percent_of_bandwidth = 0;
+  double mean_prefill_gflops = 0;  // Prefill arithmetic over prefill time; 0 when unknown.
+  double percent_of_peak = 0;      // Of the context's BF16 peak; 0 when unknown.
 };
 
 struct PromptSummary {

@@ -1,0 +1,105 @@
+// Streaming read bandwidth and BF16 dot-product peak, measured on the global pool's threads.
+#include "cpu/roofline.h"
+
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "core/storage.h"
+#include "cpu/cpu_features.h"
+#include "cpu/roofline_kernels.h"
+#include "cpu/thread_pool.h"
+
+namespace fornace::cpu {
+namespace {
+
+constexpr int kBf16DotAccumulators = 24;
+constexpr double kFlopsPerBf16Dot = 16 * 2 * 2;  // Lanes x products x (multiply, add).
+
+// Eight independent sums so the loop is bound by loads, not by one add chain.
+uint64_t sum_words_portable(const uint64_t* words, int64_t count) {
+  uint64_t sums[8] = {};
+  int64_t index = 0;
+  for (; index + 8 <= count; index += 8) {
+    for (int lane = 0; lane < 8; ++lane) sums[lane] += words[index + lane];
+  }
+  uint64_t total = 0;
+  for (uint64_t sum : sums) total += sum;
+  for (; index < count; ++index) total += words[index];
+  return total;
+}
+
+// Written with every pass's checksum so that no pass can be optimised away.
+volatile uint64_t checksum_sink = 0;
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+uint64_t stream_read(const void* data, size_t bytes) {
+  const auto* words = static_cast<const uint64_t*>(data);
+  const int64_t count = static_cast<int64_t>(bytes / sizeof(uint64_t));
+  auto sum = active_isa() == Isa::avx512 ? kernels::sum_words_avx512 : sum_words_portable;
+  ThreadPool& pool = ThreadPool::global();
+  const int parts = pool.threads();
+  std::vector<uint64_t> sums(parts, 0);
+  pool.run(parts, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t part = begin; part < end; ++part) {
+      // Parts split on 4 KiB boundaries (512 words).
+      int64_t first = count / 512 * part / parts * 512;
+      int64_t last = part + 1 == parts ? count : count / 512 * (part + 1) / parts * 512;
+      sums[part] = sum(words + first, last - first);
+    }
+  });
+  uint64_t total = 0;
+  for (uint64_t value : sums) total += value;
+  return total;
+}
+
+double read_bandwidth_gbs(const void* data, size_t bytes, int passes) {
+  double best = 0;
+  for (int pass = 0; pass < passes; ++pass) {
+    auto start = std::chrono::steady_clock::now();
+    checksum_sink = stream_read(data, bytes);
+    double seconds = seconds_since(start);
+    if (pass == 0 || seconds < best) best = seconds;
+  }
+  return static_cast<double>(bytes) / best / 1e9;
+}
+
+double measure_read_bandwidth_gbs(size_t bytes, int passes) {
+  std::shared_ptr<Storage> buffer = Storage::allocate(bytes);
+  std::memset(buffer->data(), 1, bytes);
+  return read_bandwidth_gbs(buffer->data(), bytes, passes);
+}
+
+// The avx512 level includes AVX512_BF16.
+bool has_bf16_dot() { return detected_isa() == Isa::avx512; }
+
+float bf16_dot_loop(int64_t iterations) { return kernels::bf16_dot_loop_avx512(iterations); }
+
+double bf16_dot_loop_flops(int64_t iterations) {
+  return static_cast<double>(iterations) * kBf16DotAccumulators * kFlopsPerBf16Dot;
+}
+
+double measure_bf16_dot_peak_gflops(int passes) {
+  if (!has_bf16_dot()) return 0;
+  constexpr int64_t kIterations = 1 << 20;  // About 25 ms per pass at 1 instruction a cycle.
+  ThreadPool& pool = ThreadPool::global();
+  const int threads = pool.threads();
+  double best = 0;
+  std::vector<float> sums(threads);
+  for (int pass = 0; pass < passes; ++pass) {
+    auto start = std::chrono::steady_clock::now();
+    pool.run(threads, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t part = begin; part < end; ++part) sums[part] = bf16_dot_loop(kIterations);
+    });
+    double seconds = seconds_since(start);
+    if (pass == 0 || seconds < best) best = seconds;
+  }
+  return threads * bf16_dot_loop_flops(kIterations) / best / 1e9;
+}
+
+}  // namespace fornace::cpu

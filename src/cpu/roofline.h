@@ -1,0 +1,32 @@
+// The machine's limits that kernels are measured against: streaming read bandwidth (decode's
+// roof) and the register-only BF16 dot-product rate (prefill's), on the global pool's threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace fornace::cpu {
+
+// One pass of summing [data, data + bytes) as 64-bit words, split into contiguous parts across
+// the pool's threads (a streaming read); returns the sum so the reads stay.
+uint64_t stream_read(const void* data, size_t bytes);
+
+// GB/s (1e9 bytes) of the fastest of `passes` stream_read passes over [data, data + bytes).
+double read_bandwidth_gbs(const void* data, size_t bytes, int passes);
+
+// The same over a new buffer of `bytes`, placed like large tensors (2 MiB pages where the kernel
+// gives them), filled before the first pass.
+double measure_read_bandwidth_gbs(size_t bytes, int passes);
+
+// One run of `iterations` steps of 24 independent vdpbf16ps on each of the pool's threads;
+// returns the sum of the accumulators. The caller checks has_bf16_dot() first.
+float bf16_dot_loop(int64_t iterations);
+// FLOPs that bf16_dot_loop performs per thread (16 lanes x 2 products x multiply and add).
+double bf16_dot_loop_flops(int64_t iterations);
+bool has_bf16_dot();
+
+// GFLOP/s of the fastest of `passes` bf16_dot_loop runs (about 0.1 s in all); 0 without
+// AVX512_BF16.
+double measure_bf16_dot_peak_gflops(int passes = 3);
+
+}  // namespace fornace::cpu

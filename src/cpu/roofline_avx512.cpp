@@ -1,0 +1,43 @@
+// AVX-512 loops behind roofline.cpp: a 64-byte-load streaming sum and register-only vdpbf16ps.
+#include <immintrin.h>
+
+#include "cpu/roofline_kernels.h"
+
+namespace fornace::cpu::kernels {
+
+uint64_t sum_words_avx512(const uint64_t* words, int64_t count) {
+  __m512i sums[8];
+  for (__m512i& sum : sums) sum = _mm512_setzero_si512();
+  int64_t index = 0;
+  for (; index + 64 <= count; index += 64) {
+    for (int lane = 0; lane < 8; ++lane) {
+      sums[lane] = _mm512_add_epi64(sums[lane], _mm512_loadu_si512(words + index + 8 * lane));
+    }
+  }
+  for (int lane = 1; lane < 8; ++lane) sums[0] = _mm512_add_epi64(sums[0], sums[lane]);
+  uint64_t total = static_cast<uint64_t>(_mm512_reduce_add_epi64(sums[0]));
+  for (; index < count; ++index) total += words[index];
+  return total;
+}
+
+float bf16_dot_loop_avx512(int64_t iterations) {
+  constexpr int kAccumulators = 24;  // Enough to cover the instruction's latency.
+  __m512 accumulators[kAccumulators];
+  for (__m512& value : accumulators) value = _mm512_setzero_ps();
+  __m512bh left = (__m512bh)_mm512_set1_epi32(0x3f803f80);
+  __m512bh right = (__m512bh)_mm512_set1_epi32(0x3f803f80);
+  for (int64_t iteration = 0; iteration < iterations; ++iteration) {
+#pragma GCC unroll 24
+    for (int index = 0; index < kAccumulators; ++index) {
+      accumulators[index] = _mm512_dpbf16_ps(accumulators[index], left, right);
+    }
+    __asm__ volatile("" : "+v"(left));  // Keeps the loop from being folded.
+  }
+  __m512 total = accumulators[0];
+  for (int index = 1; index < kAccumulators; ++index) {
+    total = _mm512_add_ps(total, accumulators[index]);
+  }
+  return _mm512_reduce_add_ps(total);
+}
+
+}  // namespace fornace::cpu::kernels

@@ -1,0 +1,12 @@
+// The ISA-specific loops behind roofline.h.
+#pragma once
+
+#include <cstdint>
+
+namespace fornace::cpu::kernels {
+
+uint64_t sum_words_avx512(const uint64_t* words, int64_t count);
+// 24 x 64 FLOPs per iteration.
+float bf16_dot_loop_avx512(int64_t iterations);
+
+}  // namespace fornace::cpu::kernels
