@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <vector>
 
 #include "core/error.h"
 #include "cpu/cpu_features.h"
@@ -20,6 +21,7 @@ constexpr int64_t kQueryHeads = 14;
 constexpr int64_t kKvHeads = 2;
 constexpr int64_t kHeadDim = 64;
 constexpr int64_t kCapacity = 4096;  // Positions in the preallocated cache.
+constexpr int64_t kLayers = 24;
 
 enum CacheLayout : int64_t { kContiguous = 0, kTransposedValue = 1, kNarrowedPrealloc = 2 };
 
@@ -61,10 +63,16 @@ void BM_DecodeAttention(benchmark::State& state) {
   int64_t layout = state.range(1);
   set_num_threads(static_cast<int>(state.range(2)));
   DType dtype = cache_dtype(state.range(3));
-  auto [key, value] = make_cache(layout, length, dtype);
+  // One cache per layer of the model, used in turn, so that K and V come from memory as they do
+  // in a decode step (a single cache would stay in L2).
+  std::vector<std::pair<Tensor, Tensor>> layers;
+  for (int64_t layer = 0; layer < kLayers; ++layer) layers.push_back(make_cache(layout, length, dtype));
   Tensor query = randn({1, kQueryHeads, 1, kHeadDim}, 3);
   double scale = 1.0 / std::sqrt(double(kHeadDim));
+  size_t layer = 0;
   for (auto _ : state) {
+    const auto& [key, value] = layers[layer];
+    layer = (layer + 1) % layers.size();
     Tensor result = attention(query, key, value, scale, true);
     benchmark::DoNotOptimize(result.raw());
   }

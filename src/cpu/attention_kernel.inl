@@ -492,6 +492,13 @@ class PairOperands {
   }
 
   void load_block(int64_t batch, int64_t kv_head, int64_t block, int64_t block_keys) {
+    // Decode reads the cache once, from memory: start on the next block's rows now.
+    int64_t next = block + 2 * kBlockKeys;
+    if (next < plan_.kv_length) {
+      int64_t keys = std::min(kBlockKeys, plan_.kv_length - next);
+      prefetch_rows(plan_.key, batch, kv_head, next, keys);
+      prefetch_rows(plan_.value, batch, kv_head, next, keys);
+    }
     pack_keys(batch, kv_head, block, block_keys);
     pack_values(batch, kv_head, block, block_keys);
   }
@@ -522,6 +529,18 @@ class PairOperands {
                           int64_t position) const {
     return static_cast<const uint16_t*>(input.base) +
            row_start(input.layout, batch, kv_head, position);
+  }
+
+  void prefetch_rows(const StridedInput& input, int64_t batch, int64_t kv_head, int64_t first,
+                     int64_t count) const {
+    const char* row = reinterpret_cast<const char*>(rows_of(input, batch, kv_head, first));
+    const int64_t row_bytes = plan_.head_dim * 2;
+    const int64_t stride = input.layout.strides[2] * 2;
+    for (int64_t j = 0; j < count; ++j, row += stride) {
+      for (int64_t offset = 0; offset < row_bytes; offset += 64) {
+        _mm_prefetch(row + offset, _MM_HINT_T0);
+      }
+    }
   }
 
   // key_pairs[w * kBlockKeys + j] = word w of key j, zero for keys past block_keys up to the

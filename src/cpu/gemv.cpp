@@ -92,7 +92,11 @@ void gemv(const LinearProblem& problem) {
   // Weight rows per block: about 128 KiB, so a block read for the first group of input rows is
   // still in L2 for the next groups.
   const int64_t block = std::max<int64_t>(16, (int64_t{128} << 10) / row_bytes);
-  ThreadPool::global().run(problem.outputs, grain, [&](int64_t first, int64_t last) {
+  // About eight parts per thread, claimed as threads finish, so that a thread slowed by the
+  // other's memory traffic or by the OS takes fewer; each part at least `grain` rows.
+  ThreadPool& pool = ThreadPool::global();
+  const int64_t chunk = std::max(grain, problem.outputs / (8 * pool.threads()));
+  pool.run_balanced(problem.outputs, chunk, [&](int64_t first, int64_t last) {
     for (int64_t begin = first; begin < last; begin += block) {
       int64_t end = std::min(last, begin + block);
       for (int64_t row = 0; row < problem.rows; row += kGemvMaxRows) {

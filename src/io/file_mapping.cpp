@@ -3,15 +3,20 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 
 #include "core/error.h"
+#include "core/memory.h"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
@@ -67,6 +72,29 @@ FileMapping::FileMapping(int descriptor, size_t size, const char* path) : size_(
 }
 
 FileMapping::~FileMapping() { ::munmap(data_, size_); }
+
+std::shared_ptr<const FileMapping> FileMapping::shared(int descriptor, size_t size,
+                                                       const char* path) {
+  struct stat status {};
+  if (::fstat(descriptor, &status) != 0) fail(path, ": fstat failed: ", std::strerror(errno));
+  // A file changed in place shows its new bytes through the old mapping too (both map the same
+  // page cache), so the inode and the size are the whole identity.
+  using Key = std::tuple<dev_t, ino_t, size_t>;
+  Key key{status.st_dev, status.st_ino, size};
+  static std::mutex mutex;
+  static std::map<Key, std::weak_ptr<const FileMapping>> mappings;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto live = mappings[key].lock()) return live;
+  for (auto entry = mappings.begin(); entry != mappings.end();) {
+    entry = entry->second.expired() && entry->first != key ? mappings.erase(entry) : ++entry;
+  }
+  auto mapping = std::make_shared<const FileMapping>(descriptor, size, path);
+  mappings[key] = mapping;
+  PageCounts pages = mapping->pages();
+  memory::record_mapping(static_cast<int64_t>(pages.resident_bytes),
+                         static_cast<int64_t>(pages.huge_page_bytes));
+  return mapping;
+}
 
 void FileMapping::populate(size_t begin, size_t end) const {
   ::madvise(data_ + begin, end - begin, MADV_POPULATE_READ);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 
 namespace fornace {
 
@@ -21,6 +22,9 @@ class FileMapping {
  public:
   // Throws Error naming `path` when the file cannot be mapped.
   FileMapping(int descriptor, size_t size, const char* path);
+  // The live mapping of the same file (device, inode and size) when this process has one, else
+  // a new one: a checkpoint opened twice is resident once.
+  static std::shared_ptr<const FileMapping> shared(int descriptor, size_t size, const char* path);
   ~FileMapping();
   FileMapping(const FileMapping&) = delete;
   FileMapping& operator=(const FileMapping&) = delete;

@@ -220,12 +220,10 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
   if (size < kLengthPrefixBytes) {
     fail(path, ": file is ", size, " bytes, too short for the 8-byte header length (truncated?)");
   }
-  auto file_mapping = std::make_shared<const FileMapping>(file->descriptor(), size, path.c_str());
+  std::shared_ptr<const FileMapping> file_mapping =
+      FileMapping::shared(file->descriptor(), size, path.c_str());
   const char* address = file_mapping->data();
   std::shared_ptr<const void> mapping(file_mapping, address);
-  PageCounts pages = file_mapping->pages();
-  memory::record_mapping(static_cast<int64_t>(pages.resident_bytes),
-                         static_cast<int64_t>(pages.huge_page_bytes));
   // The file may have shrunk between fstat and mmap; validate against a size seen after mapping.
   if (file->current_size() != size) fail(path, ": file changed size while being opened");
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -20,14 +21,19 @@ using test_support::write_bytes;
 
 constexpr size_t kHugePage = size_t{2} << 20;
 
-// A descriptor of a new file holding `bytes`, closed with the returned holder.
-std::shared_ptr<int> open_file_with(const TemporaryDirectory& directory, const std::string& bytes) {
-  std::string path = directory.file("weights.bin");
-  write_bytes(path, bytes);
+// A read-only descriptor of `path`, closed with the returned holder.
+std::shared_ptr<int> open_file_with_existing(const std::string& path) {
   return std::shared_ptr<int>(new int(::open(path.c_str(), O_RDONLY)), [](int* descriptor) {
     ::close(*descriptor);
     delete descriptor;
   });
+}
+
+// A descriptor of a new file "weights.bin" holding `bytes`.
+std::shared_ptr<int> open_file_with(const TemporaryDirectory& directory, const std::string& bytes) {
+  std::string path = directory.file("weights.bin");
+  write_bytes(path, bytes);
+  return open_file_with_existing(path);
 }
 
 TEST(FileMapping, MapsEveryByteAtATwoMebibyteBoundary) {
@@ -53,6 +59,23 @@ TEST(FileMapping, IsResidentBeforeFirstUseAndCountsHugePagesWithinIt) {
   EXPECT_EQ(pages.resident_bytes, bytes.size());
   EXPECT_LE(pages.huge_page_bytes, pages.resident_bytes);
   EXPECT_EQ(pages.huge_page_bytes % kHugePage, 0u);
+}
+
+TEST(FileMapping, TheSameFileOpenedTwiceSharesOneMappingAndAReplacedOneGetsItsOwn) {
+  TemporaryDirectory directory;
+  auto descriptor = open_file_with(directory, std::string(kHugePage, 'a'));
+  auto first = FileMapping::shared(*descriptor, kHugePage, "weights.bin");
+  auto again = FileMapping::shared(*descriptor, kHugePage, "weights.bin");
+  EXPECT_EQ(again.get(), first.get());
+  // Replaced by a rename, as checkpoints are written: a new inode, so a new mapping.
+  std::string path = directory.file("weights.bin");
+  write_bytes(path + ".new", std::string(kHugePage, 'b'));
+  std::filesystem::rename(path + ".new", path);
+  auto replaced_descriptor = open_file_with_existing(path);
+  auto replaced = FileMapping::shared(*replaced_descriptor, kHugePage, "weights.bin");
+  EXPECT_NE(replaced.get(), first.get());
+  EXPECT_EQ(replaced->data()[0], 'b');
+  EXPECT_EQ(first->data()[0], 'a');
 }
 
 TEST(FileMapping, EmptyFileIsAnErrorNamingThePath) {
