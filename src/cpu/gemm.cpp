@@ -174,6 +174,40 @@ void multiply_edge_tile(const GemmKernel& kernel, int64_t steps, const void* inp
   }
 }
 
+// Prefetches into L2, a slice per input panel, the weight rows [row_begin, row_end) over the
+// next depth block [k_begin, k_begin + depth), so that packing them next does not wait on memory.
+class WeightPrefetch {
+ public:
+  WeightPrefetch(const LinearProblem& problem, int64_t row_begin, int64_t row_end, int64_t k_begin,
+                 int64_t depth, int64_t slices)
+      : problem_(problem), row_begin_(row_begin), row_end_(row_end) {
+    if (k_begin >= problem.depth || slices <= 0) return;
+    const int64_t element_bytes = static_cast<int64_t>(dtype_size(problem.weight_dtype));
+    first_byte_ = k_begin * element_bytes;
+    row_lines_ = divide_up(std::min(depth, problem.depth - k_begin) * element_bytes, 64);
+    lines_per_slice_ = divide_up((row_end - row_begin) * row_lines_, slices);
+  }
+
+  void next_slice() {
+    const char* base = static_cast<const char*>(problem_.weight);
+    const int64_t row_bytes = problem_.weight_stride * dtype_size(problem_.weight_dtype);
+    for (int64_t count = 0; count < lines_per_slice_ && row_begin_ + line_ / row_lines_ < row_end_;
+         ++count, ++line_) {
+      int64_t row = row_begin_ + line_ / row_lines_;
+      __builtin_prefetch(base + row * row_bytes + first_byte_ + (line_ % row_lines_) * 64, 0, 2);
+    }
+  }
+
+ private:
+  const LinearProblem& problem_;
+  int64_t row_begin_;
+  int64_t row_end_;
+  int64_t first_byte_ = 0;
+  int64_t row_lines_ = 1;
+  int64_t lines_per_slice_ = 0;
+  int64_t line_ = 0;
+};
+
 void fill_with_bias(const LinearProblem& problem) {
   for (int64_t row = 0; row < problem.rows; ++row) {
     float* output = problem.output + row * problem.output_stride;
@@ -245,7 +279,11 @@ void gemm(const LinearProblem& problem) {
             pack_weight_panel(kernel, problem, panel * kernel.columns, k_begin, k_count,
                               weight_pack + (panel - block) * weight_panel_bytes);
           }
+          WeightPrefetch prefetch(problem, block * kernel.columns,
+                                  std::min(problem.outputs, block_end * kernel.columns),
+                                  k_begin + k_count, block_depth, panels_here);
           for (int64_t input_panel = 0; input_panel < panels_here; ++input_panel) {
+            prefetch.next_slice();
             const char* packed_input =
                 input_pack + (depth_block * panels_here + input_panel) * input_panel_bytes;
             const int64_t row = row_begin + input_panel * kernel.rows;
