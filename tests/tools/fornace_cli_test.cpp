@@ -31,9 +31,14 @@ TEST_F(FornaceCli, GeneratesWithEachKvCacheAndReportsJson) {
     EXPECT_EQ(summary["generated_ids"].size(), 6u);
     EXPECT_EQ(summary["decode_step_ms"].size(), 5u);
     for (const char* key : {"model", "dtype", "threads", "prefill_ms", "prefill_tok_s",
-                            "decode_tok_s", "mean_ms_last64", "peak_rss_mib"}) {
+                            "decode_tok_s", "mean_ms_last64", "peak_rss_mib", "load_ms",
+                            "first_token_ms"}) {
       EXPECT_TRUE(summary.contains(key)) << key;
     }
+    // The first token comes after loading and the prefill that produces it.
+    EXPECT_GT(summary["load_ms"].get<double>(), 0.0);
+    EXPECT_GE(summary["first_token_ms"].get<double>(),
+              summary["load_ms"].get<double>() + summary["prefill_ms"].get<double>());
     generated.push_back(summary["generated_ids"].get<std::vector<int64_t>>());
     EXPECT_NE(outcome.err.find("decode: 6 tokens"), std::string::npos) << outcome.err;
   }

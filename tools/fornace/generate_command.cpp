@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <csignal>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -95,7 +96,14 @@ int64_t available_memory_bytes() {
   return -1;
 }
 
+// Milliseconds since `start`.
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 int generate(Args& args) {
+  const auto command_start = std::chrono::steady_clock::now();
   if (args.take_flag("--help") || args.empty()) {
     std::cout << kUsage;
     return 0;
@@ -161,6 +169,7 @@ int generate(Args& args) {
     }
     model = load_model(*model_directory, model_options);
   }
+  const double load_ms = ms_since(command_start);
   const ModelConfig& config = model->config();
 
   std::vector<uint32_t> prompt;
@@ -221,7 +230,11 @@ int generate(Args& args) {
   std::optional<IncrementalDecoder> decoder;
   if (tokenizer) decoder.emplace(*tokenizer, true);
   bool stream = !quiet;
+  // From the command's start (arguments, loading the tokenizer and model, encoding, prefill)
+  // to the first generated token.
+  double first_token_ms = 0;
   auto on_token = [&](uint32_t id) {
+    if (first_token_ms == 0) first_token_ms = ms_since(command_start);
     if (!stream) return;
     write_out(decoder ? decoder->push(id) : std::to_string(id) + " ");
   };
@@ -242,10 +255,12 @@ int generate(Args& args) {
   double peak_rss_mib = static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0);
   if (!quiet) {
     std::fprintf(stderr,
+                 "load: %.1f ms (tokenizer and model); first token after %.1f ms\n"
                  "prompt: %zu tokens, prefill %.1f ms (%.1f tok/s)\n"
                  "decode: %zu tokens, %.2f tok/s, mean %.2f ms over the last 64 steps\n"
                  "peak memory: %.1f MiB (process high-water mark)\n",
-                 prompt.size(), result.prefill_ms, result.prefill_tokens_per_second(),
+                 load_ms, first_token_ms, prompt.size(), result.prefill_ms,
+                 result.prefill_tokens_per_second(),
                  result.generated.size(), result.decode_tokens_per_second(),
                  result.mean_step_ms_last(64), peak_rss_mib);
   }
@@ -266,6 +281,8 @@ int generate(Args& args) {
         {"decode_step_ms", step_ms},
         {"mean_ms_last64", result.mean_step_ms_last(64)},
         {"peak_rss_mib", peak_rss_mib},
+        {"load_ms", load_ms},
+        {"first_token_ms", first_token_ms},
     };
     if (trace) summary["trace"] = trace_to_json(result);
     try {
