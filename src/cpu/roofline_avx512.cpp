@@ -15,7 +15,11 @@ uint64_t sum_words_avx512(const uint64_t* words, int64_t count) {
     }
   }
   for (int lane = 1; lane < 8; ++lane) sums[0] = _mm512_add_epi64(sums[0], sums[lane]);
-  uint64_t total = static_cast<uint64_t>(_mm512_reduce_add_epi64(sums[0]));
+  // Summed as unsigned words: the reduce intrinsic adds as signed and may overflow.
+  alignas(64) uint64_t lanes[8];
+  _mm512_store_si512(lanes, sums[0]);
+  uint64_t total = 0;
+  for (uint64_t lane : lanes) total += lane;
   for (; index < count; ++index) total += words[index];
   return total;
 }
