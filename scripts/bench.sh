@@ -7,5 +7,7 @@ if [ ! -x "$build/bin/fornace-bench" ]; then
   echo "fornace-bench is not built yet"
   exit 0
 fi
+# Two rounds of two recorded runs: the caches take turns, so that the drift of a shared machine's
+# memory bandwidth falls on all three alike.
 exec "$build/bin/fornace-bench" --model "$model" --kv-cache cat,cat-contiguous,prealloc \
-  --prompts bench/prompts/alice-512.txt,bench/prompts/alice-2048.txt
+  --prompts bench/prompts/alice-512.txt,bench/prompts/alice-2048.txt --runs 2 --rounds 2

@@ -251,6 +251,28 @@ TEST_F(BenchProcess, WritesRunsStepsTablesAndPlotForEveryCacheAndPrompt) {
   EXPECT_TRUE(temporary_files_in(directory_ / "runs").empty());
 }
 
+TEST_F(BenchProcess, RoundsLetTheCachesTakeTurnsAndNumberTheRunsOn) {
+  std::vector<std::string> arguments = bench_arguments("prealloc,cat", 1);
+  arguments.push_back("--rounds");
+  arguments.push_back("2");
+  Process bench = start(arguments, directory_);
+  ASSERT_EQ(exit_code(wait_for(bench)), 0) << bench.err();
+  std::string err = bench.err();
+  // Children in turn: prealloc, cat, prealloc, cat.
+  size_t first = err.find("[bench] prealloc (1 of 4)");
+  size_t second = err.find("[bench] cat (2 of 4)");
+  size_t third = err.find("[bench] prealloc (3 of 4)");
+  size_t fourth = err.find("[bench] cat (4 of 4)");
+  ASSERT_NE(fourth, std::string::npos) << err;
+  EXPECT_TRUE(first < second && second < third && third < fourth) << err;
+  std::string runs = read_text(out_);
+  EXPECT_EQ(count_lines(runs), 1u + 4u);
+  for (const char* line : {"prealloc,", "cat,"}) {
+    EXPECT_EQ(count_lines_starting_with(runs, line + prompt_.string() + ",10,1,"), 1u) << runs;
+    EXPECT_EQ(count_lines_starting_with(runs, line + prompt_.string() + ",10,2,"), 1u) << runs;
+  }
+}
+
 TEST_F(BenchProcess, ReportRebuildsTheSameTablesAndPlotFromTheCsvs) {
   Process bench = start(bench_arguments("prealloc,cat"), directory_);
   ASSERT_EQ(exit_code(wait_for(bench)), 0) << bench.err();

@@ -85,6 +85,7 @@ struct BenchPlan {
   std::vector<std::string> kinds;
   std::vector<std::string> prompts;
   int64_t runs = 3;
+  int64_t rounds = 1;
   int64_t warmup = 1;
   int64_t max_new_tokens = 128;
   int64_t threads = 1;
@@ -104,6 +105,7 @@ struct ChildOutcome {
   bool reported_done = false;
   std::string failure;  // One line, when it did not finish.
   std::deque<std::string> stderr_tail;
+  int64_t run_offset = 0;    // Recorded runs of this cache in earlier rounds.
   int64_t weight_bytes = 0;  // From the child's "loaded" event.
   int64_t kv_bytes_per_position = 0;
 };
@@ -180,7 +182,7 @@ void handle_event(const std::string& line, ChildOutcome& outcome, BenchData& dat
     run.kv_cache = outcome.kind;
     run.prompt = event["prompt"].get<std::string>();
     run.prompt_tokens = event["prompt_tokens"].get<int64_t>();
-    run.run = event["run"].get<int64_t>();
+    run.run = outcome.run_offset + event["run"].get<int64_t>();
     run.prefill_ms = event["prefill_ms"].get<double>();
     run.decode_tok_s = event["decode_tok_s"].get<double>();
     run.mean_ms_last64 = event["mean_ms_last64"].get<double>();
@@ -208,7 +210,7 @@ void handle_event(const std::string& line, ChildOutcome& outcome, BenchData& dat
       step.allocated_bytes = i < allocated.size() ? allocated[i] : 0;
       data.steps.push_back(step);
     }
-    outcome.stage = concat("after run ", run.run, " of ", plan.runs);
+    outcome.stage = concat("after run ", run.run - outcome.run_offset, " of ", plan.runs);
   } else if (name == "done") {
     outcome.reported_done = true;
     outcome.stage = "finishing";
@@ -284,10 +286,11 @@ pid_t spawn_child(const std::string& executable, const std::vector<std::string>&
 
 // Runs the child of one KV cache to its end, or until the bench is interrupted. Its results go
 // into `data`; its stderr lines are shown on ours, prefixed with the cache and pid.
-ChildOutcome run_child_process(const BenchPlan& plan, const std::string& kind,
+ChildOutcome run_child_process(const BenchPlan& plan, const std::string& kind, int64_t round,
                                const StopSignals& signals, BenchData& data) {
   ChildOutcome outcome;
   outcome.kind = kind;
+  outcome.run_offset = round * plan.runs;
   int stdout_read = -1;
   int stderr_read = -1;
   outcome.pid =
@@ -385,6 +388,9 @@ and an SVG plot, and prints the tables.
   --kv-cache LIST        KV cache kinds: prealloc, cat, cat-contiguous (comma-separated)
   --prompts LIST         prompt files, comma-separated: UTF-8 text, or token ids in a .ids file
   --runs N               recorded runs per prompt (default: 3)
+  --rounds N             run the set of children N times, the caches taking turns, so that a
+                         drift in the machine's speed falls on every cache alike; runs are
+                         numbered on across rounds (default: 1)
   --warmup N             warm-up runs per prompt, not recorded (default: 1)
   --max-new-tokens N     tokens generated per run, at least 2 (default: 128)
   --threads N            worker threads (default: available cores)
@@ -404,6 +410,7 @@ BenchPlan parse_plan(tools::Args& args) {
   std::optional<std::string> kinds = args.take("--kv-cache");
   std::optional<std::string> prompts = args.take("--prompts");
   plan.runs = args.take_int("--runs", 3, 1, 1000);
+  plan.rounds = args.take_int("--rounds", 1, 1, 1000);
   plan.warmup = args.take_int("--warmup", 1, 0, 1000);
   plan.max_new_tokens = args.take_int("--max-new-tokens", 128, 2, 1 << 20);
   plan.threads = args.take_int("--threads", available_cores(), 1, 1024);
@@ -511,10 +518,12 @@ int run_bench(tools::Args& args) {
   std::vector<ChildOutcome> failures;
   {
     StopSignals signals;
-    for (size_t index = 0; index < plan.kinds.size() && !interrupted; ++index) {
-      std::cerr << "[bench] " << plan.kinds[index] << " (" << index + 1 << " of "
-                << plan.kinds.size() << ")\n";
-      ChildOutcome outcome = run_child_process(plan, plan.kinds[index], signals, data);
+    const int64_t children = plan.rounds * static_cast<int64_t>(plan.kinds.size());
+    for (int64_t child = 0; child < children && !interrupted; ++child) {
+      const int64_t round = child / static_cast<int64_t>(plan.kinds.size());
+      const std::string& kind = plan.kinds[child % plan.kinds.size()];
+      std::cerr << "[bench] " << kind << " (" << child + 1 << " of " << children << ")\n";
+      ChildOutcome outcome = run_child_process(plan, kind, round, signals, data);
       if (outcome.interrupted || interrupted) {
         if (outcome.failure.empty()) outcome.failure = "interrupted";
         std::cerr << "error: interrupted: " << outcome.failure << "; nothing was written\n";
