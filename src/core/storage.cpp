@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <new>
+#include <string>
 
 #include "core/error.h"
 
@@ -13,19 +14,28 @@ namespace fornace {
 namespace {
 
 constexpr size_t kAlignment = 64;
-// Buffers this large (KV caches, prefill activations) are placed for 2 MiB pages, which a
-// kernel read streams through without a TLB miss every 4 KiB.
-constexpr size_t kHugePage = size_t{2} << 20;
 
+// Buffers of 2 MiB and more (prefill activations, scratch) are placed for 2 MiB pages, which a
+// kernel read streams through without a TLB miss every 4 KiB.
 void* allocate_aligned(size_t bytes) {
-  if (bytes < kHugePage) return std::aligned_alloc(kAlignment, bytes);
-  size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-  void* data = std::aligned_alloc(kHugePage, rounded);
+  if (bytes < kHugePageBytes || !huge_pages_enabled()) {
+    return std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+  }
+  size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  void* data = std::aligned_alloc(kHugePageBytes, rounded);
   if (data) ::madvise(data, rounded, MADV_HUGEPAGE);
   return data;
 }
 
 }  // namespace
+
+bool huge_pages_enabled() {
+  static const bool enabled = [] {
+    const char* setting = std::getenv("FORNACE_HUGE_PAGES");
+    return !(setting && std::string(setting) == "0");
+  }();
+  return enabled;
+}
 
 std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
   size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;

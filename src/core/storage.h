@@ -8,6 +8,11 @@
 
 namespace fornace {
 
+// Buffers of 2 MiB and more, and the weight mappings, ask the kernel for 2 MiB pages unless the
+// environment sets FORNACE_HUGE_PAGES=0 (which exists to measure what the large pages bring).
+bool huge_pages_enabled();
+constexpr size_t kHugePageBytes = size_t{2} << 20;
+
 class Storage {
  public:
   // A new heap buffer of `bytes`, uninitialised, counted by the memory accounting.

@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "core/memory.h"
+#include "core/storage.h"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
@@ -25,7 +26,7 @@
 namespace fornace {
 namespace {
 
-constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kHugePage = kHugePageBytes;
 constexpr size_t kSmallPage = 4096;
 // Smaller files are not worth a re-read from disk: the TLB misses they cause are few.
 constexpr size_t kMinRecacheBytes = size_t{64} << 20;
@@ -66,9 +67,9 @@ FileMapping::FileMapping(int descriptor, size_t size, const char* path) : size_(
   }
   data_ = aligned;
   // Errors here only cost speed: a kernel without THP or MADV_POPULATE_READ faults pages lazily.
-  ::madvise(data_, size_, MADV_HUGEPAGE);
+  ::madvise(data_, size_, huge_pages_enabled() ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
   populate(0, size_);
-  if (size_ >= kMinRecacheBytes) recache_in_huge_pages(descriptor);
+  if (size_ >= kMinRecacheBytes && huge_pages_enabled()) recache_in_huge_pages(descriptor);
 }
 
 FileMapping::~FileMapping() { ::munmap(data_, size_); }

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""A/B of one fornace command under two environment settings, run in turns.
+
+    scripts/compare-env.py --rounds 10 --a FORNACE_HUGE_PAGES=1 --b FORNACE_HUGE_PAGES=0 -- \
+        build/bin/fornace --model models/synth-qwen2.5-0.5b --prompt "Once upon a time" \
+        --max-new-tokens 128 --ignore-eos
+
+The command runs with --json --quiet added, A then B in every round, so that a drift in the
+machine's speed falls on both. Prints, per setting, the median and range of decode and prefill
+tok/s, and the median and range of the per-round ratio A/B.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+
+def parse_setting(text):
+    settings = {}
+    for item in filter(None, text.split(",")):
+        name, separator, value = item.partition("=")
+        if not separator or not name:
+            sys.exit(f"error: a setting is NAME=VALUE[,NAME=VALUE], got '{text}'")
+        settings[name] = value
+    return settings
+
+
+def run_once(command, settings):
+    environment = dict(os.environ, **settings)
+    done = subprocess.run(command + ["--json", "--quiet"], env=environment, capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        sys.exit(f"error: {' '.join(command)} exited with {done.returncode}: "
+                 f"{done.stderr.strip().splitlines()[-1:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def describe(values):
+    return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--a", required=True, help="NAME=VALUE[,NAME=VALUE] for setting A")
+    parser.add_argument("--b", required=True, help="NAME=VALUE[,NAME=VALUE] for setting B")
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    options = parser.parse_args()
+    command = options.command[1:] if options.command[:1] == ["--"] else options.command
+    if not command:
+        sys.exit("error: give the fornace command after --")
+    if options.rounds < 1:
+        sys.exit("error: --rounds must be at least 1")
+    settings = {"A": parse_setting(options.a), "B": parse_setting(options.b)}
+    results = {"A": [], "B": []}
+    for round_number in range(options.rounds):
+        for name in ("A", "B"):
+            summary = run_once(command, settings[name])
+            results[name].append(summary)
+            print(f"round {round_number + 1}/{options.rounds} {name}: "
+                  f"decode {summary['decode_tok_s']:.1f} tok/s, "
+                  f"prefill {summary['prefill_tok_s']:.1f} tok/s", file=sys.stderr)
+    for name in ("A", "B"):
+        decode = [summary["decode_tok_s"] for summary in results[name]]
+        prefill = [summary["prefill_tok_s"] for summary in results[name]]
+        label = ",".join(f"{key}={value}" for key, value in settings[name].items())
+        print(f"{name} ({label}): decode tok/s {describe(decode)}, prefill tok/s {describe(prefill)}")
+    for key in ("decode_tok_s", "prefill_tok_s"):
+        ratios = [a[key] / b[key] for a, b in zip(results["A"], results["B"]) if b[key] > 0]
+        if ratios:
+            print(f"A/B {key.replace('_tok_s', '')}, per round: median {statistics.median(ratios):.3f}"
+                  f" ({min(ratios):.3f}-{max(ratios):.3f}), A faster in "
+                  f"{sum(ratio > 1 for ratio in ratios)} of {len(ratios)} rounds")
+
+
+if __name__ == "__main__":
+    main()
