@@ -1,36 +1,47 @@
 #!/usr/bin/env python3
-"""A/B of one fornace command under two environment settings, run in turns.
+"""A/B of one fornace command under two settings, run in turns.
 
-    scripts/compare-env.py --rounds 10 --a FORNACE_HUGE_PAGES=1 --b FORNACE_HUGE_PAGES=0 -- \
-        build/bin/fornace --model models/synth-qwen2.5-0.5b --prompt "Once upon a time" \
-        --max-new-tokens 128 --ignore-eos
+    scripts/compare-runs.py --rounds 10 --a "--kv-cache cat" --b "--kv-cache prealloc" -- \
+        build/bin/fornace --model models/synth-qwen2.5-0.5b \
+        --prompt-file bench/prompts/alice-2048.txt --max-new-tokens 128 --ignore-eos
 
-The command runs with --json --quiet added, A then B in every round, so that a drift in the
-machine's speed falls on both. Prints, per setting, the median and range of decode and prefill
-tok/s, and the median and range of the per-round ratio A/B.
+A setting is a list of NAME=VALUE environment assignments and extra arguments, as a shell would
+split it (for example "FORNACE_HUGE_PAGES=0" or "--kv-cache cat"). The command runs with --json
+--quiet added, A then B in every round, so that a drift in the machine's speed falls on both.
+Prints, per setting, the median and range of decode and prefill tok/s, and the median and range
+of the per-round ratio A/B: on a machine whose speed drifts, the paired ratio is the steady
+figure.
 """
 import argparse
 import json
 import os
+import re
+import shlex
 import statistics
 import subprocess
 import sys
 
 
 def parse_setting(text):
-    settings = {}
-    for item in filter(None, text.split(",")):
-        name, separator, value = item.partition("=")
-        if not separator or not name:
-            sys.exit(f"error: a setting is NAME=VALUE[,NAME=VALUE], got '{text}'")
-        settings[name] = value
-    return settings
+    """(environment assignments, extra arguments) of a setting."""
+    environment, arguments = {}, []
+    try:
+        words = shlex.split(text)
+    except ValueError as error:
+        sys.exit(f"error: cannot split the setting '{text}': {error}")
+    for word in words:
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", word):
+            name, _, value = word.partition("=")
+            environment[name] = value
+        else:
+            arguments.append(word)
+    return environment, arguments
 
 
-def run_once(command, settings):
-    environment = dict(os.environ, **settings)
-    done = subprocess.run(command + ["--json", "--quiet"], env=environment, capture_output=True,
-                          text=True)
+def run_once(command, setting):
+    environment, arguments = setting
+    done = subprocess.run(command + arguments + ["--json", "--quiet"],
+                          env=dict(os.environ, **environment), capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"error: {' '.join(command)} exited with {done.returncode}: "
                  f"{done.stderr.strip().splitlines()[-1:]}")
@@ -44,8 +55,8 @@ def describe(values):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--a", required=True, help="NAME=VALUE[,NAME=VALUE] for setting A")
-    parser.add_argument("--b", required=True, help="NAME=VALUE[,NAME=VALUE] for setting B")
+    parser.add_argument("--a", required=True, help='setting A, e.g. "--kv-cache cat"')
+    parser.add_argument("--b", required=True, help='setting B, e.g. "FORNACE_HUGE_PAGES=0"')
     parser.add_argument("command", nargs=argparse.REMAINDER)
     options = parser.parse_args()
     command = options.command[1:] if options.command[:1] == ["--"] else options.command
@@ -54,6 +65,7 @@ def main():
     if options.rounds < 1:
         sys.exit("error: --rounds must be at least 1")
     settings = {"A": parse_setting(options.a), "B": parse_setting(options.b)}
+    labels = {"A": options.a, "B": options.b}
     results = {"A": [], "B": []}
     for round_number in range(options.rounds):
         for name in ("A", "B"):
@@ -65,8 +77,7 @@ def main():
     for name in ("A", "B"):
         decode = [summary["decode_tok_s"] for summary in results[name]]
         prefill = [summary["prefill_tok_s"] for summary in results[name]]
-        label = ",".join(f"{key}={value}" for key, value in settings[name].items())
-        print(f"{name} ({label}): decode tok/s {describe(decode)}, prefill tok/s {describe(prefill)}")
+        print(f"{name} ({labels[name]}): decode tok/s {describe(decode)}, prefill tok/s {describe(prefill)}")
     for key in ("decode_tok_s", "prefill_tok_s"):
         ratios = [a[key] / b[key] for a, b in zip(results["A"], results["B"]) if b[key] > 0]
         if ratios:
