@@ -1,4 +1,5 @@
-// The machine's streaming read bandwidth: the roofline for decode (a GEMV reads each weight once).
+// The machine's streaming read bandwidth, the roofline for decode, beside the BF16 GEMV over the
+// same bytes (a decode step is such GEMVs), in 4 KiB and 2 MiB pages.
 #include <benchmark/benchmark.h>
 
 #include <sys/mman.h>
@@ -8,6 +9,8 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu/cpu_features.h"
+#include "cpu/gemm.h"
 #include "cpu/roofline.h"
 #include "cpu/thread_pool.h"
 
@@ -50,12 +53,58 @@ void BM_StreamingRead(benchmark::State& state) {
   fornace::set_num_threads(0);
 }
 
+// The same 1 GiB as bf16 weights [599,186 x 896] (hidden size of Qwen2.5-0.5B), one input row:
+// what decode's GEMV reaches of the streaming read. Args: threads, 2 MiB pages (0 or 1).
+void BM_GemvRead(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const bool huge = state.range(1) != 0;
+  fornace::set_num_threads(threads);
+  constexpr int64_t kDepth = 896;
+  constexpr int64_t kOutputs = kBufferBytes / (kDepth * 2);
+  static const uint64_t* buffers[2] = {buffer_with_pages(false), buffer_with_pages(true)};
+  if (!buffers[huge]) {
+    state.SkipWithError("mmap of 1 GiB failed");
+    return;
+  }
+  std::vector<float> input(kDepth, 0.5f);
+  std::vector<float> output(kOutputs);
+  fornace::cpu::LinearProblem problem{};
+  problem.input = input.data();
+  problem.input_stride = kDepth;
+  problem.rows = 1;
+  problem.depth = kDepth;
+  problem.weight = buffers[huge];
+  problem.weight_dtype = fornace::DType::bf16;
+  problem.weight_stride = kDepth;
+  problem.outputs = kOutputs;
+  problem.output = output.data();
+  problem.output_stride = kOutputs;
+  for (auto _ : state) {
+    fornace::cpu::linear(problem);
+    benchmark::DoNotOptimize(output.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(kOutputs * kDepth * 2) * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["threads"] = threads;
+  state.counters["huge_pages"] = huge;
+  state.SetLabel(fornace::cpu::isa_name(fornace::cpu::active_isa()));
+  fornace::set_num_threads(0);
+}
+
 double minimum(const std::vector<double>& values) {
   return *std::min_element(values.begin(), values.end());
 }
 double maximum(const std::vector<double>& values) {
   return *std::max_element(values.begin(), values.end());
 }
+
+BENCHMARK(BM_GemvRead)
+    ->ArgNames({"threads", "huge_pages"})
+    ->ArgsProduct({{1, 2}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->ComputeStatistics("min", minimum)
+    ->ComputeStatistics("max", maximum);
 
 BENCHMARK(BM_StreamingRead)
     ->ArgNames({"threads", "huge_pages"})
