@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <vector>
 
+#include "core/error.h"
 #include "core/storage.h"
 #include "cpu/cpu_features.h"
 #include "cpu/gemm_kernels.h"
@@ -174,36 +176,48 @@ void multiply_edge_tile(const GemmKernel& kernel, int64_t steps, const void* inp
   }
 }
 
-// Prefetches into L2, a slice per input panel, the weight rows [row_begin, row_end) over the
-// next depth block [k_begin, k_begin + depth), so that packing them next does not wait on memory.
+// One weight panel of a group: kernel-columns weight rows of one layer, from `column` on.
+struct WeightPanel {
+  const LinearProblem* problem;
+  int64_t column;
+};
+
+// Prefetches into L2, a slice per input panel, the weight rows of `panels` over the next depth
+// block [k_begin, k_begin + depth), so that packing them next does not wait on memory.
 class WeightPrefetch {
  public:
-  WeightPrefetch(const LinearProblem& problem, int64_t row_begin, int64_t row_end, int64_t k_begin,
+  WeightPrefetch(const WeightPanel* panels, int64_t count, int columns, int64_t k_begin,
                  int64_t depth, int64_t slices)
-      : problem_(problem), row_begin_(row_begin), row_end_(row_end) {
+      : panels_(panels), columns_(columns) {
+    const LinearProblem& problem = *panels[0].problem;
     if (k_begin >= problem.depth || slices <= 0) return;
     const int64_t element_bytes = static_cast<int64_t>(dtype_size(problem.weight_dtype));
     first_byte_ = k_begin * element_bytes;
     row_lines_ = divide_up(std::min(depth, problem.depth - k_begin) * element_bytes, 64);
-    lines_per_slice_ = divide_up((row_end - row_begin) * row_lines_, slices);
+    total_lines_ = count * columns * row_lines_;
+    lines_per_slice_ = divide_up(total_lines_, slices);
   }
 
   void next_slice() {
-    const char* base = static_cast<const char*>(problem_.weight);
-    const int64_t row_bytes = problem_.weight_stride * dtype_size(problem_.weight_dtype);
-    for (int64_t count = 0; count < lines_per_slice_ && row_begin_ + line_ / row_lines_ < row_end_;
-         ++count, ++line_) {
-      int64_t row = row_begin_ + line_ / row_lines_;
-      __builtin_prefetch(base + row * row_bytes + first_byte_ + (line_ % row_lines_) * 64, 0, 2);
+    for (int64_t count = 0; count < lines_per_slice_ && line_ < total_lines_; ++count, ++line_) {
+      const int64_t row_in_group = line_ / row_lines_;
+      const WeightPanel& panel = panels_[row_in_group / columns_];
+      const LinearProblem& problem = *panel.problem;
+      const int64_t row = panel.column + row_in_group % columns_;
+      if (row >= problem.outputs) continue;
+      const int64_t row_bytes = problem.weight_stride * dtype_size(problem.weight_dtype);
+      __builtin_prefetch(static_cast<const char*>(problem.weight) + row * row_bytes + first_byte_ +
+                             (line_ % row_lines_) * 64,
+                         0, 2);
     }
   }
 
  private:
-  const LinearProblem& problem_;
-  int64_t row_begin_;
-  int64_t row_end_;
+  const WeightPanel* panels_;
+  int columns_;
   int64_t first_byte_ = 0;
   int64_t row_lines_ = 1;
+  int64_t total_lines_ = 0;
   int64_t lines_per_slice_ = 0;
   int64_t line_ = 0;
 };
@@ -219,9 +233,15 @@ void fill_with_bias(const LinearProblem& problem) {
 
 }  // namespace
 
-void gemm(const LinearProblem& problem) {
-  if (problem.rows <= 0 || problem.outputs <= 0) return;
-  if (problem.depth <= 0) return fill_with_bias(problem);
+void gemm(const LinearProblem& problem) { gemm_group(&problem, 1); }
+
+void gemm_group(const LinearProblem* problems, int count) {
+  const LinearProblem& problem = problems[0];  // Input, rows, depth and dtype of every layer.
+  if (problem.rows <= 0) return;
+  if (problem.depth <= 0) {
+    for (int index = 0; index < count; ++index) fill_with_bias(problems[index]);
+    return;
+  }
   const GemmKernel kernel = select_kernel(problem.weight_dtype);
   const int64_t element_bytes = kernel.bf16_pairs ? 2 : 4;
 
@@ -238,7 +258,15 @@ void gemm(const LinearProblem& problem) {
   const int64_t block_rows = round_up(divide_up(problem.rows, row_blocks), kernel.rows);
   const int64_t block_panels = block_rows / kernel.rows;
 
-  const int64_t column_panels = divide_up(problem.outputs, kernel.columns);
+  // The layers' weight panels, one after another.
+  std::vector<WeightPanel> panels;
+  for (int index = 0; index < count; ++index) {
+    for (int64_t column = 0; column < problems[index].outputs; column += kernel.columns) {
+      panels.push_back({&problems[index], column});
+    }
+  }
+  const int64_t column_panels = static_cast<int64_t>(panels.size());
+  if (column_panels == 0) return;
   const int64_t block_column_panels = std::max<int64_t>(1, kColumnBlock / kernel.columns);
   ThreadPool& pool = ThreadPool::global();
   // Column chunks of whole panels, claimed by threads as they finish: at least four per thread
@@ -276,11 +304,10 @@ void gemm(const LinearProblem& problem) {
           const int64_t steps = kernel.bf16_pairs ? divide_up(k_count, 2) : k_count;
           const bool accumulate = depth_block > 0;
           for (int64_t panel = block; panel < block_end; ++panel) {
-            pack_weight_panel(kernel, problem, panel * kernel.columns, k_begin, k_count,
-                              weight_pack + (panel - block) * weight_panel_bytes);
+            pack_weight_panel(kernel, *panels[panel].problem, panels[panel].column, k_begin,
+                              k_count, weight_pack + (panel - block) * weight_panel_bytes);
           }
-          WeightPrefetch prefetch(problem, block * kernel.columns,
-                                  std::min(problem.outputs, block_end * kernel.columns),
+          WeightPrefetch prefetch(panels.data() + block, block_end - block, kernel.columns,
                                   k_begin + k_count, block_depth, panels_here);
           for (int64_t input_panel = 0; input_panel < panels_here; ++input_panel) {
             prefetch.next_slice();
@@ -289,18 +316,18 @@ void gemm(const LinearProblem& problem) {
             const int64_t row = row_begin + input_panel * kernel.rows;
             const int64_t rows_valid = std::min<int64_t>(kernel.rows, problem.rows - row);
             for (int64_t panel = block; panel < block_end; ++panel) {
-              const int64_t column = panel * kernel.columns;
-              const int64_t columns_valid =
-                  std::min<int64_t>(kernel.columns, problem.outputs - column);
+              const LinearProblem& layer = *panels[panel].problem;
+              const int64_t column = panels[panel].column;
+              const int64_t columns_valid = std::min<int64_t>(kernel.columns, layer.outputs - column);
               const char* packed_weight = weight_pack + (panel - block) * weight_panel_bytes;
-              float* c = problem.output + row * problem.output_stride + column;
-              const float* bias = !accumulate && problem.bias ? problem.bias + column : nullptr;
+              float* c = layer.output + row * layer.output_stride + column;
+              const float* bias = !accumulate && layer.bias ? layer.bias + column : nullptr;
               if (rows_valid == kernel.rows && columns_valid == kernel.columns) {
-                kernel.multiply(steps, packed_input, packed_weight, c, problem.output_stride,
+                kernel.multiply(steps, packed_input, packed_weight, c, layer.output_stride,
                                 accumulate, bias);
               } else {
                 multiply_edge_tile(kernel, steps, packed_input, packed_weight, c,
-                                   problem.output_stride, rows_valid, columns_valid, accumulate,
+                                   layer.output_stride, rows_valid, columns_valid, accumulate,
                                    bias);
               }
             }
@@ -311,11 +338,24 @@ void gemm(const LinearProblem& problem) {
   }
 }
 
-void linear(const LinearProblem& problem) {
-  if (problem.rows <= kGemvPreferredMaxRows) {
-    gemv(problem);
+void linear(const LinearProblem& problem) { linear_group(&problem, 1); }
+
+void linear_group(const LinearProblem* problems, int count) {
+  if (count <= 0) return;
+  const LinearProblem& first = problems[0];
+  for (int index = 1; index < count; ++index) {
+    const LinearProblem& other = problems[index];
+    if (other.input != first.input || other.input_stride != first.input_stride ||
+        other.rows != first.rows || other.depth != first.depth ||
+        other.weight_dtype != first.weight_dtype) {
+      fail("linear_group: layer ", index, " does not share the input, rows, depth and weight ",
+           "dtype of layer 0");
+    }
+  }
+  if (first.rows <= kGemvPreferredMaxRows) {
+    gemv_group(problems, count);
   } else {
-    gemm(problem);
+    gemm_group(problems, count);
   }
 }
 

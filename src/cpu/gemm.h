@@ -33,6 +33,13 @@ constexpr int64_t kGemvPreferredMaxRows = 16;
 
 // Picks gemv() or gemm() by the row count.
 void linear(const LinearProblem& problem);
+// Several linear layers over one input, such as Q, K and V, or gate and up: the problems share
+// input, input stride, rows, depth and weight dtype. The input is rounded or packed once, and one
+// pass of the threads covers every layer's outputs, so that each small layer does not pay for a
+// hand-off of its own. Throws Error when the problems do not share those.
+void linear_group(const LinearProblem* problems, int count);
+void gemv_group(const LinearProblem* problems, int count);
+void gemm_group(const LinearProblem* problems, int count);
 // Streams the weight once, in blocks of rows that stay in L2 while each group of kGemvMaxRows
 // input rows passes over them; weight rows split across threads.
 // With AVX512_BF16 and bf16 weights, the input is rounded to bf16 (nearest even) first.

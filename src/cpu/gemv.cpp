@@ -57,25 +57,30 @@ void gemv_portable(const GemvArguments& arguments, int64_t begin, int64_t end) {
 
 }  // namespace
 
-void gemv(const LinearProblem& problem) {
-  if (problem.rows <= 0 || problem.outputs <= 0) return;
+void gemv(const LinearProblem& problem) { gemv_group(&problem, 1); }
+
+void gemv_group(const LinearProblem* problems, int count) {
+  const LinearProblem& first_problem = problems[0];
+  int64_t total_outputs = 0;
+  for (int index = 0; index < count; ++index) total_outputs += problems[index].outputs;
+  if (first_problem.rows <= 0 || total_outputs <= 0) return;
   kernels::GemvKernel kernel = gemv_portable;
-  const void* input = problem.input;
-  int64_t input_stride = problem.input_stride;
+  const void* input = first_problem.input;
+  int64_t input_stride = first_problem.input_stride;
   switch (active_isa()) {
     case Isa::avx512:
       kernel = kernels::gemv_f32_avx512;
-      if (problem.weight_dtype == DType::bf16) {
+      if (first_problem.weight_dtype == DType::bf16) {
         kernel = kernels::gemv_bf16_dot_avx512;
-        // Round the input to bf16 once per call.
+        // Round the input to bf16 once per call, for every layer of the group.
         input_stride =
-            std::max<int64_t>(kBf16RowAlignment, (problem.depth + kBf16RowAlignment - 1) /
+            std::max<int64_t>(kBf16RowAlignment, (first_problem.depth + kBf16RowAlignment - 1) /
                                                      kBf16RowAlignment * kBf16RowAlignment);
-        auto* rounded =
-            static_cast<uint16_t*>(thread_scratch(ScratchSlot::gemv_input, problem.rows * input_stride * sizeof(uint16_t)));
-        for (int64_t row = 0; row < problem.rows; ++row) {
-          kernels::convert_f32_to_bf16_avx512(problem.input + row * problem.input_stride,
-                                              rounded + row * input_stride, problem.depth);
+        auto* rounded = static_cast<uint16_t*>(thread_scratch(
+            ScratchSlot::gemv_input, first_problem.rows * input_stride * sizeof(uint16_t)));
+        for (int64_t row = 0; row < first_problem.rows; ++row) {
+          kernels::convert_f32_to_bf16_avx512(first_problem.input + row * first_problem.input_stride,
+                                              rounded + row * input_stride, first_problem.depth);
         }
         input = rounded;
       }
@@ -86,19 +91,17 @@ void gemv(const LinearProblem& problem) {
     default:
       break;
   }
-  const int64_t input_element_bytes = input == problem.input ? 4 : 2;
-  const int64_t row_bytes = std::max<int64_t>(1, problem.depth * dtype_size(problem.weight_dtype));
+  const int64_t input_element_bytes = input == first_problem.input ? 4 : 2;
+  const int64_t row_bytes =
+      std::max<int64_t>(1, first_problem.depth * dtype_size(first_problem.weight_dtype));
   const int64_t grain = std::max<int64_t>(4, kMinBytesPerPart / row_bytes);
   // Weight rows per block: about 128 KiB, so a block read for the first group of input rows is
   // still in L2 for the next groups.
   const int64_t block = std::max<int64_t>(16, (int64_t{128} << 10) / row_bytes);
-  // About eight parts per thread, claimed as threads finish, so that a thread slowed by the
-  // other's memory traffic or by the OS takes fewer; each part at least `grain` rows.
-  ThreadPool& pool = ThreadPool::global();
-  const int64_t chunk = std::max(grain, problem.outputs / (8 * pool.threads()));
-  pool.run_balanced(problem.outputs, chunk, [&](int64_t first, int64_t last) {
-    for (int64_t begin = first; begin < last; begin += block) {
-      int64_t end = std::min(last, begin + block);
+  // Runs weight rows [begin, end) of one layer.
+  auto run_rows = [&](const LinearProblem& problem, int64_t begin, int64_t end) {
+    for (int64_t block_begin = begin; block_begin < end; block_begin += block) {
+      int64_t block_end = std::min(end, block_begin + block);
       for (int64_t row = 0; row < problem.rows; row += kGemvMaxRows) {
         GemvArguments arguments{
             static_cast<const char*>(input) + row * input_stride * input_element_bytes,
@@ -111,8 +114,23 @@ void gemv(const LinearProblem& problem) {
             problem.bias,
             problem.output + row * problem.output_stride,
             problem.output_stride};
-        kernel(arguments, begin, end);
+        kernel(arguments, block_begin, block_end);
       }
+    }
+  };
+  // The layers' weight rows numbered one after another, in about eight parts per thread,
+  // claimed as threads finish, so that a thread slowed by the other's memory traffic or by the
+  // OS takes fewer; each part at least `grain` rows.
+  ThreadPool& pool = ThreadPool::global();
+  const int64_t chunk = std::max(grain, total_outputs / (8 * pool.threads()));
+  pool.run_balanced(total_outputs, chunk, [&](int64_t first, int64_t last) {
+    int64_t offset = 0;
+    for (int index = 0; index < count && offset < last; ++index) {
+      const LinearProblem& problem = problems[index];
+      int64_t begin = std::max(first, offset);
+      int64_t end = std::min(last, offset + problem.outputs);
+      if (begin < end) run_rows(problem, begin - offset, end - offset);
+      offset += problem.outputs;
     }
   });
 }

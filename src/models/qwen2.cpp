@@ -190,11 +190,15 @@ class Qwen2Model : public Model {
     auto split_heads = [&](const Tensor& projected, int64_t heads) {
       return projected.view({1, length, heads, head_dim}).transpose(1, 2);
     };
-    auto project = [&](const Linear& linear, Tensor DecodeBuffers::*buffer, int64_t heads) {
-      Tensor projected = activations.get(buffer, {1, length, heads * head_dim}, "linear");
-      linear.forward_into(projected, input);
-      return projected;
+    auto projection = [&](Tensor DecodeBuffers::*buffer, int64_t heads) {
+      return activations.get(buffer, {1, length, heads * head_dim}, "linear");
     };
+    Tensor projected_query = projection(&DecodeBuffers::query, query_heads);
+    Tensor projected_key = projection(&DecodeBuffers::key, kv_heads);
+    Tensor value_cached = projection(&DecodeBuffers::value, kv_heads);
+    forward_together(input, {{&layer.query, &projected_query},
+                             {&layer.key, &projected_key},
+                             {&layer.value, &value_cached}});
     auto rotate = [&](const Tensor& projected, int64_t heads, Tensor DecodeBuffers::*buffer,
                       DType dtype) {
       Tensor split = split_heads(projected, heads);
@@ -202,14 +206,12 @@ class Qwen2Model : public Model {
       rotary_.apply_into(rotated, split, start);
       return rotated;
     };
-    Tensor query = rotate(project(layer.query, &DecodeBuffers::query, query_heads), query_heads,
-                          &DecodeBuffers::query_rotated, DType::f32);
+    Tensor query =
+        rotate(projected_query, query_heads, &DecodeBuffers::query_rotated, DType::f32);
     // K leaves RoPE as a new contiguous tensor in the cache's dtype.
-    Tensor key = rotate(project(layer.key, &DecodeBuffers::key, kv_heads), kv_heads,
-                        &DecodeBuffers::key_rotated, kv_dtype_);
+    Tensor key = rotate(projected_key, kv_heads, &DecodeBuffers::key_rotated, kv_dtype_);
     // V is converted to the cache's dtype in its projection layout, then reaches the cache as
     // the transposed view it is in Candle.
-    Tensor value_cached = project(layer.value, &DecodeBuffers::value, kv_heads);
     if (kv_dtype_ != value_cached.dtype()) {
       Tensor converted = activations.get(&DecodeBuffers::value_cached, value_cached.shape(),
                                          "to_dtype", kv_dtype_);
@@ -233,8 +235,7 @@ class Qwen2Model : public Model {
     Dims shape{1, input.dim(1), config_.intermediate_size};
     Tensor gate = activations.get(&DecodeBuffers::gate, shape, "linear");
     Tensor up = activations.get(&DecodeBuffers::up, shape, "linear");
-    layer.gate.forward_into(gate, input);
-    layer.up.forward_into(up, input);
+    forward_together(input, {{&layer.gate, &gate}, {&layer.up, &up}});
     silu_mul_into(gate, gate, up);
     Tensor output = activations.get(&DecodeBuffers::projected, input.shape(), "linear");
     layer.down.forward_into(output, gate);

@@ -1,7 +1,9 @@
 // Embedding, Linear, RmsNorm and RotaryEmbedding over the ops.
 #include "nn/layers.h"
 
+#include <array>
 #include <cmath>
+#include <span>
 #include <vector>
 
 #include "core/error.h"
@@ -24,6 +26,18 @@ Tensor Linear::forward(const Tensor& input) const { return linear(input, weight_
 
 void Linear::forward_into(const Tensor& output, const Tensor& input) const {
   linear_into(output, input, weight_, bias_);
+}
+
+void forward_together(const Tensor& input,
+                      std::initializer_list<std::pair<const Linear*, const Tensor*>> layers) {
+  constexpr size_t kMaxLayers = 8;
+  if (layers.size() > kMaxLayers) fail("forward_together: at most ", kMaxLayers, " layers");
+  std::array<LinearLayerInto, kMaxLayers> targets;
+  size_t count = 0;
+  for (const auto& [layer, output] : layers) {
+    targets[count++] = LinearLayerInto{output, &layer->weight(), &layer->bias()};
+  }
+  linear_group_into(input, std::span<const LinearLayerInto>(targets.data(), count));
 }
 
 Tensor RmsNorm::forward(const Tensor& input) const { return rms_norm(input, weight_, eps_); }

@@ -1,7 +1,9 @@
 // Building blocks of a decoder: embedding, linear, RMSNorm and the rotary embedding tables.
 #pragma once
 
+#include <initializer_list>
 #include <optional>
+#include <utility>
 
 #include "core/tensor.h"
 
@@ -34,6 +36,11 @@ class Linear {
   Tensor weight_;  // [out, in]
   std::optional<Tensor> bias_;
 };
+
+// Runs Linear layers that share `input` at once, each into its output (Q, K and V; gate and up):
+// the input is prepared once and the threads take one hand-off (ops linear_group_into).
+void forward_together(const Tensor& input,
+                      std::initializer_list<std::pair<const Linear*, const Tensor*>> layers);
 
 class RmsNorm {
  public:

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 
 #include "core/tensor.h"
 
@@ -13,6 +14,18 @@ namespace fornace {
 // [..., M, K] x [..., K, N] -> [..., M, N]; batch dims broadcast. Both inputs share a float
 // dtype (f32, bf16 or f16); the result has that dtype, accumulated in f32.
 Tensor matmul(const Tensor& left, const Tensor& right);
+
+// One layer of linear_group_into: output = input · weightᵀ + bias, output contiguous f32.
+struct LinearLayerInto {
+  const Tensor* output;
+  const Tensor* weight;
+  const std::optional<Tensor>* bias;
+};
+// Several linear layers over one f32 input (Q, K and V; gate and up), each into its own output,
+// in one pass: the input is rounded to bf16 or packed once, and the threads take one hand-off for
+// all the layers. The weights must share a dtype; at most 8 layers. The same results as
+// linear_into layer by layer, bit for bit.
+void linear_group_into(const Tensor& input, std::span<const LinearLayerInto> layers);
 
 // x [..., K] times weight [N, K] transposed, plus bias [N]: [..., N] in x's dtype. The weight
 // and bias may have another float dtype than x (bf16 weights with f32 activations).

@@ -1,5 +1,6 @@
 // matmul and linear over the CPU GEMV/GEMM kernels (cpu/gemm.h).
 #include <algorithm>
+#include <array>
 #include <memory>
 
 #include "core/error.h"
@@ -30,11 +31,16 @@ Tensor contiguous_f32(const Tensor& tensor) {
   return tensor.dtype() == DType::f32 ? contiguous(tensor) : to_dtype(tensor, DType::f32);
 }
 
+// The most layers one linear_group_into call takes.
+constexpr size_t kMaxGroupLayers = 8;
+
 // The bias as f32: the tensor's own data when it is contiguous f32, else a conversion into a
-// grow-only buffer of the calling thread, so a decode step does not allocate for it.
-const float* bias_as_f32(const Tensor& bias) {
+// grow-only buffer of the calling thread (one per layer of a group, `slot`), so a decode step
+// does not allocate for it.
+const float* bias_as_f32(const Tensor& bias, size_t slot = 0) {
   if (bias.dtype() == DType::f32 && bias.is_contiguous()) return bias.data<float>();
-  thread_local std::shared_ptr<Storage> buffer;
+  thread_local std::array<std::shared_ptr<Storage>, kMaxGroupLayers> buffers;
+  std::shared_ptr<Storage>& buffer = buffers[slot];
   const size_t bytes = static_cast<size_t>(bias.numel()) * sizeof(float);
   if (!buffer || buffer->bytes() < bytes) buffer = Storage::allocate(bytes);
   float* values = static_cast<float*>(buffer->data());
@@ -72,28 +78,34 @@ Dims linear_output_shape(const Tensor& input, const Tensor& weight,
   return output_shape;
 }
 
-// Runs the kernels into a contiguous f32 `output`.
-void linear_f32(float* output, const Tensor& input, const Tensor& weight,
-                const std::optional<Tensor>& bias) {
+// The kernels' view of one layer over the contiguous f32 `rows` of the input, into a contiguous
+// f32 `output`; `weight` must be contiguous.
+cpu::LinearProblem linear_problem(float* output, const Tensor& rows, const Tensor& weight,
+                                  const std::optional<Tensor>& bias, size_t slot) {
   const int64_t depth = weight.dim(1);
-  const int64_t outputs = weight.dim(0);
-  Tensor rows = contiguous_f32(input);
-  // Weights are mmapped and contiguous in the model; any other layout is copied once here.
-  Tensor packed_weight = contiguous(weight);
   cpu::LinearProblem problem;
   problem.input = rows.data<float>();
   problem.input_stride = depth;
   problem.rows = 1;
-  for (int dim = 0; dim + 1 < input.rank(); ++dim) problem.rows *= input.shape()[dim];
+  for (int dim = 0; dim + 1 < rows.rank(); ++dim) problem.rows *= rows.shape()[dim];
   problem.depth = depth;
-  problem.outputs = outputs;
-  problem.weight = packed_weight.raw();
-  problem.weight_dtype = packed_weight.dtype();
+  problem.outputs = weight.dim(0);
+  problem.weight = weight.raw();
+  problem.weight_dtype = weight.dtype();
   problem.weight_stride = depth;
-  problem.bias = bias ? bias_as_f32(*bias) : nullptr;
+  problem.bias = bias ? bias_as_f32(*bias, slot) : nullptr;
   problem.output = output;
-  problem.output_stride = outputs;
-  cpu::linear(problem);
+  problem.output_stride = problem.outputs;
+  return problem;
+}
+
+// Runs the kernels into a contiguous f32 `output`.
+void linear_f32(float* output, const Tensor& input, const Tensor& weight,
+                const std::optional<Tensor>& bias) {
+  Tensor rows = contiguous_f32(input);
+  // Weights are mmapped and contiguous in the model; any other layout is copied once here.
+  Tensor packed_weight = contiguous(weight);
+  cpu::linear(linear_problem(output, rows, packed_weight, bias, 0));
 }
 
 }  // namespace
@@ -113,6 +125,33 @@ void linear_into(const Tensor& output, const Tensor& input, const Tensor& weight
   require_output(output, output_shape, DType::f32, "linear_into");
   memory::OpScope scope("linear");
   linear_f32(output.data<float>(), input, weight, bias);
+}
+
+void linear_group_into(const Tensor& input, std::span<const LinearLayerInto> layers) {
+  if (layers.empty()) return;
+  if (layers.size() > kMaxGroupLayers) {
+    fail("linear_group_into: ", layers.size(), " layers, at most ", kMaxGroupLayers);
+  }
+  if (input.dtype() != DType::f32) {
+    fail("linear_group_into: input ", input.describe(), " must be f32");
+  }
+  memory::OpScope scope("linear");
+  Tensor rows = contiguous(input);
+  std::array<Tensor, kMaxGroupLayers> weights;
+  std::array<cpu::LinearProblem, kMaxGroupLayers> problems;
+  for (size_t index = 0; index < layers.size(); ++index) {
+    const LinearLayerInto& layer = layers[index];
+    const Dims output_shape = linear_output_shape(input, *layer.weight, *layer.bias);
+    require_output(*layer.output, output_shape, DType::f32, "linear_group_into");
+    if (layer.weight->dtype() != layers[0].weight->dtype()) {
+      fail("linear_group_into: weight ", layer.weight->describe(), " and weight ",
+           layers[0].weight->describe(), " differ in dtype");
+    }
+    weights[index] = contiguous(*layer.weight);
+    problems[index] = linear_problem(layer.output->data<float>(), rows, weights[index],
+                                     *layer.bias, index);
+  }
+  cpu::linear_group(problems.data(), static_cast<int>(layers.size()));
 }
 
 Tensor matmul(const Tensor& left, const Tensor& right) {

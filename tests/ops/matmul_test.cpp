@@ -141,6 +141,50 @@ TEST_P(KernelPathTest, LinearMatchesDoubleLoopForEveryWeightDtypeWithAndWithoutB
   }
 }
 
+// Q, K and V of a small model (24, 8 and 8 outputs, with biases), and gate and up (two wide
+// layers without): at GEMV row counts and GEMM ones, each layer's output is bit for bit what
+// linear gives for it alone, and near the double loop.
+TEST_P(KernelPathTest, LinearGroupGivesEachLayerExactlyWhatLinearGives) {
+  uint64_t seed = 300;
+  for (int64_t rows : {1, 3, 16, 17, 40}) {
+    for (DType weight_dtype : {DType::f32, DType::bf16}) {
+      for (bool with_bias : {true, false}) {
+        const int64_t depth = 37;
+        const std::vector<int64_t> widths =
+            with_bias ? std::vector<int64_t>{24, 8, 8} : std::vector<int64_t>{70, 70};
+        Tensor input = randn({1, rows, depth}, seed++);
+        std::vector<Tensor> weights, outputs;
+        std::vector<std::optional<Tensor>> biases;
+        for (int64_t width : widths) {
+          weights.push_back(randn({width, depth}, seed++, 1.0, weight_dtype));
+          biases.push_back(with_bias ? std::optional<Tensor>(randn({width}, seed++, 1.0,
+                                                                   weight_dtype))
+                                     : std::nullopt);
+          outputs.push_back(full({1, rows, width}, std::nanf("")));
+        }
+        std::vector<LinearLayerInto> layers;
+        for (size_t i = 0; i < widths.size(); ++i) {
+          layers.push_back({&outputs[i], &weights[i], &biases[i]});
+        }
+        linear_group_into(input, layers);
+        for (size_t i = 0; i < widths.size(); ++i) {
+          std::string context = "layer " + std::to_string(i) + " of " + weights[i].describe() +
+                                ", rows " + std::to_string(rows);
+          EXPECT_EQ(to_f32_vector(outputs[i]), to_f32_vector(linear(input, weights[i], biases[i])))
+              << context;
+          std::vector<double> bias_values;
+          if (biases[i]) bias_values = to_f64_vector(*biases[i]);
+          Reference reference = reference_linear(
+              to_f64_vector(input), rows, depth, to_f64_vector(weights[i]), widths[i],
+              biases[i] ? &bias_values : nullptr, cpu::linear_rounds_input_to_bf16(weight_dtype));
+          expect_near_reference(to_f64_vector(outputs[i]), reference, kAccumulationTolerance, 0.0,
+                                context);
+        }
+      }
+    }
+  }
+}
+
 TEST_P(KernelPathTest, LinearReadsStridedAndBroadcastInputsAndBatchDims) {
   const int64_t depth = 37;
   const int64_t outputs = 19;
@@ -309,6 +353,28 @@ TEST(LinearErrors, ShapeMismatchNamesTheOpAndBothShapes) {
   message = error_message([&] { linear(zeros({2, 4}, DType::i32), weight); });
   EXPECT_NE(message.find("linear"), std::string::npos) << message;
   EXPECT_NE(message.find("i32[2, 4]"), std::string::npos) << message;
+}
+
+TEST(LinearErrors, GroupLayersMustShareTheInputAndTheWeightDtype) {
+  Tensor input = zeros({2, 5});
+  Tensor weight = zeros({3, 5});
+  Tensor other_depth = zeros({3, 4});
+  Tensor other_dtype = zeros({3, 5}, DType::bf16);
+  Tensor output = zeros({2, 3});
+  Tensor second_output = zeros({2, 3});
+  std::optional<Tensor> none;
+  std::vector<LinearLayerInto> depth_mismatch = {{&output, &weight, &none},
+                                                 {&second_output, &other_depth, &none}};
+  std::string message = error_message([&] { linear_group_into(input, depth_mismatch); });
+  EXPECT_NE(message.find("[2, 5]"), std::string::npos) << message;
+  EXPECT_NE(message.find("[3, 4]"), std::string::npos) << message;
+  std::vector<LinearLayerInto> dtype_mismatch = {{&output, &weight, &none},
+                                                 {&second_output, &other_dtype, &none}};
+  message = error_message([&] { linear_group_into(input, dtype_mismatch); });
+  EXPECT_NE(message.find("differ in dtype"), std::string::npos) << message;
+  std::vector<LinearLayerInto> too_many(9, LinearLayerInto{&output, &weight, &none});
+  message = error_message([&] { linear_group_into(input, too_many); });
+  EXPECT_NE(message.find("9 layers, at most 8"), std::string::npos) << message;
 }
 
 TEST(MatmulErrors, MismatchesNameTheOpAndBothShapes) {
