@@ -1,0 +1,51 @@
+// The roofline measurements read every byte and run every product they count.
+#include "cpu/roofline.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "cpu/cpu_features.h"
+#include "cpu/thread_pool.h"
+
+namespace fornace {
+namespace {
+
+std::vector<cpu::Isa> supported_isas() {
+  std::vector<cpu::Isa> isas{cpu::Isa::portable};
+  if (cpu::detected_isa() >= cpu::Isa::avx2) isas.push_back(cpu::Isa::avx2);
+  if (cpu::detected_isa() >= cpu::Isa::avx512) isas.push_back(cpu::Isa::avx512);
+  return isas;
+}
+
+TEST(Roofline, StreamReadSumsEveryWordOnEveryIsaAndThreadCount) {
+  for (cpu::Isa isa : supported_isas()) {
+    cpu::set_isa(isa);
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      for (uint64_t count : {1u, 7u, 512u, 4097u, (1u << 20) + 3u}) {
+        std::vector<uint64_t> words(count);
+        for (uint64_t index = 0; index < count; ++index) words[index] = index;
+        EXPECT_EQ(cpu::stream_read(words.data(), count * sizeof(uint64_t)),
+                  count * (count - 1) / 2)
+            << cpu::isa_name(isa) << ", " << threads << " threads, " << count << " words";
+      }
+    }
+  }
+  cpu::reset_isa();
+  set_num_threads(0);
+}
+
+TEST(Roofline, Bf16DotLoopRunsEveryProductItCounts) {
+  if (!cpu::has_bf16_dot()) GTEST_SKIP() << "no AVX512_BF16";
+  // Each lane of each of the 24 accumulators adds 1 x 1 + 1 x 1 per iteration; the FLOPs count
+  // a multiply and an add for each of those 2 products.
+  constexpr int64_t kIterations = 1000;
+  EXPECT_EQ(cpu::bf16_dot_loop(kIterations), 16.0f * 24 * 2 * kIterations);
+  EXPECT_EQ(cpu::bf16_dot_loop_flops(kIterations), 16.0 * 24 * 2 * 2 * kIterations);
+  EXPECT_GT(cpu::measure_bf16_dot_peak_gflops(1), 0.0);
+}
+
+}  // namespace
+}  // namespace fornace
