@@ -118,12 +118,10 @@ void gemv_group(const LinearProblem* problems, int count) {
       }
     }
   };
-  // The layers' weight rows numbered one after another, in about eight parts per thread,
-  // claimed as threads finish, so that a thread slowed by the other's memory traffic or by the
-  // OS takes fewer; each part at least `grain` rows.
-  ThreadPool& pool = ThreadPool::global();
-  const int64_t chunk = std::max(grain, total_outputs / (8 * pool.threads()));
-  pool.run_balanced(total_outputs, chunk, [&](int64_t first, int64_t last) {
+  // The layers' weight rows numbered one after another, in guided parts down to `grain` rows,
+  // claimed as threads finish: a thread slowed by the other's memory traffic or by the OS takes
+  // fewer, and the last parts are small.
+  ThreadPool::global().run_balanced(total_outputs, grain, [&](int64_t first, int64_t last) {
     int64_t offset = 0;
     for (int index = 0; index < count && offset < last; ++index) {
       const LinearProblem& problem = problems[index];

@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 
 #include "core/error.h"
@@ -76,7 +77,11 @@ uint64_t ThreadPool::claim_parts(uint64_t state) {
     }
     const int64_t part = static_cast<int64_t>(next_part(state));
     const int64_t parts = static_cast<int64_t>(part_count(state));
-    invoker_(context_, count_ * part / parts, count_ * (part + 1) / parts);
+    if (guided_.active()) {
+      invoker_(context_, guided_.begin(part), guided_.begin(part + 1));
+    } else {
+      invoker_(context_, count_ * part / parts, count_ * (part + 1) / parts);
+    }
     done_parts_.fetch_add(1, std::memory_order_release);
     state = state_.load(std::memory_order_acquire);
   }
@@ -106,6 +111,30 @@ void ThreadPool::worker_loop(uint64_t seen) {
     if (stopping_.load()) return;
     seen = claim_parts(current);
   }
+}
+
+ThreadPool::GuidedParts::GuidedParts(int64_t count, int64_t min_part, int threads)
+    : count_(count), ratio_(1.0 - 1.0 / (2.0 * threads)) {
+  // Geometric parts while they stay above min_part: part i leaves count * ratio^(i + 1).
+  double left = static_cast<double>(count);
+  while (left * (1.0 - ratio_) >= static_cast<double>(min_part) &&
+         geometric_parts_ + 1 < kMaxParts / 2) {
+    left *= ratio_;
+    ++geometric_parts_;
+  }
+  tail_begin_ = begin(geometric_parts_);
+  // Tail parts of min_part to 2 x min_part - 1.
+  tail_parts_ = std::clamp<int64_t>((count - tail_begin_) / min_part, 1, kMaxParts / 2);
+  if (tail_begin_ == count) tail_parts_ = 0;
+}
+
+int64_t ThreadPool::GuidedParts::begin(int64_t part) const {
+  if (part <= geometric_parts_) {
+    return count_ - static_cast<int64_t>(
+                        std::llround(static_cast<double>(count_) * std::pow(ratio_, part)));
+  }
+  const int64_t tail_part = part - geometric_parts_;
+  return tail_begin_ + (count_ - tail_begin_) * tail_part / tail_parts_;
 }
 
 int64_t ThreadPool::parts_for_grain(int64_t count, int64_t grain) const {

@@ -34,14 +34,39 @@ class ThreadPool {
     run_parts(count, parts_for_grain(count, grain), body);
   }
 
-  // Like run(), but [0, count) is cut into ceil(count / chunk) parts, usually more than one
-  // per thread, which threads claim one at a time as they finish: a thread that runs slower
-  // (descheduled, or sharing its core) takes fewer, instead of holding the others up.
+  // Like run(), but [0, count) is cut into many parts that threads claim one at a time as they
+  // finish, guided: each of the first parts is 1 / (2 x threads) of what is left, then parts of
+  // `min_part` finish the range. A thread that runs slower (descheduled, or sharing its core)
+  // takes fewer parts, and the one that finishes first waits at most for one small part.
   template <typename Body>
-  void run_balanced(int64_t count, int64_t chunk, Body&& body) {
-    int64_t parts = chunk > 0 ? (count + chunk - 1) / chunk : count;
-    run_parts(count, threads_ > 1 ? parts : 1, body);
+  void run_balanced(int64_t count, int64_t min_part, Body&& body) {
+    if (count <= 0) return;
+    if (threads_ <= 1 || running_) {  // One thread, or called from inside a job: inline.
+      body(int64_t{0}, count);
+      return;
+    }
+    guided_ = GuidedParts(count, std::max<int64_t>(1, min_part), threads_);
+    run_parts(count, guided_.parts(), body);
+    guided_ = GuidedParts();
   }
+
+  // The boundaries of run_balanced's parts (exposed for tests).
+  class GuidedParts {
+   public:
+    GuidedParts() = default;
+    GuidedParts(int64_t count, int64_t min_part, int threads);
+    int64_t parts() const { return geometric_parts_ + tail_parts_; }
+    bool active() const { return count_ > 0; }
+    // First index of `part`; begin(parts()) is the count.
+    int64_t begin(int64_t part) const;
+
+   private:
+    int64_t count_ = 0;
+    double ratio_ = 0;  // Of the range left after each geometric part.
+    int64_t geometric_parts_ = 0;
+    int64_t tail_begin_ = 0;
+    int64_t tail_parts_ = 0;
+  };
 
  private:
   using Invoker = void (*)(void* context, int64_t begin, int64_t end);
@@ -75,6 +100,7 @@ class ThreadPool {
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stopping_{false};
   bool running_ = false;
+  GuidedParts guided_;  // The part boundaries of a run_balanced job; inactive for run().
 };
 
 // The number of cores this process may run on.

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -98,6 +99,48 @@ TEST(ThreadPool, NestedRunsExecuteInlineOnTheCallingPart) {
     }
   });
   EXPECT_EQ(inner_total.load(), 20);
+}
+
+TEST(ThreadPool, BalancedRunsCoverEveryIndexOnceInShrinkingParts) {
+  ThreadPool pool(2);
+  for (int64_t count : {1, 3, 17, 100, 4864, 151936}) {
+    for (int64_t min_part : {1, 4, 36}) {
+      std::mutex mutex;
+      std::vector<std::pair<int64_t, int64_t>> parts;
+      std::vector<int> hits(count, 0);
+      pool.run_balanced(count, min_part, [&](int64_t begin, int64_t end) {
+        for (int64_t index = begin; index < end; ++index) ++hits[index];
+        std::lock_guard<std::mutex> lock(mutex);
+        parts.emplace_back(begin, end);
+      });
+      std::string context = "count " + std::to_string(count) + ", min part " +
+                            std::to_string(min_part);
+      EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), count) << context;
+      std::sort(parts.begin(), parts.end());
+      ASSERT_FALSE(parts.empty()) << context;
+      // The first part is at most a quarter of the range (1 / (2 x 2 threads)), or a tail part.
+      EXPECT_LE(parts.front().second - parts.front().first,
+                std::max<int64_t>(2 * min_part - 1, (count + 3) / 4))
+          << context;
+      // The last part is about min_part: a thread waits at most that long for the other.
+      EXPECT_LE(parts.back().second - parts.back().first, 2 * min_part) << context;
+    }
+  }
+}
+
+TEST(ThreadPool, GuidedPartsShrinkGeometricallyThenStayAtTheMinimum) {
+  ThreadPool::GuidedParts guided(1000, 10, 2);
+  ASSERT_GT(guided.parts(), 4);
+  EXPECT_EQ(guided.begin(0), 0);
+  EXPECT_EQ(guided.begin(1), 250);  // A quarter of 1,000.
+  EXPECT_EQ(guided.begin(2), 437);  // And a quarter of the 750 left: 562.5 left, rounded up.
+  EXPECT_EQ(guided.begin(guided.parts()), 1000);
+  for (int64_t part = 0; part < guided.parts(); ++part) {
+    int64_t size = guided.begin(part + 1) - guided.begin(part);
+    EXPECT_GE(size, 10) << "part " << part;
+    EXPECT_LE(size, 250) << "part " << part;
+  }
+  EXPECT_LT(guided.begin(guided.parts()) - guided.begin(guided.parts() - 1), 20);
 }
 
 TEST(ThreadPool, RejectsAThreadCountBelowOne) { EXPECT_ANY_THROW(ThreadPool(1).set_threads(0)); }
