@@ -100,8 +100,9 @@ class Qwen2Model : public Model {
     for (int64_t index = 0; index < config.num_hidden_layers; ++index) {
       std::string prefix = "model.layers." + std::to_string(index) + ".";
       auto projection = [&](const std::string& name, int64_t out, int64_t in, bool has_bias) {
+        // Biases are widened to f32 once here (exactly), not at every forward pass.
         std::optional<Tensor> bias;
-        if (has_bias) bias = weight(prefix + name + ".bias", {out});
+        if (has_bias) bias = to_dtype(weight(prefix + name + ".bias", {out}), DType::f32);
         return Linear(weight(prefix + name + ".weight", {out, in}), bias);
       };
       Qwen2Layer layer;
