@@ -48,6 +48,7 @@ struct Counters {
   std::atomic<Phase> phase{Phase::other};
   std::atomic<int64_t> contiguous_copy_bytes{0};
   std::atomic<int64_t> strided_copy_bytes{0};
+  std::atomic<int64_t> strided_copy_runs{0};
   std::atomic<int64_t> mapped_resident_bytes{0};
   std::atomic<int64_t> mapped_huge_page_bytes{0};
 };
@@ -97,9 +98,13 @@ void record_release(Device device, int64_t bytes) {
   state.phases[static_cast<int>(state.phase.load())].released_bytes += bytes;
 }
 
-void record_copy(int64_t bytes, bool strided) {
-  (strided ? counters().strided_copy_bytes : counters().contiguous_copy_bytes)
-      .fetch_add(bytes, std::memory_order_relaxed);
+void record_copy(int64_t bytes, bool strided, int64_t runs) {
+  if (!strided) {
+    counters().contiguous_copy_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    return;
+  }
+  counters().strided_copy_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  counters().strided_copy_runs.fetch_add(runs, std::memory_order_relaxed);
 }
 
 DeviceMemory device_memory(Device device) {
@@ -142,7 +147,8 @@ MappedBytes mapped_bytes() {
 }
 
 CopyBytes copy_bytes() {
-  return CopyBytes{counters().contiguous_copy_bytes.load(), counters().strided_copy_bytes.load()};
+  return CopyBytes{counters().contiguous_copy_bytes.load(), counters().strided_copy_bytes.load(),
+                   counters().strided_copy_runs.load()};
 }
 
 void reset_counters() {
@@ -153,6 +159,7 @@ void reset_counters() {
   state.ops.clear();
   state.contiguous_copy_bytes = 0;
   state.strided_copy_bytes = 0;
+  state.strided_copy_runs = 0;
 }
 
 OpScope::OpScope(const char* op) : previous_(thread_op) {

@@ -46,6 +46,9 @@ struct MappedBytes {
 struct CopyBytes {
   int64_t contiguous = 0;
   int64_t strided = 0;
+  // Unbroken stretches (contiguous on both sides) that the strided bytes were copied in: a
+  // strided copy of 128-byte runs costs far more than one of a few long runs.
+  int64_t strided_runs = 0;
 };
 
 // Process-wide counters. Allocation is counted by Storage; copies by the copy kernels.
@@ -58,7 +61,8 @@ const char* current_op();
 
 void record_allocation(Device device, int64_t bytes);
 void record_release(Device device, int64_t bytes);
-void record_copy(int64_t bytes, bool strided);
+// `runs`: the unbroken stretches a strided copy moved `bytes` in (ignored for contiguous copies).
+void record_copy(int64_t bytes, bool strided, int64_t runs = 1);
 void record_mapping(int64_t resident_bytes, int64_t huge_page_bytes);
 
 DeviceMemory device_memory(Device device = Device::cpu);

@@ -80,15 +80,16 @@ void copy_run(char* destination, DType destination_dtype, int64_t destination_st
   }
 }
 
-void copy_merged(void* destination, DType destination_dtype, const Layout& destination_layout,
-                 const void* source, DType source_dtype, const Layout& source_layout);
+int64_t copy_merged(void* destination, DType destination_dtype,
+                    const Layout& destination_layout, const void* source, DType source_dtype,
+                    const Layout& source_layout);
 
 }  // namespace
 
-void strided_to_strided(void* destination, DType destination_dtype,
-                        const Layout& destination_layout, const void* source, DType source_dtype,
-                        const Layout& source_layout) {
-  if (source_layout.numel() == 0) return;
+int64_t strided_to_strided(void* destination, DType destination_dtype,
+                           const Layout& destination_layout, const void* source,
+                           DType source_dtype, const Layout& source_layout) {
+  if (source_layout.numel() == 0) return 0;
   // Drop extent-1 dims and merge neighbours that are one block on both sides, so that a
   // contiguous region becomes one long run.
   Layout source_merged;
@@ -113,13 +114,14 @@ void strided_to_strided(void* destination, DType destination_dtype,
     destination_merged.shape.push_back(extent);
     destination_merged.strides.push_back(destination_layout.strides[dim]);
   }
-  copy_merged(destination, destination_dtype, destination_merged, source, source_dtype,
-              source_merged);
+  return copy_merged(destination, destination_dtype, destination_merged, source, source_dtype,
+                     source_merged);
 }
 
 namespace {
-void copy_merged(void* destination, DType destination_dtype, const Layout& destination_layout,
-                 const void* source, DType source_dtype, const Layout& source_layout) {
+int64_t copy_merged(void* destination, DType destination_dtype,
+                    const Layout& destination_layout, const void* source, DType source_dtype,
+                    const Layout& source_layout) {
   int rank = source_layout.rank();
   auto* out = static_cast<char*>(destination);
   auto* in = static_cast<const char*>(source);
@@ -128,10 +130,12 @@ void copy_merged(void* destination, DType destination_dtype, const Layout& desti
   if (rank == 0) {
     copy_run(out + destination_layout.offset * out_size, destination_dtype, 1,
              in + source_layout.offset * in_size, source_dtype, 1, 1);
-    return;
+    return 1;
   }
   int64_t inner = source_layout.shape[rank - 1];
   int64_t outer = source_layout.numel() / inner;
+  bool unit_inner_strides =
+      source_layout.strides[rank - 1] == 1 && destination_layout.strides[rank - 1] == 1;
   Dims index = source_layout.shape;
   for (int i = 0; i < rank; ++i) index[i] = 0;
   int64_t in_offset = source_layout.offset;
@@ -150,13 +154,14 @@ void copy_merged(void* destination, DType destination_dtype, const Layout& desti
       index[dim] = 0;
     }
   }
+  return unit_inner_strides ? outer : outer * inner;
 }
 
 }  // namespace
 
-void strided_to_contiguous(void* destination, DType destination_dtype, const void* source,
-                           DType source_dtype, const Layout& source_layout) {
-  strided_to_strided(destination, destination_dtype, Layout::contiguous(source_layout.shape),
+int64_t strided_to_contiguous(void* destination, DType destination_dtype, const void* source,
+                              DType source_dtype, const Layout& source_layout) {
+  return strided_to_strided(destination, destination_dtype, Layout::contiguous(source_layout.shape),
                      source, source_dtype, source_layout);
 }
 

@@ -8,13 +8,16 @@
 
 namespace fornace::cpu {
 
+// Both strided copies return the number of unbroken runs they copied in: stretches that are
+// consecutive in source and destination alike (one element each where a side is not).
+
 // Copies every element of `source_layout` (over `source`, typed `source_dtype`) into the
 // contiguous buffer `destination` of `destination_dtype`, in row-major order.
-void strided_to_contiguous(void* destination, DType destination_dtype, const void* source,
+int64_t strided_to_contiguous(void* destination, DType destination_dtype, const void* source,
                            DType source_dtype, const Layout& source_layout);
 
 // Copies between two layouts of one shape, any strides, converting dtype as needed.
-void strided_to_strided(void* destination, DType destination_dtype,
+int64_t strided_to_strided(void* destination, DType destination_dtype,
                         const Layout& destination_layout, const void* source, DType source_dtype,
                         const Layout& source_layout);
 

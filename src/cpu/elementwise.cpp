@@ -47,4 +47,9 @@ int64_t argmax_row(const float* input, int64_t count) {
   return active().argmax_row(input, count);
 }
 
+void weighted_row_sum(const float* weights, const void* rows, bool rows_are_bf16,
+                      int64_t row_stride, int64_t count, int64_t width, float* out) {
+  active().weighted_row_sum(weights, rows, rows_are_bf16, row_stride, count, width, out);
+}
+
 }  // namespace fornace::cpu

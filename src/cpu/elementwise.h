@@ -24,6 +24,11 @@ void rms_norm_row(const float* input, const float* weight, float epsilon, float*
 void rope_row(const float* input, const float* cos, const float* sin, float* out, int64_t half);
 // Index of the first largest value; NaN never wins; 0 when every value is NaN.
 int64_t argmax_row(const float* input, int64_t count);
+// out[0, width) = sum over r < count of weights[r] * rows[r * row_stride + (0, width)], the rows
+// f32 or bf16 (`rows_are_bf16`) read in place: a small matmul against a right operand stored
+// row-major, such as attention probabilities times V.
+void weighted_row_sum(const float* weights, const void* rows, bool rows_are_bf16,
+                      int64_t row_stride, int64_t count, int64_t width, float* out);
 
 // One ISA's versions of the functions above.
 struct ElementwiseKernels {
@@ -34,6 +39,7 @@ struct ElementwiseKernels {
   void (*rms_norm_row)(const float*, const float*, float, float*, int64_t);
   void (*rope_row)(const float*, const float*, const float*, float*, int64_t);
   int64_t (*argmax_row)(const float*, int64_t);
+  void (*weighted_row_sum)(const float*, const void*, bool, int64_t, int64_t, int64_t, float*);
 };
 namespace portable {
 extern const ElementwiseKernels elementwise_kernels;

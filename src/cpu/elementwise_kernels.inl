@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "core/dtype.h"
 #include "cpu/elementwise.h"
 #include "cpu/simd.h"
 
@@ -74,9 +75,50 @@ int64_t argmax_row(const float* input, int64_t count) {
   return 0;
 }
 
+// Four vectors of columns at a time, so each weight broadcast feeds four multiply-adds.
+template <typename Element, typename Load, typename Widen>
+void weighted_row_sum_typed(const float* weights, const Element* rows, int64_t row_stride,
+                            int64_t count, int64_t width, float* out, Load load_vector,
+                            Widen widen) {
+  constexpr int64_t kBlock = 4 * simd::kWidth;
+  int64_t column = 0;
+  for (; column + kBlock <= width; column += kBlock) {
+    Vec sums[4] = {simd::broadcast(0.0f), simd::broadcast(0.0f), simd::broadcast(0.0f),
+                   simd::broadcast(0.0f)};
+    for (int64_t row = 0; row < count; ++row) {
+      const Vec weight = simd::broadcast(weights[row]);
+      const Element* values = rows + row * row_stride + column;
+      for (int part = 0; part < 4; ++part) {
+        sums[part] = simd::multiply_add(weight, load_vector(values + part * simd::kWidth),
+                                        sums[part]);
+      }
+    }
+    for (int part = 0; part < 4; ++part) simd::store(out + column + part * simd::kWidth, sums[part]);
+  }
+  for (; column < width; ++column) {
+    float sum = 0.0f;
+    for (int64_t row = 0; row < count; ++row) {
+      sum += weights[row] * widen(rows[row * row_stride + column]);
+    }
+    out[column] = sum;
+  }
+}
+
+void weighted_row_sum(const float* weights, const void* rows, bool rows_are_bf16,
+                      int64_t row_stride, int64_t count, int64_t width, float* out) {
+  if (rows_are_bf16) {
+    weighted_row_sum_typed(weights, static_cast<const uint16_t*>(rows), row_stride, count, width,
+                           out, simd::load_bf16, bf16_to_f32);
+  } else {
+    weighted_row_sum_typed(weights, static_cast<const float*>(rows), row_stride, count, width,
+                           out, simd::load, [](float value) { return value; });
+  }
+}
+
 }  // namespace
 
-const ElementwiseKernels elementwise_kernels{binary_run,   silu_run, scale_run, softmax_row,
-                                             rms_norm_row, rope_row, argmax_row};
+const ElementwiseKernels elementwise_kernels{binary_run,  silu_run,    scale_run,
+                                             softmax_row, rms_norm_row, rope_row,
+                                             argmax_row,  weighted_row_sum};
 
 }  // namespace fornace::cpu::FORNACE_KERNEL_NAMESPACE

@@ -42,6 +42,11 @@ using Vec = __m512;
 using Int = __m512i;
 constexpr int kWidth = 16;
 inline Vec load(const float* source) { return _mm512_loadu_ps(source); }
+// kWidth bf16 values widened to f32 (the bf16 bits are the high half of the f32).
+inline Vec load_bf16(const uint16_t* source) {
+  __m256i halves = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(source));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(halves), 16));
+}
 inline void store(float* destination, Vec value) { _mm512_storeu_ps(destination, value); }
 inline Vec broadcast(float value) { return _mm512_set1_ps(value); }
 inline Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
@@ -76,6 +81,10 @@ using Vec = __m256;
 using Int = __m256i;
 constexpr int kWidth = 8;
 inline Vec load(const float* source) { return _mm256_loadu_ps(source); }
+inline Vec load_bf16(const uint16_t* source) {
+  __m128i halves = _mm_loadu_si128(reinterpret_cast<const __m128i*>(source));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(halves), 16));
+}
 inline void store(float* destination, Vec value) { _mm256_storeu_ps(destination, value); }
 inline Vec broadcast(float value) { return _mm256_set1_ps(value); }
 inline Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
@@ -101,6 +110,10 @@ using Vec = __m128;
 using Int = __m128i;
 constexpr int kWidth = 4;
 inline Vec load(const float* source) { return _mm_loadu_ps(source); }
+inline Vec load_bf16(const uint16_t* source) {
+  __m128i halves = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(source));
+  return _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), halves));
+}
 inline void store(float* destination, Vec value) { _mm_storeu_ps(destination, value); }
 inline Vec broadcast(float value) { return _mm_set1_ps(value); }
 inline Vec add(Vec a, Vec b) { return _mm_add_ps(a, b); }
@@ -135,6 +148,12 @@ using Vec = float;
 using Int = int32_t;
 constexpr int kWidth = 1;
 inline Vec load(const float* source) { return *source; }
+inline Vec load_bf16(const uint16_t* source) {
+  uint32_t bits = static_cast<uint32_t>(*source) << 16;
+  float result;
+  std::memcpy(&result, &bits, sizeof result);
+  return result;
+}
 inline void store(float* destination, Vec value) { *destination = value; }
 inline Vec broadcast(float value) { return value; }
 inline Vec add(Vec a, Vec b) { return a + b; }

@@ -18,7 +18,8 @@ double elapsed_ms(std::chrono::steady_clock::time_point start) {
 }
 
 CopyBytes difference(const CopyBytes& after, const CopyBytes& before) {
-  return CopyBytes{after.contiguous - before.contiguous, after.strided - before.strided};
+  return CopyBytes{after.contiguous - before.contiguous, after.strided - before.strided,
+                   after.strided_runs - before.strided_runs};
 }
 
 }  // namespace

@@ -16,6 +16,10 @@ std::string line(const char* format, auto... values) {
 
 }  // namespace
 
+double bytes_per_run(const CopyBytes& copied) {
+  return copied.strided_runs ? static_cast<double>(copied.strided) / copied.strided_runs : 0.0;
+}
+
 std::string format_trace(const GenerationResult& result) {
   std::string text = "trace: tensor memory by phase (MiB; weights are mapped, not counted)\n";
   text += line("  %-8s %12s %12s %12s %12s\n", "phase", "allocated", "released", "net", "peak live");
@@ -30,17 +34,20 @@ std::string format_trace(const GenerationResult& result) {
   text += line("trace: weights mapped %.1f MiB resident, %.0f%% in 2 MiB pages\n",
                mapped.resident / kMiB,
                mapped.resident ? 100.0 * mapped.huge_pages / mapped.resident : 0.0);
-  text += line("trace: prefill copied %.2f MiB contiguous, %.2f MiB strided\n",
-               result.prefill_copied.contiguous / kMiB, result.prefill_copied.strided / kMiB);
-  text += "trace: per decode step (KiB copied by the copy kernels; allocated KiB)\n";
-  text += line("  %6s %9s %12s %12s %12s %9s\n", "step", "position", "contiguous", "strided",
-               "allocated", "ms");
+  text += line("trace: prefill copied %.2f MiB contiguous, %.2f MiB strided in runs of %.0f B\n",
+               result.prefill_copied.contiguous / kMiB, result.prefill_copied.strided / kMiB,
+               bytes_per_run(result.prefill_copied));
+  text += "trace: per decode step (KiB copied by the copy kernels, strided ones in unbroken runs "
+          "of B/run bytes; allocated KiB)\n";
+  text += line("  %6s %9s %12s %12s %9s %12s %9s\n", "step", "position", "contiguous", "strided",
+               "B/run", "allocated", "ms");
   int64_t position = static_cast<int64_t>(result.prompt.size());
   for (size_t index = 0; index < result.steps.size(); ++index) {
     const DecodeStep& step = result.steps[index];
-    text += line("  %6zu %9lld %12.1f %12.1f %12.1f %9.3f\n", index + 1,
+    text += line("  %6zu %9lld %12.1f %12.1f %9.0f %12.1f %9.3f\n", index + 1,
                  static_cast<long long>(position + index), step.copied.contiguous / 1024.0,
-                 step.copied.strided / 1024.0, step.allocated_bytes / 1024.0, step.ms);
+                 step.copied.strided / 1024.0, bytes_per_run(step.copied),
+                 step.allocated_bytes / 1024.0, step.ms);
   }
   text += "trace: ops that allocated most in prefill\n";
   text += line("  %-16s %12s %10s\n", "op", "MiB", "count");
@@ -66,6 +73,7 @@ nlohmann::json trace_to_json(const GenerationResult& result) {
   for (const DecodeStep& step : result.steps) {
     steps.push_back({{"contiguous_bytes", step.copied.contiguous},
                      {"strided_bytes", step.copied.strided},
+                     {"strided_runs", step.copied.strided_runs},
                      {"allocated_bytes", step.allocated_bytes}});
   }
   nlohmann::json ops = nlohmann::json::array();
@@ -80,7 +88,8 @@ nlohmann::json trace_to_json(const GenerationResult& result) {
           {"weights_mapped", {{"resident_bytes", mapped.resident},
                               {"huge_page_bytes", mapped.huge_pages}}},
           {"prefill_copied", {{"contiguous_bytes", result.prefill_copied.contiguous},
-                              {"strided_bytes", result.prefill_copied.strided}}},
+                              {"strided_bytes", result.prefill_copied.strided},
+                              {"strided_runs", result.prefill_copied.strided_runs}}},
           {"decode_steps", steps},
           {"ops", ops}};
 }

@@ -9,6 +9,8 @@
 
 namespace fornace {
 
+// The mean length in bytes of the unbroken runs that strided copies moved (0 with none).
+double bytes_per_run(const CopyBytes& copied);
 // A human-readable report of where time and memory went in one generation.
 std::string format_trace(const GenerationResult& result);
 // The same figures as JSON, for tools that aggregate runs.

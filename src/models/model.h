@@ -8,6 +8,7 @@
 
 #include "core/tensor.h"
 #include "io/config.h"
+#include "nn/attention.h"
 #include "nn/kv_cache.h"
 
 namespace fornace {
@@ -37,6 +38,7 @@ class Model {
 
 struct ModelOptions {
   std::optional<DType> dtype;  // Weights in this dtype (converted at load); default: as stored.
+  AttentionPath attention = AttentionPath::fused;
 };
 
 // Loads the checkpoint in `directory`; the architecture comes from config.json's model_type.

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "nn/attention.h"
 #include "nn/layers.h"
 #include "ops/copy.h"
 #include "ops/math.h"
@@ -73,7 +74,7 @@ struct Qwen2Layer {
 class Qwen2Model : public Model {
  public:
   Qwen2Model(const ModelConfig& config, const Checkpoint& checkpoint, const ModelOptions& options)
-      : config_(config) {
+      : config_(config), attention_path_(options.attention) {
     memory::OpScope scope("load_weights");
     auto weight = [&](const std::string& name, const Dims& shape) {
       Tensor tensor = checkpoint.tensor(name);
@@ -221,11 +222,19 @@ class Qwen2Model : public Model {
     }
     Tensor value = split_heads(value_cached, kv_heads);
     auto [all_keys, all_values] = cache.append(key, value);
-    Tensor attended = activations.get(&DecodeBuffers::attended, query.shape(), "attention");
-    attention_into(attended, query, all_keys, all_values,
-                   1.0 / std::sqrt(static_cast<double>(head_dim)), length > 1);
-    // [1, H, S, D] -> [1, S, H * D]: a view for one token, a copy for a prompt.
-    Tensor merged = reshape(attended.transpose(1, 2), {1, length, -1});
+    const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+    Tensor merged;
+    if (attention_path_ == AttentionPath::candle) {
+      // qwen2.rs: attn_output.transpose(1, 2)?.reshape((b_sz, q_len, self.hidden_size))?
+      Tensor attended = candle_attention(query, all_keys, all_values, scale);
+      merged = reshape(attended.transpose(1, 2), {1, length, -1},
+                       ReshapeViews::only_when_contiguous);
+    } else {
+      Tensor attended = activations.get(&DecodeBuffers::attended, query.shape(), "attention");
+      attention_into(attended, query, all_keys, all_values, scale, length > 1);
+      // [1, H, S, D] -> [1, S, H * D]: a view for one token, a copy for a prompt.
+      merged = reshape(attended.transpose(1, 2), {1, length, -1});
+    }
     Tensor output = activations.get(&DecodeBuffers::projected, {1, length, config_.hidden_size},
                                     "linear");
     layer.output.forward_into(output, merged);
@@ -244,6 +253,7 @@ class Qwen2Model : public Model {
   }
 
   ModelConfig config_;
+  AttentionPath attention_path_;
   DType weight_dtype_ = DType::bf16;
   DType kv_dtype_ = DType::bf16;
   Embedding embedding_;

@@ -42,9 +42,10 @@ void copy_into(const Tensor& destination, const Tensor& source) {
                 bytes, 1);
     return;
   }
-  cpu::strided_to_strided(destination.storage()->data(), destination.dtype(), destination.layout(),
-                          source.storage()->data(), source.dtype(), source.layout());
-  memory::record_copy(bytes, !(destination.is_contiguous() && source.is_contiguous()));
+  int64_t runs = cpu::strided_to_strided(destination.storage()->data(), destination.dtype(),
+                                         destination.layout(), source.storage()->data(),
+                                         source.dtype(), source.layout());
+  memory::record_copy(bytes, !(destination.is_contiguous() && source.is_contiguous()), runs);
 }
 
 Tensor contiguous(const Tensor& input) {
@@ -56,9 +57,12 @@ Tensor contiguous(const Tensor& input) {
   return result;
 }
 
-Tensor reshape(const Tensor& input, const Dims& shape) {
+Tensor reshape(const Tensor& input, const Dims& shape, ReshapeViews views) {
   Dims target = infer_shape(shape, input.numel(), input.shape(), "reshape");
-  if (input.layout().reshaped(target)) return input.view(target);
+  bool view = views == ReshapeViews::only_when_contiguous ? input.is_contiguous()
+                                                          : input.layout().reshaped(target).has_value();
+  if (view) return input.view(target);
+  memory::OpScope scope("reshape");
   return contiguous(input).view(target);
 }
 
@@ -218,15 +222,16 @@ Tensor to_dtype(const Tensor& input, DType dtype) {
   if (input.dtype() == dtype) return contiguous(input);
   memory::OpScope scope("to_dtype");
   Tensor result = Tensor::empty(input.shape(), dtype);
+  int64_t runs = 1;
   if (input.is_contiguous()) {
     cpu::convert(result.raw(), dtype, input.raw(), input.dtype(), input.numel());
   } else {
-    cpu::strided_to_contiguous(result.raw(), dtype, input.storage()->data(), input.dtype(),
-                               input.layout());
+    runs = cpu::strided_to_contiguous(result.raw(), dtype, input.storage()->data(), input.dtype(),
+                                      input.layout());
   }
   // Counted like every other copy: the bytes written, strided when the source was.
   memory::record_copy(result.numel() * static_cast<int64_t>(result.element_size()),
-                      !input.is_contiguous());
+                      !input.is_contiguous(), runs);
   return result;
 }
 

@@ -9,9 +9,13 @@ namespace fornace {
 
 // The tensor itself when its layout is contiguous; otherwise a contiguous copy.
 Tensor contiguous(const Tensor& input);
-// A view when the strides allow one (see Tensor::view); otherwise a contiguous copy with the
-// new shape. One extent may be -1.
-Tensor reshape(const Tensor& input, const Dims& shape);
+// When reshape may return a view: whenever the strides allow one (PyTorch's view semantics), or
+// only when the input is contiguous, as Candle's Tensor::reshape does (candle-core tensor.rs): a
+// non-contiguous input is then copied through the strided copy even where a view would do.
+enum class ReshapeViews { when_strides_allow, only_when_contiguous };
+// A view as `views` allows; otherwise a contiguous copy with the new shape. One extent may be -1.
+Tensor reshape(const Tensor& input, const Dims& shape,
+               ReshapeViews views = ReshapeViews::when_strides_allow);
 // Copies `source` into `destination` element for element; shapes must match, layouts may differ.
 // Counts the bytes as contiguous when both are contiguous, else as strided.
 void copy_into(const Tensor& destination, const Tensor& source);

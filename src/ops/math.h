@@ -12,7 +12,10 @@
 namespace fornace {
 
 // [..., M, K] x [..., K, N] -> [..., M, N]; batch dims broadcast. Both inputs share a float
-// dtype (f32, bf16 or f16); the result has that dtype, accumulated in f32.
+// dtype (f32, bf16 or f16), or the left is f32 and the right any float dtype (a bf16 right then
+// rounds the left to bf16, as a bf16 matmul would); the result has the left's dtype,
+// accumulated in f32. A right operand that is contiguous, or the transpose of a contiguous one,
+// is read in place; any other layout is packed once.
 Tensor matmul(const Tensor& left, const Tensor& right);
 
 // One layer of linear_group_into: output = input · weightᵀ + bias, output contiguous f32.

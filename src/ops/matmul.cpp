@@ -7,7 +7,9 @@
 #include "core/memory.h"
 #include "core/storage.h"
 #include "cpu/copy_kernels.h"
+#include "cpu/elementwise.h"
 #include "cpu/gemm.h"
+#include "cpu/thread_pool.h"
 #include "ops/copy.h"
 #include "ops/math.h"
 
@@ -157,8 +159,9 @@ void linear_group_into(const Tensor& input, std::span<const LinearLayerInto> lay
 Tensor matmul(const Tensor& left, const Tensor& right) {
   require_float_cpu(left, "matmul", "left");
   require_float_cpu(right, "matmul", "right");
-  if (left.dtype() != right.dtype()) {
-    fail("matmul: dtypes differ, left ", left.describe(), " and right ", right.describe());
+  if (left.dtype() != right.dtype() && left.dtype() != DType::f32) {
+    fail("matmul: dtypes differ, left ", left.describe(), " and right ", right.describe(),
+         " (only an f32 left takes a right of another float dtype)");
   }
   if (left.rank() < 2 || right.rank() < 2) {
     fail("matmul: left ", left.describe(), " and right ", right.describe(),
@@ -189,10 +192,20 @@ Tensor matmul(const Tensor& left, const Tensor& right) {
   }
   memory::OpScope scope("matmul");
 
-  // Each operand is copied once to contiguous f32 over its own batch dims; the right one is
-  // transposed to [..., N, K], the weight layout of the linear kernels.
+  // The left operand is copied to contiguous f32 when it is not already. The right one is read
+  // in place when its layout allows: as the weight rows of the linear kernels when its last two
+  // dims transposed are contiguous ([..., N, K], such as K in q · kᵀ), or row by row for a few
+  // left rows when it is contiguous ([..., K, N], such as V in p · v). Otherwise it is packed
+  // once, transposed, to contiguous f32.
   Tensor left_rows = contiguous_f32(left);
-  Tensor right_columns = contiguous_f32(right.transpose(-1, -2));
+  Tensor right_columns = right.transpose(-1, -2);
+  const bool right_rows_in_place = !right_columns.is_contiguous() && rows <= cpu::kGemvMaxRows &&
+                                   right.is_contiguous() &&
+                                   (right.dtype() == DType::f32 || right.dtype() == DType::bf16);
+  if (!right_columns.is_contiguous() && !right_rows_in_place) {
+    right_columns = contiguous_f32(right_columns);
+  }
+  const Tensor& right_in_place = right_rows_in_place ? right : right_columns;
 
   Dims output_shape = batch_shape;
   output_shape.push_back(rows);
@@ -221,6 +234,25 @@ Tensor matmul(const Tensor& left, const Tensor& right) {
       }
     }
   };
+  const size_t right_element = right_in_place.element_size();
+  const char* right_base = static_cast<const char*>(right_in_place.raw());
+
+  if (right_rows_in_place) {
+    // Each output row is the left row's weighted sum of the right operand's rows.
+    const bool bf16 = right.dtype() == DType::bf16;
+    ThreadPool::global().run(batches * rows, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t task = begin; task < end; ++task) {
+        int64_t left_offset = 0;
+        int64_t right_offset = 0;
+        batch_offsets(task / rows, left_offset, right_offset);
+        int64_t row = task % rows;
+        cpu::weighted_row_sum(left_rows.data<float>() + left_offset + row * depth,
+                              right_base + right_offset * right_element, bf16, outputs, depth,
+                              outputs, output.data<float>() + task * outputs);
+      }
+    });
+    return left.dtype() == DType::f32 ? output : to_dtype(output, left.dtype());
+  }
 
   // When the right operand has one batch and the left has all of them, fold the batches into rows.
   const bool fold_batches =
@@ -236,8 +268,8 @@ Tensor matmul(const Tensor& left, const Tensor& right) {
     problem.rows = fold_batches ? batches * rows : rows;
     problem.depth = depth;
     problem.outputs = outputs;
-    problem.weight = right_columns.data<float>() + right_offset;
-    problem.weight_dtype = DType::f32;
+    problem.weight = right_base + right_offset * right_element;
+    problem.weight_dtype = right_columns.dtype();
     problem.weight_stride = depth;
     problem.output = output.data<float>() + call * rows * outputs;
     problem.output_stride = outputs;

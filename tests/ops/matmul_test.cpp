@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/memory.h"
 #include "cpu/cpu_features.h"
 #include "cpu/gemm.h"
 #include "cpu/thread_pool.h"
@@ -331,6 +332,43 @@ TEST_P(KernelPathTest, MatmulBroadcastsBatchDimsOverAnyLayout) {
   check_matmul(query, key, {1, 2, 6, 6});
 }
 
+// An f32 left against a right operand of any float dtype, contiguous ([..., K, N]: read row by
+// row for up to kGemvMaxRows left rows) or transposed from contiguous ([..., N, K]: read as the
+// weight rows, where the kernel may round the left to bf16): no copy either way.
+TEST_P(KernelPathTest, MatmulReadsAContiguousOrTransposedRightOperandInPlace) {
+  uint64_t seed = 300;
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
+    for (int64_t rows : {1, 3, 4, 5}) {
+      for (bool transposed : {false, true}) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " rows " + std::to_string(rows) +
+                     (transposed ? " transposed" : " contiguous"));
+        Tensor left = randn({2, 3, rows, 37}, seed++);
+        Tensor right = transposed ? randn({2, 3, 70, 37}, seed++, 1.0, dtype).transpose(-1, -2)
+                                  : randn({2, 3, 37, 70}, seed++, 1.0, dtype);
+        CopyBytes before = memory::copy_bytes();
+        Tensor output = matmul(left, right);
+        CopyBytes after = memory::copy_bytes();
+        ASSERT_EQ(output.dtype(), DType::f32);
+        ASSERT_EQ(output.shape(), (Dims{2, 3, rows, 70}));
+        bool in_place = transposed || (rows <= cpu::kGemvMaxRows && dtype != DType::f16);
+        if (in_place) {
+          EXPECT_EQ(after.contiguous, before.contiguous);
+          EXPECT_EQ(after.strided, before.strided);
+        }
+        std::vector<double> left_values = to_f64_vector(left);
+        if (transposed && cpu::linear_rounds_input_to_bf16(dtype)) {
+          for (double& value : left_values) value = round_to_bf16(value);
+        }
+        Reference reference;
+        reference.values = reference_matmul(left_values, to_f64_vector(right), 6, rows, 37, 70,
+                                            reference.scale);
+        expect_near_reference(to_f64_vector(output), reference, kAccumulationTolerance, 0.0,
+                              "matmul");
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, KernelPathTest, testing::ValuesIn(supported_paths()), path_name);
 
 TEST(LinearErrors, ShapeMismatchNamesTheOpAndBothShapes) {
@@ -388,10 +426,10 @@ TEST(MatmulErrors, MismatchesNameTheOpAndBothShapes) {
   EXPECT_NE(message.find("[2, 2, 3]"), std::string::npos) << message;
   EXPECT_NE(message.find("[3, 3, 5]"), std::string::npos) << message;
 
-  message = error_message([] { matmul(zeros({2, 3}), zeros({3, 5}, DType::bf16)); });
+  message = error_message([] { matmul(zeros({2, 3}, DType::bf16), zeros({3, 5})); });
   EXPECT_NE(message.find("matmul"), std::string::npos) << message;
-  EXPECT_NE(message.find("f32[2, 3]"), std::string::npos) << message;
-  EXPECT_NE(message.find("bf16[3, 5]"), std::string::npos) << message;
+  EXPECT_NE(message.find("bf16[2, 3]"), std::string::npos) << message;
+  EXPECT_NE(message.find("f32[3, 5]"), std::string::npos) << message;
 
   message = error_message([] { matmul(zeros({3}), zeros({3, 5})); });
   EXPECT_NE(message.find("matmul"), std::string::npos) << message;
