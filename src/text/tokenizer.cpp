@@ -177,7 +177,9 @@ IncrementalDecoder::IncrementalDecoder(const Tokenizer& tokenizer, bool skip_spe
 
 std::string IncrementalDecoder::push(uint32_t id) {
   const text::TokenizerState& impl = *tokenizer_.impl_;
-  check_id(impl, id, "decode");
+  // A model's embedding often has more rows than its tokenizer has tokens: such an id is a valid
+  // model output with no text.
+  if (id >= impl.model.vocabulary.size() || !impl.model.vocabulary.contains(id)) return {};
   if (skip_special_ && impl.special[id]) return {};
   text::append_from_byte_level(impl.model.vocabulary.text(id), pending_);
   // Emit everything up to an unfinished sequence at the end; invalid bytes become U+FFFD now,

@@ -59,7 +59,8 @@ class Tokenizer {
 class IncrementalDecoder {
  public:
   explicit IncrementalDecoder(const Tokenizer& tokenizer, bool skip_special = false);
-  // The text that became complete with this id (may be empty).
+  // The text that became complete with this id (may be empty). An id the tokenizer lacks (a
+  // model output from the embedding rows past the vocabulary) is a piece of no text.
   std::string push(uint32_t id);
   // Whatever is still held, with incomplete sequences replaced by U+FFFD.
   std::string flush();

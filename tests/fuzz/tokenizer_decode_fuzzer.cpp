@@ -1,5 +1,5 @@
 // Fuzzes decoding id sequences with the Qwen tokenizer, whole and through the incremental decoder:
-// ids out of range give an Error, and every piece of text is valid UTF-8.
+// decode rejects ids out of range, the incremental decoder skips them, and all text is valid UTF-8.
 #include <vector>
 
 #include "fuzz_support.h"
@@ -28,12 +28,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   });
   fuzz::check(decoded == in_range, "decode rejects exactly the ids out of range");
 
+  // Streaming a model's output never fails: an id the tokenizer lacks is a piece of no text.
   IncrementalDecoder decoder(tokenizer, skip_special);
-  fuzz::expect_only_fornace_errors([&] {
-    for (uint32_t id : ids) {
-      fuzz::check(fuzz::is_valid_utf8(decoder.push(id)), "incremental pieces are valid UTF-8");
-    }
-    fuzz::check(fuzz::is_valid_utf8(decoder.flush()), "the flushed rest is valid UTF-8");
-  });
+  for (uint32_t id : ids) {
+    fuzz::check(fuzz::is_valid_utf8(decoder.push(id)), "incremental pieces are valid UTF-8");
+  }
+  fuzz::check(fuzz::is_valid_utf8(decoder.flush()), "the flushed rest is valid UTF-8");
   return 0;
 }

@@ -227,8 +227,15 @@ TEST(TokenizerErrors, DecodeRejectsIdsOutOfRange) {
   EXPECT_NE(message.find("264"), std::string::npos) << message;
   EXPECT_NE(message.find("out of range"), std::string::npos) << message;
   EXPECT_THROW(tokenizer.token_bytes(UINT32_MAX), Error);
+}
+
+TEST(IncrementalDecoder, GivesNoTextForIdsTheTokenizerLacks) {
+  Tokenizer tokenizer = tiny_tokenizer();
   IncrementalDecoder decoder(tokenizer);
-  EXPECT_THROW(decoder.push(100000), Error);
+  EXPECT_EQ(decoder.push('h'), "h");
+  EXPECT_EQ(decoder.push(100000), "");
+  EXPECT_EQ(decoder.push(UINT32_MAX), "");
+  EXPECT_EQ(decoder.push('i'), "i");
 }
 
 TEST(TokenizerErrors, UnsupportedSettingsNameTheirField) {
