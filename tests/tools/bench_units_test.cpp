@@ -13,6 +13,7 @@
 // The test executables link libfornace only, so the bench's pure sources are compiled in here.
 #include "../../tools/fornace-bench/csv.cpp"
 #include "../../tools/fornace-bench/format.cpp"
+#include "../../tools/fornace-bench/machine.cpp"
 #include "../../tools/fornace-bench/records.cpp"
 #include "../../tools/fornace-bench/stats.cpp"
 #include "../../tools/fornace-bench/summary.cpp"
@@ -25,6 +26,8 @@ BenchContext sample_context() {
   BenchContext context;
   context.date = "2026-11-29";
   context.cpu = "Example CPU, \"quoted\" model";
+  context.cpu_family = "25";
+  context.cpu_model = "17";
   context.cores = 2;
   context.threads = 2;
   context.dtype = "bf16";
@@ -167,6 +170,9 @@ TEST(BenchRecords, RunsCsvRoundTripsEveryFieldAndTheContext) {
   read_runs_csv(out.str(), "runs.csv", data);
   EXPECT_EQ(data.context.date, context.date);
   EXPECT_EQ(data.context.cpu, context.cpu);
+  EXPECT_EQ(data.context.cpu_family, "25");
+  EXPECT_EQ(data.context.cpu_model, "17");
+  EXPECT_EQ(cpu_description(data.context), context.cpu + " (family 25, model 17)");
   EXPECT_EQ(data.context.cores, 2);
   EXPECT_EQ(data.context.threads, 2);
   EXPECT_EQ(data.context.dtype, "bf16");
@@ -208,6 +214,7 @@ TEST(BenchRecords, RunsCsvWithoutTheLaterRooflineColumnsReadsThemAsUnknown) {
   EXPECT_DOUBLE_EQ(data.context.peak_gflops, 0);
   EXPECT_DOUBLE_EQ(data.runs[0].read_gbs, 0);
   EXPECT_DOUBLE_EQ(data.runs[0].prefill_gflop, 0);
+  EXPECT_EQ(cpu_description(data.context), "CPU (family and model not recorded)");
   std::string tables = format_tables(data);
   std::vector<std::string> cells = row_cells(line_with(tables, "`cat`"));
   ASSERT_EQ(cells.size(), 12u) << tables;
@@ -404,7 +411,7 @@ TEST(BenchPlot, SvgIsWellFormedXmlWithOneLinePerCacheAndPromptAndALegend) {
       "root = tree.parse(sys.argv[1]).getroot(); "
       "ns = '{http://www.w3.org/2000/svg}'; "
       "legend = [g for g in root.iter(ns + 'g') if g.get('class') == 'legend'][0]; "
-      "print(root.tag, len(root.findall(ns + 'polyline')), "
+      "print(root.tag, len(list(root.iter(ns + 'polyline'))), "
       "len(legend.findall(ns + 'text')))\" " +
       path;
   FILE* pipe = popen(command.c_str(), "r");

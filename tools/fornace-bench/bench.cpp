@@ -486,7 +486,10 @@ int run_bench(tools::Args& args) {
   BenchData data;
   GitState git = git_state();
   data.context.date = local_date();
-  data.context.cpu = cpu_model_name();
+  CpuIdentity cpu = cpu_identity();
+  data.context.cpu = cpu.model_name;
+  data.context.cpu_family = cpu.family;
+  data.context.cpu_model = cpu.model;
   data.context.cores = available_cores();
   data.context.threads = plan.threads;
   data.context.commit = git.commit;

@@ -1,4 +1,4 @@
-// CPU name, date and git state.
+// CPU identity, date and git state.
 #include "machine.h"
 
 #include <algorithm>
@@ -8,8 +8,8 @@
 #include <ctime>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <vector>
-
 
 namespace fornace::bench {
 namespace {
@@ -38,16 +38,28 @@ std::string trimmed(const std::string& text) {
 
 }  // namespace
 
-std::string cpu_model_name() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
+CpuIdentity parse_cpu_identity(const std::string& cpuinfo) {
+  CpuIdentity identity;
+  std::istringstream lines(cpuinfo);
   std::string line;
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      size_t colon = line.find(':');
-      if (colon != std::string::npos) return trimmed(line.substr(colon + 1));
-    }
+  // The first processor's block ends at the first blank line.
+  while (std::getline(lines, line) && !trimmed(line).empty()) {
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = trimmed(line.substr(0, colon));
+    std::string value = trimmed(line.substr(colon + 1));
+    if (key == "model name" && !value.empty()) identity.model_name = value;
+    if (key == "cpu family") identity.family = value;
+    if (key == "model") identity.model = value;
   }
-  return "unknown";
+  return identity;
+}
+
+CpuIdentity cpu_identity() {
+  std::ifstream file("/proc/cpuinfo");
+  std::ostringstream text;
+  text << file.rdbuf();
+  return parse_cpu_identity(text.str());
 }
 
 std::string local_date() {

@@ -6,8 +6,16 @@
 
 namespace fornace::bench {
 
-// "model name" of the first processor in /proc/cpuinfo, or "unknown".
-std::string cpu_model_name();
+// The first processor of /proc/cpuinfo: "model name", "cpu family" and "model".
+struct CpuIdentity {
+  std::string model_name = "unknown";
+  std::string family;  // Empty when the file has no such line (not x86).
+  std::string model;
+};
+// Reads the fields from the text of /proc/cpuinfo.
+CpuIdentity parse_cpu_identity(const std::string& cpuinfo);
+// This machine's, from /proc/cpuinfo.
+CpuIdentity cpu_identity();
 // Today's local date as YYYY-MM-DD.
 std::string local_date();
 

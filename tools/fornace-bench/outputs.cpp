@@ -54,7 +54,7 @@ std::string report_title(const BenchData& data) {
   const BenchContext& context = data.context;
   return "fornace-bench " + context.date + ", commit " + context.commit +
          (context.dirty ? " (dirty)" : "") + ", " + context.dtype + ", " +
-         std::to_string(context.threads) + " threads, " + context.cpu;
+         std::to_string(context.threads) + " threads, " + cpu_description(context);
 }
 
 int run_report(const std::string& runs_csv_path, tools::Args& args) {

@@ -10,15 +10,16 @@
 namespace fornace::bench {
 namespace {
 
-const std::vector<std::string> kContextColumns = {"date",  "cpu",    "cores",    "threads",
-                                                  "dtype", "commit", "dirty",    "read_gbs",
-                                                  "peak_gflops"};
+const std::vector<std::string> kContextColumns = {
+    "date",  "cpu",      "cores",       "threads",    "dtype",    "commit",
+    "dirty", "read_gbs", "peak_gflops", "cpu_family", "cpu_model"};
 // Columns added after the first findings were recorded: optional when read.
-const std::set<std::string> kLaterColumns = {"peak_gflops", "run_read_gbs", "prefill_gflop"};
+const std::set<std::string> kLaterColumns = {"peak_gflops", "run_read_gbs", "prefill_gflop",
+                                             "cpu_family", "cpu_model"};
 
 const std::vector<std::string> kRunColumns = {
-    "kv_cache",     "prompt",       "prompt_tokens",        "run",
-    "prefill_ms",   "decode_tok_s", "mean_ms_last64",       "peak_mib",
+    "kv_cache",     "prompt",       "prompt_tokens",         "run",
+    "prefill_ms",   "decode_tok_s", "mean_ms_last64",        "peak_mib",
     "decode_steps", "weight_bytes", "kv_bytes_per_position", "run_read_gbs",
     "prefill_gflop"};
 
@@ -41,7 +42,9 @@ std::vector<std::string> context_fields(const BenchContext& context) {
           context.commit,
           context.dirty ? "yes" : "no",
           format_fixed(context.read_gbs, 2),
-          format_fixed(context.peak_gflops, 1)};
+          format_fixed(context.peak_gflops, 1),
+          context.cpu_family,
+          context.cpu_model};
 }
 
 // The columns a file must have: all of them but those added later.
@@ -51,6 +54,10 @@ std::vector<std::string> required(const std::vector<std::string>& columns) {
     if (!kLaterColumns.count(column)) result.push_back(column);
   }
   return result;
+}
+
+std::string text_or_empty(const CsvTable& table, size_t row, const std::string& column) {
+  return table.has_column(column) ? table.text(row, column) : std::string();
 }
 
 double number_or_zero(const CsvTable& table, size_t row, const std::string& column) {
@@ -68,6 +75,8 @@ BenchContext read_context(const CsvTable& table, const std::string& source_name)
   if (table.rows() == 0) return context;
   context.date = table.text(0, "date");
   context.cpu = table.text(0, "cpu");
+  context.cpu_family = text_or_empty(table, 0, "cpu_family");
+  context.cpu_model = text_or_empty(table, 0, "cpu_model");
   context.cores = table.integer(0, "cores");
   context.threads = table.integer(0, "threads");
   context.dtype = table.text(0, "dtype");
@@ -83,6 +92,15 @@ BenchContext read_context(const CsvTable& table, const std::string& source_name)
 }
 
 }  // namespace
+
+std::string cpu_description(const BenchContext& context) {
+  if (context.cpu_family.empty() && context.cpu_model.empty()) {
+    return context.cpu + " (family and model not recorded)";
+  }
+  auto or_unknown = [](const std::string& value) { return value.empty() ? "?" : value; };
+  return context.cpu + " (family " + or_unknown(context.cpu_family) + ", model " +
+         or_unknown(context.cpu_model) + ")";
+}
 
 void write_runs_csv(std::ostream& out, const BenchContext& context,
                     const std::vector<RunRecord>& runs) {

@@ -12,16 +12,22 @@ namespace fornace::bench {
 
 // Where and how a bench ran; every row of both CSVs carries it.
 struct BenchContext {
-  std::string date;   // YYYY-MM-DD, local time.
-  std::string cpu;    // "model name" of /proc/cpuinfo.
+  std::string date;  // YYYY-MM-DD, local time.
+  std::string cpu;   // "model name" of /proc/cpuinfo.
+  // "cpu family" and "model" of /proc/cpuinfo; empty in files written before they were recorded.
+  std::string cpu_family;
+  std::string cpu_model;
   int64_t cores = 0;  // Cores the process may run on.
   int64_t threads = 0;
-  std::string dtype;    // Weight dtype of the loaded model.
-  std::string commit;   // Short commit, or "unknown" outside git.
-  bool dirty = false;   // The working tree had changes (git status --porcelain).
-  double read_gbs = 0;  // Measured streaming read bandwidth, GB/s (1e9 bytes).
+  std::string dtype;       // Weight dtype of the loaded model.
+  std::string commit;      // Short commit, or "unknown" outside git.
+  bool dirty = false;      // The working tree had changes (git status --porcelain).
+  double read_gbs = 0;     // Measured streaming read bandwidth, GB/s (1e9 bytes).
   double peak_gflops = 0;  // Measured register-only BF16 dot-product rate; 0 when unknown.
 };
+
+// "AMD EPYC (family 25, model 17)", or the name with "(family and model not recorded)".
+std::string cpu_description(const BenchContext& context);
 
 // One recorded run of one prompt with one KV cache.
 struct RunRecord {

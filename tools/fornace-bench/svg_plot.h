@@ -1,4 +1,4 @@
-// The SVG plot of a bench: ms per decode step against position, one line per cache and prompt.
+// The SVG plot of a bench: ms per decode step against position, one panel per prompt.
 #pragma once
 
 #include <string>
@@ -27,7 +27,32 @@ struct AxisTicks {
 };
 AxisTicks axis_ticks(double min, double max, int target);
 
-// A standalone SVG document with axes, ticks, labels, a title and a legend.
+// The first decode step of one recorded run, drawn as a marker of its own.
+struct FirstStep {
+  std::string kv_cache;
+  int64_t run = 0;
+  double position = 0;
+  double ms = 0;
+};
+
+// One prompt's panel: its x axis spans exactly its positions. The first step of each run is a
+// marker of its own, and the lines (the median of the runs) start at the second step. The y
+// axis comes from the lines (the steady state), so that outliers above it are clipped to the
+// top and drawn as markers with their value instead of flattening the lines.
+struct PlotPanel {
+  std::string prompt;
+  double first_position = 0;
+  double last_position = 0;
+  AxisTicks y;
+  std::vector<PlotSeries> series;      // One per cache, in order of first appearance.
+  std::vector<FirstStep> first_steps;  // Step 0 of every recorded run.
+};
+
+// Panels in order of the prompts' first appearance.
+std::vector<PlotPanel> plot_panels(const std::vector<StepRecord>& steps);
+
+// A standalone SVG document: the title (wrapped at commas when long), a legend of the caches
+// and markers, and one panel per prompt with its axes, ticks and labels.
 std::string render_step_plot(const std::vector<StepRecord>& steps, const std::string& title);
 
 }  // namespace fornace::bench
