@@ -78,7 +78,26 @@ TEST_F(TokenizeCommand, BadInputIsOneErrorLineWithExitCodeOne) {
 TEST_F(TokenizeCommand, MissingModelIsAUsageError) {
   CommandResult result = run_tokenize("", "");
   EXPECT_EQ(result.exit_code, 2);
-  EXPECT_EQ(result.output.rfind("error: ", 0), 0u) << result.output;
+  EXPECT_EQ(result.output, "error: --model is required (see fornace tokenize --help)\n");
+}
+
+TEST_F(TokenizeCommand, ContradictoryFlagsAreUsageErrors) {
+  CommandResult result = run_tokenize(model_flag() + " --decode --no-special", "");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.output.rfind("error: --no-special applies to encoding", 0), 0u) << result.output;
+  result = run_tokenize("--model=" + testing::source_path("models") + " --skip-special", "");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.output.rfind("error: --skip-special applies to --decode only", 0), 0u)
+      << result.output;
+}
+
+TEST_F(TokenizeCommand, HelpListsTheFlagsWithExitCodeZero) {
+  CommandResult result = run_tokenize("--help", "");
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.output.rfind("usage: fornace tokenize --model DIR", 0), 0u) << result.output;
+  for (const char* flag : {"--model", "--decode", "--no-special", "--skip-special"}) {
+    EXPECT_NE(result.output.find(std::string("  ") + flag + " "), std::string::npos) << flag;
+  }
 }
 
 }  // namespace

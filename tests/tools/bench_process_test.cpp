@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/run_fornace.h"
+
 extern char** environ;
 
 namespace {
@@ -349,6 +351,58 @@ TEST_F(BenchProcess, InterruptStopsTheRunningChildAndWritesNothing) {
   EXPECT_NE(err.find("error: interrupted"), std::string::npos) << err;
   EXPECT_EQ(err.find("[prealloc pid"), std::string::npos) << err;
   EXPECT_FALSE(fs::exists(out_));
+}
+
+// What a process did, for expect_error.
+fornace::Outcome outcome_of(const Process& process) {
+  return {exit_code(wait_for(process)), process.out(), process.err()};
+}
+
+TEST_F(BenchProcess, NoArgumentsIsAUsageError) {
+  fornace::expect_error(outcome_of(start({kBench}, directory_)), 2, "--model is required");
+}
+
+TEST_F(BenchProcess, HelpDocumentsEveryFlagOnStdout) {
+  fornace::Outcome help = outcome_of(start({kBench, "--help"}, directory_));
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_EQ(help.err, "");
+  for (const char* flag :
+       {"--model", "--kv-cache", "--prompts", "--runs", "--rounds", "--warmup", "--max-new-tokens",
+        "--threads", "--dtype", "--out", "--read-bandwidth"}) {
+    EXPECT_NE(help.out.find(std::string("  ") + flag + " "), std::string::npos) << flag;
+  }
+  EXPECT_NE(help.out.find("recorded runs per prompt (default: 3)"), std::string::npos) << help.out;
+}
+
+TEST_F(BenchProcess, ReportWithoutACsvIsAUsageError) {
+  fornace::expect_error(outcome_of(start({kBench, "report"}, directory_)), 2, "RUNS.csv");
+  fornace::Outcome help = outcome_of(start({kBench, "report", "--help"}, directory_));
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("usage: fornace-bench report RUNS.csv"), std::string::npos);
+}
+
+TEST_F(BenchProcess, OutOfRangeValueNamesTheFlagAndTheRangeBeforeAnyChildStarts) {
+  std::vector<std::string> arguments = bench_arguments("prealloc");
+  arguments.push_back("--runs=0");
+  fornace::expect_error(outcome_of(start(arguments, directory_)), 2,
+                        "--runs: expects an integer in [1, 1000], got '0'");
+  EXPECT_FALSE(fs::exists(out_));
+}
+
+TEST_F(BenchProcess, FlagsTakeTheirValuesAfterAnEqualsSign) {
+  std::vector<std::string> arguments = {kBench,
+                                        "--model=" + model_->string(),
+                                        "--kv-cache=cat",
+                                        "--prompts=" + prompt_.string(),
+                                        "--runs=1",
+                                        "--warmup=0",
+                                        "--max-new-tokens=3",
+                                        "--threads=1",
+                                        "--read-bandwidth=10",
+                                        "--out=" + out_.string()};
+  Process bench = start(arguments, directory_);
+  ASSERT_EQ(exit_code(wait_for(bench)), 0) << bench.err();
+  EXPECT_EQ(count_lines(read_text(out_)), 2u);
 }
 
 }  // namespace

@@ -159,5 +159,89 @@ TEST_F(FornaceCli, HelpDocumentsEveryFlag) {
   }
 }
 
+TEST_F(FornaceCli, NoArgumentsIsAUsageError) {
+  expect_error(run_fornace(""), 2, "--model is required");
+}
+
+TEST_F(FornaceCli, SubcommandsWithoutArgumentsAreUsageErrors) {
+  expect_error(run_fornace("synth"), 2, "--preset is required");
+  expect_error(run_fornace("tokenize"), 2, "--model is required");
+}
+
+TEST_F(FornaceCli, HelpOfEachCommandGoesToStdoutWithExitCodeZero) {
+  for (const char* command : {"--help", "synth --help", "tokenize --help", "-h"}) {
+    Outcome outcome = run_fornace(command);
+    EXPECT_EQ(outcome.exit_code, 0) << command;
+    EXPECT_EQ(outcome.err, "") << command;
+    EXPECT_EQ(outcome.out.rfind("usage: fornace", 0), 0u) << outcome.out;
+  }
+}
+
+TEST_F(FornaceCli, HelpGivesTheDefaults) {
+  std::string help = run_fornace("--help").out;
+  for (const char* text :
+       {"--max-new-tokens N", "(default: 128)", "(default: prealloc)", "(default: 1.1)",
+        "(default: 299792458)", "(default: as stored)", "checkpoint directory (required)"}) {
+    EXPECT_NE(help.find(text), std::string::npos) << text;
+  }
+}
+
+TEST_F(FornaceCli, FlagsTakeTheirValuesAfterAnEqualsSign) {
+  Outcome outcome = run_fornace("--model=" + model +
+                                " --prompt-ids=1,2 --max-new-tokens=2 --kv-cache=cat --json");
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  nlohmann::json summary = nlohmann::json::parse(outcome.out.substr(outcome.out.rfind('{')));
+  EXPECT_EQ(summary["kv_cache"], "cat");
+  EXPECT_EQ(summary["generated_ids"].size(), 2u);
+}
+
+TEST_F(FornaceCli, OutOfRangeValuesNameTheFlagAndTheRange) {
+  expect_error(run_fornace(run("--prompt hi --threads 0")), 2,
+               "--threads: expects an integer in [1, 1024], got '0'");
+  expect_error(run_fornace(run("--prompt hi --top-p=0")), 2,
+               "--top-p: expects a number in (0, 1], got '0'");
+  expect_error(run_fornace(run("--prompt hi --min-p 1")), 2, "--min-p: expects a number in [0, 1)");
+  expect_error(run_fornace(run("--prompt-ids 1,x")), 2, "--prompt-ids");
+  expect_error(run_fornace(run("--prompt hi --dtype q8")), 2, "--dtype: expects bf16, f32 or f16");
+}
+
+TEST_F(FornaceCli, MalformedFlagsAreUsageErrors) {
+  expect_error(run_fornace(run("--prompt hi --bogus 3")), 2, "unknown argument '--bogus'");
+  expect_error(run_fornace(run("--prompt hi stray")), 2, "unknown argument 'stray'");
+  expect_error(run_fornace(run("--prompt hi --json=yes")), 2, "--json takes no value");
+  expect_error(run_fornace(run("--prompt")), 2, "--prompt needs a value");
+  expect_error(run_fornace(run("--prompt a --prompt b")), 2, "--prompt is given more than once");
+}
+
+TEST_F(FornaceCli, IntegersAreDecimal) {
+  auto sampled_ids = [&](const std::string& seed) {
+    Outcome outcome = run_fornace(
+        run("--prompt-ids 1,2 --max-new-tokens 4 --temperature 1 --json --quiet --seed " + seed));
+    EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+    return nlohmann::json::parse(outcome.out.substr(outcome.out.rfind('{')))["generated_ids"];
+  };
+  ASSERT_NE(sampled_ids("10"), sampled_ids("8"));    // The seed matters.
+  EXPECT_EQ(sampled_ids("010"), sampled_ids("10"));  // Ten, not octal eight.
+}
+
+TEST_F(FornaceCli, SummaryMeanSaysHowManyStepsItCovers) {
+  // 6 new tokens: the first from the prefill, then 5 decode steps, fewer than 64.
+  Outcome outcome = run_fornace(run("--prompt-ids 1,2,3 --max-new-tokens 6 --ignore-eos --json"));
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_NE(outcome.err.find(" ms over the last 5 steps\n"), std::string::npos) << outcome.err;
+  nlohmann::json summary = nlohmann::json::parse(outcome.out.substr(outcome.out.rfind('{')));
+  EXPECT_EQ(summary["mean_steps"], 5);
+  double total = 0;
+  for (double ms : summary["decode_step_ms"]) total += ms;
+  EXPECT_NEAR(summary["mean_ms_last64"].get<double>(), total / 5, 1e-9);
+}
+
+TEST_F(FornaceCli, SummaryWithoutDecodeStepsSaysSo) {
+  Outcome outcome = run_fornace(run("--prompt-ids 1,2,3 --max-new-tokens 1"));
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_NE(outcome.err.find("decode: 1 tokens, 0.00 tok/s, no decode steps\n"), std::string::npos)
+      << outcome.err;
+}
+
 }  // namespace
 }  // namespace fornace

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "common/cli.h"
 #include "core/dtype.h"
 #include "cpu/roofline.h"
 #include "cpu/thread_pool.h"
@@ -80,17 +81,11 @@ class StopSignals {
   struct sigaction previous_terminate_ {};
 };
 
-struct BenchPlan {
-  std::string model_directory;
+struct BenchPlan : RunFlags {
   std::vector<std::string> kinds;
   std::vector<std::string> prompts;
-  int64_t runs = 3;
   int64_t rounds = 1;
-  int64_t warmup = 1;
-  int64_t max_new_tokens = 128;
-  int64_t threads = 1;
-  std::optional<std::string> dtype;
-  std::optional<double> read_gbs;
+  double read_gbs = 0;  // 0: measure it.
   std::string out;
 };
 
@@ -218,21 +213,11 @@ void handle_event(const std::string& line, ChildOutcome& outcome, BenchData& dat
 }
 
 std::vector<std::string> child_arguments(const BenchPlan& plan, const std::string& kind) {
-  std::string prompts;
-  for (const std::string& prompt : plan.prompts) prompts += (prompts.empty() ? "" : ",") + prompt;
-  std::vector<std::string> arguments = {"fornace-bench",    "--child",
-                                        "--model",          plan.model_directory,
-                                        "--kv-cache",       kind,
-                                        "--prompts",        prompts,
-                                        "--runs",           std::to_string(plan.runs),
-                                        "--warmup",         std::to_string(plan.warmup),
-                                        "--max-new-tokens", std::to_string(plan.max_new_tokens),
-                                        "--threads",        std::to_string(plan.threads),
-                                        "--parent-pid",     std::to_string(getpid())};
-  if (plan.dtype) {
-    arguments.push_back("--dtype");
-    arguments.push_back(*plan.dtype);
-  }
+  RunFlags flags = plan;
+  flags.kv_cache = kind;
+  std::vector<std::string> arguments = {"fornace-bench", "--child",
+                                        "--parent-pid=" + std::to_string(getpid())};
+  for (std::string& argument : run_flag_arguments(flags)) arguments.push_back(std::move(argument));
   return arguments;
 }
 
@@ -376,76 +361,31 @@ void print_failure(const ChildOutcome& outcome) {
 }
 
 constexpr const char* kUsage =
-    R"(usage: fornace-bench --model DIR --kv-cache KIND[,KIND...] --prompts FILE[,FILE...] [options]
-       fornace-bench report RUNS.csv
+    "usage: fornace-bench --model DIR --kv-cache KIND[,KIND...] --prompts FILE[,FILE...] "
+    "[options]\n"
+    "       fornace-bench report RUNS.csv";
 
-Runs each prompt with each KV cache, one child process per cache (so that its peak memory is
-its own): per prompt, warm-up runs then recorded runs, greedy with a repeat penalty of 1.1 over
-the last 64 tokens, end-of-sequence ignored. Writes a runs CSV, a steps CSV, a Markdown table
-and an SVG plot, and prints the tables.
-
-  --model DIR            checkpoint directory (config.json, *.safetensors, tokenizer.json)
-  --kv-cache LIST        KV cache kinds: prealloc, cat, cat-contiguous (comma-separated)
-  --prompts LIST         prompt files, comma-separated: UTF-8 text, or token ids in a .ids file
-  --runs N               recorded runs per prompt (default: 3)
-  --rounds N             run the set of children N times, the caches taking turns, so that a
-                         drift in the machine's speed falls on every cache alike; runs are
-                         numbered on across rounds (default: 1)
-  --warmup N             warm-up runs per prompt, not recorded (default: 1)
-  --max-new-tokens N     tokens generated per run, at least 2 (default: 128)
-  --threads N            worker threads (default: available cores)
-  --dtype DTYPE          weights as bf16 | f32 | f16, converted at load (default: as stored)
-  --out PATH.csv         runs CSV; next to it go -steps.csv, .md and .svg
-                         (default: bench/runs/<YYYY-MM-DD>-<short commit>.csv in the git tree)
-  --read-bandwidth GB/S  use this read bandwidth instead of measuring it (1 GiB, 5 passes)
-  --help                 this text
-
-`fornace-bench report RUNS.csv` prints the tables and rewrites the .md and .svg from the runs
-CSV and its -steps.csv alone.
-)";
-
-BenchPlan parse_plan(tools::Args& args) {
-  BenchPlan plan;
-  std::optional<std::string> model = args.take("--model");
-  std::optional<std::string> kinds = args.take("--kv-cache");
-  std::optional<std::string> prompts = args.take("--prompts");
-  plan.runs = args.take_int("--runs", 3, 1, 1000);
-  plan.rounds = args.take_int("--rounds", 1, 1, 1000);
-  plan.warmup = args.take_int("--warmup", 1, 0, 1000);
-  plan.max_new_tokens = args.take_int("--max-new-tokens", 128, 2, 1 << 20);
-  plan.threads = args.take_int("--threads", available_cores(), 1, 1024);
-  plan.dtype = args.take("--dtype");
-  double read_gbs = args.take_double("--read-bandwidth", 0.0, 1e-3, 1e6);
-  if (read_gbs > 0) plan.read_gbs = read_gbs;
-  plan.out = args.take_string("--out", "");
-  args.finish();
-  if (!model) throw tools::UsageError("--model DIR is required");
-  if (!kinds) throw tools::UsageError("--kv-cache is required (prealloc, cat, cat-contiguous)");
-  if (!prompts) throw tools::UsageError("--prompts is required");
-  plan.model_directory = *model;
-  plan.kinds = split_list(*kinds, "--kv-cache");
-  plan.prompts = split_list(*prompts, "--prompts");
-  return plan;
+void add_bench_flags(tools::CommandLine& app, BenchPlan& plan) {
+  using tools::integer_in;
+  add_run_flags(app, plan);
+  app.add_option("--rounds", plan.rounds,
+                 "run the set of children N times, the caches taking turns, so that a drift in "
+                 "the machine's speed falls on every cache alike; runs are numbered on across "
+                 "rounds")
+      ->type_name("N")
+      ->transform(integer_in(1, 1000));
+  app.add_option("--out", plan.out, "runs CSV; next to it go -steps.csv, .md and .svg")
+      ->type_name("PATH.csv")
+      ->default_str("bench/runs/<YYYY-MM-DD>-<short commit>.csv in the git tree");
+  app.add_option("--read-bandwidth", plan.read_gbs,
+                 "use this read bandwidth instead of measuring it (1 GiB, 5 passes)")
+      ->type_name("GB/S")
+      ->check(tools::number_in(1e-3, 1e6))
+      ->default_str("measured");
 }
 
 // Every check that can fail before a child starts.
 void validate_plan(const BenchPlan& plan) {
-  std::set<std::string> seen;
-  for (const std::string& kind : plan.kinds) {
-    try {
-      parse_kv_cache_kind(kind);
-    } catch (const Error& error) {
-      throw tools::UsageError(error.what());
-    }
-    if (!seen.insert(kind).second) throw tools::UsageError("--kv-cache lists " + kind + " twice");
-  }
-  if (plan.dtype) {
-    try {
-      if (!is_float(parse_dtype(*plan.dtype))) throw Error("");
-    } catch (const Error&) {
-      throw tools::UsageError("--dtype must be bf16, f32 or f16, got '" + *plan.dtype + "'");
-    }
-  }
   namespace fs = std::filesystem;
   if (!fs::is_directory(plan.model_directory)) {
     fail("model directory ", plan.model_directory,
@@ -473,16 +413,8 @@ void validate_plan(const BenchPlan& plan) {
   }
 }
 
-}  // namespace
-
-int run_bench(tools::Args& args) {
-  if (args.take_flag("--help") || args.empty()) {
-    std::cout << kUsage;
-    return 0;
-  }
+int run_bench(BenchPlan& plan) {
   auto start = std::chrono::steady_clock::now();
-  BenchPlan plan = parse_plan(args);
-
   BenchData data;
   GitState git = git_state();
   data.context.date = local_date();
@@ -504,8 +436,8 @@ int run_bench(tools::Args& args) {
   OutputPaths paths = output_paths_for(plan.out);
 
   set_num_threads(static_cast<int>(plan.threads));
-  if (plan.read_gbs) {
-    data.context.read_gbs = *plan.read_gbs;
+  if (plan.read_gbs > 0) {
+    data.context.read_gbs = plan.read_gbs;
   } else {
     std::cerr << "[bench] measuring the read bandwidth: 1 GiB, best of " << kBandwidthPasses
               << " passes, " << plan.threads << " threads\n";
@@ -554,6 +486,27 @@ int run_bench(tools::Args& args) {
             << paths.markdown << ", " << paths.svg << " in " << format_fixed(seconds, 0) << " s\n";
   for (const ChildOutcome& failure : failures) print_failure(failure);
   return failures.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+int bench_command(int argc, char** argv) {
+  tools::CommandLine app(
+      "fornace-bench", kUsage,
+      "Runs each prompt with each KV cache, one child process per cache (so that its peak memory "
+      "is its own): per prompt, warm-up runs then recorded runs, greedy with a repeat penalty of "
+      "1.1 over the last 64 tokens, end-of-sequence ignored. Writes a runs CSV, a steps CSV, a "
+      "Markdown table and an SVG plot, and prints the tables.");
+  BenchPlan plan;
+  add_bench_flags(app, plan);
+  app.footer(
+      "`fornace-bench report RUNS.csv` prints the tables and rewrites the .md and .svg from the "
+      "runs CSV and its -steps.csv alone.");
+  return app.parse_and_run(argc, argv, [&] {
+    plan.kinds = split_list(plan.kv_cache);
+    plan.prompts = split_list(plan.prompt_list);
+    return run_bench(plan);
+  });
 }
 
 }  // namespace fornace::bench

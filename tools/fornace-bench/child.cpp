@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "common/cli.h"
 #include "core/dtype.h"
 #include "core/memory.h"
 #include "cpu/roofline.h"
@@ -105,19 +106,13 @@ void apply_test_fault(const TestFault& fault, const std::string& kind_name) {
   }
 }
 
-}  // namespace
-
-int run_child(tools::Args& args) {
-  std::string model_directory = args.take_string("--model", "");
-  std::string kind_name = args.take_string("--kv-cache", "");
-  std::vector<std::string> prompts = split_list(args.take_string("--prompts", ""), "--prompts");
-  int64_t runs = args.take_int("--runs", 3, 1, 1000);
-  int64_t warmup = args.take_int("--warmup", 1, 0, 1000);
-  int64_t max_new_tokens = args.take_int("--max-new-tokens", 128, 2, 1 << 20);
-  int64_t threads = args.take_int("--threads", 1, 1, 1024);
-  std::optional<std::string> dtype_text = args.take("--dtype");
-  int64_t parent_pid = args.take_int("--parent-pid", 0, 0, INT32_MAX);
-  args.finish();
+int run_child(const RunFlags& flags, int64_t parent_pid) {
+  const std::string& kind_name = flags.kv_cache;
+  const std::string& model_directory = flags.model_directory;
+  const std::vector<std::string> prompts = split_list(flags.prompt_list);
+  const int64_t runs = flags.runs;
+  const int64_t warmup = flags.warmup;
+  const int64_t max_new_tokens = flags.max_new_tokens;
 
   // Die with the parent, even when it is killed without a chance to stop us.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -125,8 +120,8 @@ int run_child(tools::Args& args) {
 
   KvCacheKind kind = parse_kv_cache_kind(kind_name);
   ModelOptions model_options;
-  if (dtype_text) model_options.dtype = parse_dtype(*dtype_text);
-  set_num_threads(static_cast<int>(threads));
+  if (!flags.dtype.empty()) model_options.dtype = parse_dtype(flags.dtype);
+  set_num_threads(static_cast<int>(flags.threads));
   TestFault fault = TestFault::from_environment();
 
   progress("loading ", model_directory);
@@ -226,6 +221,20 @@ int run_child(tools::Args& args) {
   }
   emit({{"event", "done"}});
   return 0;
+}
+
+}  // namespace
+
+int child_command(int argc, char** argv) {
+  tools::CommandLine app("fornace-bench --child", "usage: fornace-bench --child [options]",
+                         "Started by fornace-bench, once per KV cache: not for direct use.");
+  RunFlags flags;
+  int64_t parent_pid = 0;
+  add_run_flags(app, flags);
+  app.add_option("--parent-pid", parent_pid, "exit at once unless this is the parent's pid")
+      ->type_name("PID")
+      ->transform(tools::integer_in(0, INT32_MAX));
+  return app.parse_and_run(argc, argv, [&] { return run_child(flags, parent_pid); });
 }
 
 }  // namespace fornace::bench

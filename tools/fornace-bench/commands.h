@@ -1,19 +1,41 @@
 // The modes of fornace-bench: the bench itself (the parent), its hidden child mode, and report.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
-#include "common/args.h"
+namespace fornace::tools {
+class CommandLine;
+}
 
 namespace fornace::bench {
 
 // fornace-bench --model DIR --kv-cache a,b --prompts p1,p2 [...]: validates, measures the read
 // bandwidth, runs one child per KV cache and writes the CSVs, tables and plot.
-int run_bench(tools::Args& args);
+int bench_command(int argc, char** argv);
 // fornace-bench --child ...: loads the model once and runs every prompt with one KV cache,
-// reporting JSON lines on stdout and progress on stderr. Started by run_bench only.
-int run_child(tools::Args& args);
-// fornace-bench report CSV: the tables and the plot again, from the CSVs alone.
-int run_report(const std::string& runs_csv_path, tools::Args& args);
+// reporting JSON lines on stdout and progress on stderr. Started by bench_command only; argv[0]
+// is "--child".
+int child_command(int argc, char** argv);
+// fornace-bench report CSV: the tables and the plot again, from the CSVs alone; argv[0] is
+// "report".
+int report_command(int argc, char** argv);
+
+// The flags that the bench passes on to each child, defined once for both.
+struct RunFlags {
+  std::string model_directory;
+  std::string kv_cache;     // Comma-separated in the bench; one kind in a child.
+  std::string prompt_list;  // Comma-separated prompt files.
+  int64_t runs = 3;
+  int64_t warmup = 1;
+  int64_t max_new_tokens = 128;
+  int64_t threads = 1;
+  std::string dtype;  // Empty: as stored.
+};
+
+void add_run_flags(tools::CommandLine& app, RunFlags& flags);
+// The command-line arguments that give `flags` to a child, as `--name=value`.
+std::vector<std::string> run_flag_arguments(const RunFlags& flags);
 
 }  // namespace fornace::bench

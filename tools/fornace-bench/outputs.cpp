@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "common/cli.h"
 #include "core/error.h"
 #include "format.h"
 #include "io/files.h"
@@ -57,8 +58,10 @@ std::string report_title(const BenchData& data) {
          std::to_string(context.threads) + " threads, " + cpu_description(context);
 }
 
-int run_report(const std::string& runs_csv_path, tools::Args& args) {
-  args.finish();
+namespace {
+
+// The tables and the plot from the CSVs.
+int report(const std::string& runs_csv_path) {
   BenchData data = read_bench_data(runs_csv_path);
   OutputPaths paths = output_paths_for(runs_csv_path);
   write_bench_report_files(paths, data);
@@ -70,6 +73,17 @@ int run_report(const std::string& runs_csv_path, tools::Args& args) {
     std::cerr << " and " << paths.svg << "\n";
   }
   return 0;
+}
+
+}  // namespace
+
+int report_command(int argc, char** argv) {
+  tools::CommandLine app("fornace-bench report", "usage: fornace-bench report RUNS.csv",
+                         "Prints the tables and rewrites the .md and .svg from a runs CSV and its "
+                         "-steps.csv alone.");
+  std::string runs_csv_path;
+  app.add_option("RUNS.csv", runs_csv_path, "the runs CSV of a bench")->type_name("")->required();
+  return app.parse_and_run(argc, argv, [&] { return report(runs_csv_path); });
 }
 
 }  // namespace fornace::bench

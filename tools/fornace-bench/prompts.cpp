@@ -4,7 +4,6 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "common/args.h"
 #include "core/error.h"
 #include "io/files.h"
 
@@ -45,14 +44,14 @@ std::vector<uint32_t> parse_prompt_ids(const std::string& text, const std::strin
   return ids;
 }
 
-std::vector<std::string> split_list(const std::string& text, const std::string& flag) {
+std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> items;
   size_t start = 0;
   while (true) {
     size_t comma = text.find(',', start);
     std::string item =
         text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (item.empty()) throw tools::UsageError(flag + " has an empty item in '" + text + "'");
+    if (item.empty()) fail("an empty item in '", text, "'");
     items.push_back(item);
     if (comma == std::string::npos) break;
     start = comma + 1;

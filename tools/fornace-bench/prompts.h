@@ -18,7 +18,7 @@ std::string read_prompt_file(const std::string& path);
 // The ids of an ids file's text; throws Error naming `path` on anything that is not an id.
 std::vector<uint32_t> parse_prompt_ids(const std::string& text, const std::string& path);
 
-// Splits "a,b,c" into its items; an empty item throws UsageError naming `flag`.
-std::vector<std::string> split_list(const std::string& text, const std::string& flag);
+// Splits "a,b,c" into its items; an empty item throws Error.
+std::vector<std::string> split_list(const std::string& text);
 
 }  // namespace fornace::bench

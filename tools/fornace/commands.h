@@ -1,10 +1,24 @@
-// The subcommands of the fornace tool; each takes the arguments after its name.
+// The commands of the fornace tool; each parses the arguments after its name.
 #pragma once
+
+#include <string_view>
 
 namespace fornace::tools {
 
 int generate_command(int argc, char** argv);  // fornace --model DIR --prompt ... (the default)
 int synth_command(int argc, char** argv);     // fornace synth --preset NAME --out DIR
 int tokenize_command(int argc, char** argv);  // fornace tokenize --model DIR [--decode]
+
+// `fornace NAME ...` runs `run` with argv[0] == NAME; `fornace --help` lists the summaries.
+struct Subcommand {
+  std::string_view name;
+  std::string_view summary;
+  int (*run)(int argc, char** argv);
+};
+
+inline constexpr Subcommand kSubcommands[] = {
+    {"synth", "write a synthetic checkpoint (seeded random weights) from a preset", synth_command},
+    {"tokenize", "encode JSON strings to ids, or decode ids, one per line", tokenize_command},
+};
 
 }  // namespace fornace::tools

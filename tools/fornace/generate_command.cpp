@@ -1,18 +1,18 @@
 // `fornace --model DIR --prompt TEXT ...`: generate text, stream it, and summarise the cost.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <csignal>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-
 #include <nlohmann/json.hpp>
 
-#include "common/args.h"
+#include "common/cli.h"
 #include "core/memory.h"
 #include "cpu/thread_pool.h"
 #include "engine/generator.h"
@@ -26,39 +26,141 @@
 namespace fornace::tools {
 namespace {
 
-constexpr const char* kUsage = R"(usage: fornace --model DIR (--prompt TEXT | --prompt-file PATH | --prompt-ids 1,2,3) [options]
-       fornace synth --preset NAME --out DIR [--seed N] [--dtype bf16|f32]
-       fornace tokenize --model DIR [--decode]
+// Decode steps that the summary's mean ms covers at most.
+constexpr int64_t kMeanSteps = 64;
 
-Generates text from a Qwen2-family checkpoint (config.json, *.safetensors, tokenizer.json).
+constexpr const char* kUsage =
+    "usage: fornace --model DIR (--prompt TEXT | --prompt-file PATH | --prompt-ids 1,2,3) "
+    "[options]";
 
-  --model DIR              checkpoint directory (required)
-  --prompt TEXT            prompt text
-  --prompt-file PATH       prompt text read from a UTF-8 file
-  --prompt-ids 1,2,3       prompt as token ids (no tokenizer needed)
-  --chat                   wrap the prompt in the ChatML template of instruct models
-  --system TEXT            system message for --chat (default: none)
-  --max-new-tokens N       tokens to generate; 0 runs prefill only (default: 128)
-  --ignore-eos             keep generating past end-of-sequence ids
-  --kv-cache KIND          prealloc | cat | cat-contiguous (default: prealloc)
-  --dtype DTYPE            weights as bf16 | f32 | f16, converted at load (default: as stored)
-  --threads N              worker threads (default: available cores)
-  --temperature T          0 is greedy (default: 0)
-  --top-k K                keep the K most likely tokens; 0 is off (default: 0)
-  --top-p P                keep the smallest set with probability P; 1 is off (default: 1)
-  --min-p P                drop tokens below P times the top probability; 0 is off (default: 0)
-  --seed S                 sampling seed (default: 299792458)
-  --repeat-penalty P       HF/Candle repeat penalty; 1 is off (default: 1.1)
-  --repeat-last-n N        tokens the penalty looks back over (default: 64)
-  --max-context N          positions the KV cache holds (default: prompt + max-new-tokens)
-  --prefill-chunk N        the prompt runs in equal chunks of N to 2N-1 tokens; 0 is one
-                           pass (default: 512)
-  --trace                  report memory per phase, bytes copied per decode step, top ops
-  --json                   print the summary as one JSON object on the last line of stdout
-  --dump-logits PATH.npy   write the last-position logits of every forward pass (float32)
-  --quiet                  no generated text and no summary on stderr
-  --help                   this text
-)";
+// "1,2,3" as ids; throws Error on an item that is not an id.
+std::vector<uint32_t> parse_ids(const std::string& text) {
+  const CLI::Validator id = integer_in(0, UINT32_MAX);
+  std::vector<uint32_t> ids;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (std::string error = id(item); !error.empty()) fail(error);
+    ids.push_back(static_cast<uint32_t>(std::stoul(item)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return ids;
+}
+
+// The flags of a generation, holding their defaults until the command line is parsed.
+struct GenerateFlags {
+  std::string model_directory;
+  std::string prompt_text;
+  std::string prompt_file;
+  std::string prompt_ids;
+  bool chat = false;
+  std::string system;
+  int64_t max_new_tokens = 128;
+  bool ignore_eos = false;
+  std::string kv_cache = "prealloc";
+  std::string dtype;
+  int64_t threads = 0;
+  SamplerOptions sampling;
+  int64_t max_context = 0;
+  int64_t prefill_chunk = 512;
+  bool trace = false;
+  bool json = false;
+  std::string dump_logits;
+  bool quiet = false;
+};
+
+// The options a GenerateFlags was given; prompt_text and system can be given empty.
+struct GivenFlags {
+  CLI::Option* prompt_text;
+  CLI::Option* prompt_file;
+  CLI::Option* prompt_ids;
+  CLI::Option* system;
+  CLI::Option* dump_logits;
+};
+
+GivenFlags add_generate_flags(CommandLine& app, GenerateFlags& flags) {
+  GivenFlags given;
+  app.add_option("--model", flags.model_directory, "checkpoint directory")
+      ->type_name("DIR")
+      ->required();
+  given.prompt_text =
+      app.add_option("--prompt", flags.prompt_text, "prompt text")->type_name("TEXT");
+  given.prompt_file =
+      app.add_option("--prompt-file", flags.prompt_file, "prompt text read from a UTF-8 file")
+          ->type_name("PATH");
+  given.prompt_ids =
+      app.add_option("--prompt-ids", flags.prompt_ids, "prompt as token ids (no tokenizer needed)")
+          ->type_name("1,2,3")
+          ->check(parsed_by(parse_ids));
+  app.add_flag("--chat", flags.chat, "wrap the prompt in the ChatML template of instruct models");
+  given.system = app.add_option("--system", flags.system, "system message for --chat")
+                     ->type_name("TEXT")
+                     ->default_str("none");
+  app.add_option("--max-new-tokens", flags.max_new_tokens,
+                 "tokens to generate; 0 runs prefill only")
+      ->type_name("N")
+      ->transform(integer_in(0, 1 << 24));
+  app.add_flag("--ignore-eos", flags.ignore_eos, "keep generating past end-of-sequence ids");
+  app.add_option("--kv-cache", flags.kv_cache, "prealloc | cat | cat-contiguous")
+      ->type_name("KIND")
+      ->check(parsed_by(parse_kv_cache_kind));
+  add_dtype_flag(app, flags.dtype);
+  add_threads_flag(app, flags.threads);
+  SamplerOptions& sampling = flags.sampling;
+  app.add_option("--temperature", sampling.temperature, "0 is greedy")
+      ->type_name("T")
+      ->check(number_in(0, 1e6));
+  app.add_option("--top-k", sampling.top_k, "keep the K most likely tokens; 0 is off")
+      ->type_name("K")
+      ->transform(integer_in(0, INT32_MAX));
+  app.add_option("--top-p", sampling.top_p, "keep the smallest set with probability P; 1 is off")
+      ->type_name("P")
+      ->check(number_in(0, 1, RangeEnds::open_min));
+  app.add_option("--min-p", sampling.min_p,
+                 "drop tokens below P times the top probability; 0 is off")
+      ->type_name("P")
+      ->check(number_in(0, 1, RangeEnds::open_max));
+  app.add_option("--seed", sampling.seed, "sampling seed")
+      ->type_name("S")
+      ->transform(integer_in(0, INT64_MAX));
+  app.add_option("--repeat-penalty", sampling.repeat_penalty, "HF/Candle repeat penalty; 1 is off")
+      ->type_name("P")
+      ->check(number_in(1e-6, 1e6));
+  app.add_option("--repeat-last-n", sampling.repeat_last_n, "tokens the penalty looks back over")
+      ->type_name("N")
+      ->transform(integer_in(0, INT32_MAX));
+  app.add_option("--max-context", flags.max_context, "positions the KV cache holds")
+      ->type_name("N")
+      ->transform(integer_in(1, INT64_MAX / 4))
+      ->default_str("prompt + max-new-tokens");
+  app.add_option("--prefill-chunk", flags.prefill_chunk,
+                 "the prompt runs in equal chunks of N to 2N-1 tokens; 0 is one pass")
+      ->type_name("N")
+      ->transform(integer_in(0, INT64_MAX / 4));
+  app.add_flag("--trace", flags.trace,
+               "report memory per phase, bytes copied per decode step, top ops");
+  app.add_flag("--json", flags.json,
+               "print the summary as one JSON object on the last line of stdout");
+  given.dump_logits =
+      app.add_option("--dump-logits", flags.dump_logits,
+                     "write the last-position logits of every forward pass (float32)")
+          ->type_name("PATH.npy");
+  app.add_flag("--quiet", flags.quiet, "no generated text and no summary on stderr");
+  return given;
+}
+
+// The commands beside generation, for the help page.
+std::string subcommands_footer() {
+  std::string footer = "commands (see fornace COMMAND --help):";
+  for (const Subcommand& subcommand : kSubcommands) {
+    footer += concat("\n  ", subcommand.name, std::string(25 - subcommand.name.size(), ' '),
+                     subcommand.summary);
+  }
+  return footer;
+}
 
 // Raised when stdout is closed under us (e.g. `| head`): generation stops quietly.
 struct OutputClosed {};
@@ -69,20 +171,6 @@ void write_out(const std::string& text) {
     if (errno == EPIPE) throw OutputClosed{};
     fail("writing to stdout failed");
   }
-}
-
-std::vector<uint32_t> parse_ids(const std::string& text) {
-  std::vector<uint32_t> ids;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos
-                                                                      : comma - start);
-    ids.push_back(static_cast<uint32_t>(Args::parse_int("--prompt-ids", item, 0, UINT32_MAX)));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return ids;
 }
 
 int64_t available_memory_bytes() {
@@ -102,72 +190,47 @@ double ms_since(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-int generate(Args& args) {
-  const auto command_start = std::chrono::steady_clock::now();
-  if (args.take_flag("--help") || args.empty()) {
-    std::cout << kUsage;
-    return 0;
-  }
-  std::optional<std::string> model_directory = args.take("--model");
-  std::optional<std::string> prompt_text = args.take("--prompt");
-  std::optional<std::string> prompt_file = args.take("--prompt-file");
-  std::optional<std::string> prompt_ids = args.take("--prompt-ids");
-  bool chat = args.take_flag("--chat");
-  std::optional<std::string> system = args.take("--system");
-  int64_t max_new_tokens = args.take_int("--max-new-tokens", 128, 0, 1 << 24);
-  bool ignore_eos = args.take_flag("--ignore-eos");
-  std::string kind_name = args.take_string("--kv-cache", "prealloc");
-  std::optional<std::string> dtype_text = args.take("--dtype");
-  int64_t threads = args.take_int("--threads", available_cores(), 1, 1024);
-  SamplerOptions sampling;
-  sampling.temperature = args.take_double("--temperature", 0.0, 0.0, 1e6);
-  sampling.top_k = args.take_int("--top-k", 0, 0, INT32_MAX);
-  sampling.top_p = args.take_double("--top-p", 1.0, 1e-9, 1.0);
-  sampling.min_p = args.take_double("--min-p", 0.0, 0.0, 0.999999);
-  sampling.seed = static_cast<uint64_t>(args.take_int("--seed", 299792458, 0, INT64_MAX));
-  sampling.repeat_penalty = args.take_double("--repeat-penalty", 1.1, 1e-6, 1e6);
-  sampling.repeat_last_n = args.take_int("--repeat-last-n", 64, 0, INT32_MAX);
-  int64_t max_context_flag = args.take_int("--max-context", 0, 1, INT64_MAX / 4);
-  int64_t prefill_chunk = args.take_int("--prefill-chunk", 512, 0, INT64_MAX / 4);
-  bool trace = args.take_flag("--trace");
-  bool json = args.take_flag("--json");
-  std::optional<std::string> dump_logits = args.take("--dump-logits");
-  bool quiet = args.take_flag("--quiet");
-  args.finish();
+int generate(const GenerateFlags& flags, const GivenFlags& given,
+             std::chrono::steady_clock::time_point command_start) {
+  const std::string& model_directory = flags.model_directory;
+  std::optional<std::string> prompt_text, prompt_file, prompt_ids, system, dump_logits;
+  if (*given.prompt_text) prompt_text = flags.prompt_text;
+  if (*given.prompt_file) prompt_file = flags.prompt_file;
+  if (*given.prompt_ids) prompt_ids = flags.prompt_ids;
+  if (*given.system) system = flags.system;
+  if (*given.dump_logits) dump_logits = flags.dump_logits;
+  const bool chat = flags.chat;
+  const int64_t max_new_tokens = flags.max_new_tokens;
+  const int64_t threads = flags.threads;
+  const bool quiet = flags.quiet;
 
-  if (!model_directory) throw UsageError("--model DIR is required");
   int prompt_sources = !!prompt_text + !!prompt_file + !!prompt_ids;
-  if (prompt_sources == 0) throw UsageError("one of --prompt, --prompt-file or --prompt-ids is required");
-  if (prompt_sources > 1) throw UsageError("give only one of --prompt, --prompt-file and --prompt-ids");
+  if (prompt_sources == 0)
+    throw UsageError("one of --prompt, --prompt-file or --prompt-ids is required");
+  if (prompt_sources > 1)
+    throw UsageError("give only one of --prompt, --prompt-file and --prompt-ids");
   if (system && !chat) throw UsageError("--system needs --chat");
   if (chat && prompt_ids) throw UsageError("--chat needs a text prompt, not --prompt-ids");
-  KvCacheKind kind;
+  KvCacheKind kind = parse_kv_cache_kind(flags.kv_cache);
   ModelOptions model_options;
-  try {
-    kind = parse_kv_cache_kind(kind_name);
-    if (dtype_text) {
-      model_options.dtype = parse_dtype(*dtype_text);
-      if (!is_float(*model_options.dtype)) fail("--dtype must be bf16, f32 or f16");
-    }
-  } catch (const Error& error) {
-    throw UsageError(error.what());
-  }
+  if (!flags.dtype.empty()) model_options.dtype = parse_dtype(flags.dtype);
   if (prompt_text && prompt_text->empty()) throw UsageError("the prompt is empty");
   set_num_threads(static_cast<int>(threads));
 
   namespace fs = std::filesystem;
-  if (!fs::is_directory(*model_directory)) {
-    fail("model directory ", *model_directory, (fs::exists(*model_directory) ? " is not a directory" : " does not exist"));
+  if (!fs::is_directory(model_directory)) {
+    fail("model directory ", model_directory,
+         (fs::exists(model_directory) ? " is not a directory" : " does not exist"));
   }
 
   std::optional<Tokenizer> tokenizer;
   std::unique_ptr<Model> model;
   {
     memory::PhaseScope phase(Phase::load);
-    if (!prompt_ids || fs::exists(fs::path(*model_directory) / "tokenizer.json")) {
-      tokenizer.emplace(Tokenizer::load(*model_directory));
+    if (!prompt_ids || fs::exists(fs::path(model_directory) / "tokenizer.json")) {
+      tokenizer.emplace(Tokenizer::load(model_directory));
     }
-    model = load_model(*model_directory, model_options);
+    model = load_model(model_directory, model_options);
   }
   const double load_ms = ms_since(command_start);
   const ModelConfig& config = model->config();
@@ -199,9 +262,9 @@ int generate(Args& args) {
   }
 
   int64_t needed = static_cast<int64_t>(prompt.size()) + max_new_tokens;
-  int64_t max_context = max_context_flag ? max_context_flag : needed;
-  int64_t cache_bytes = KvCacheSet::prealloc_bytes(config.num_hidden_layers,
-                                                   model->kv_cache_shape(max_context));
+  int64_t max_context = flags.max_context ? flags.max_context : needed;
+  int64_t cache_bytes =
+      KvCacheSet::prealloc_bytes(config.num_hidden_layers, model->kv_cache_shape(max_context));
   int64_t available = available_memory_bytes();
   if (available > 0 && cache_bytes > available) {
     fail("--max-context ", max_context, " needs a KV cache of ", cache_bytes,
@@ -218,15 +281,15 @@ int generate(Args& args) {
 
   GenerationOptions options;
   options.max_new_tokens = max_new_tokens;
-  options.ignore_eos = ignore_eos;
+  options.ignore_eos = flags.ignore_eos;
   options.eos_ids = config.eos_token_ids;
   if (options.eos_ids.empty() && tokenizer && tokenizer->eos_token_id()) {
     options.eos_ids.push_back(*tokenizer->eos_token_id());
   }
   options.keep_logits = dump_logits.has_value();
-  options.prefill_chunk = prefill_chunk;
+  options.prefill_chunk = flags.prefill_chunk;
 
-  Generator generator(*model, kind, max_context, sampling);
+  Generator generator(*model, kind, max_context, flags.sampling);
   std::optional<IncrementalDecoder> decoder;
   if (tokenizer) decoder.emplace(*tokenizer, true);
   bool stream = !quiet;
@@ -249,27 +312,32 @@ int generate(Args& args) {
   if (dump_logits) {
     std::vector<float> rows;
     for (const auto& row : result.logits) rows.insert(rows.end(), row.begin(), row.end());
-    write_npy(*dump_logits, rows,
-              {static_cast<int64_t>(result.logits.size()), config.vocab_size});
+    write_npy(*dump_logits, rows, {static_cast<int64_t>(result.logits.size()), config.vocab_size});
   }
   double peak_rss_mib = static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0);
+  // The mean covers the last 64 decode steps, or all of them when fewer ran.
+  const size_t mean_steps = std::min(result.steps.size(), static_cast<size_t>(kMeanSteps));
+  char mean_text[96] = "no decode steps";
+  if (mean_steps > 0) {
+    std::snprintf(mean_text, sizeof(mean_text), "mean %.2f ms over the last %zu step%s",
+                  result.mean_step_ms_last(kMeanSteps), mean_steps, mean_steps == 1 ? "" : "s");
+  }
   if (!quiet) {
     std::fprintf(stderr,
                  "load: %.1f ms (tokenizer and model); first token after %.1f ms\n"
                  "prompt: %zu tokens, prefill %.1f ms (%.1f tok/s)\n"
-                 "decode: %zu tokens, %.2f tok/s, mean %.2f ms over the last 64 steps\n"
+                 "decode: %zu tokens, %.2f tok/s, %s\n"
                  "peak memory: %.1f MiB (process high-water mark)\n",
                  load_ms, first_token_ms, prompt.size(), result.prefill_ms,
-                 result.prefill_tokens_per_second(),
-                 result.generated.size(), result.decode_tokens_per_second(),
-                 result.mean_step_ms_last(64), peak_rss_mib);
+                 result.prefill_tokens_per_second(), result.generated.size(),
+                 result.decode_tokens_per_second(), mean_text, peak_rss_mib);
   }
-  if (trace) std::cerr << format_trace(result);
-  if (json) {
+  if (flags.trace) std::cerr << format_trace(result);
+  if (flags.json) {
     std::vector<double> step_ms;
     for (const DecodeStep& step : result.steps) step_ms.push_back(step.ms);
     nlohmann::json summary = {
-        {"model", *model_directory},
+        {"model", model_directory},
         {"dtype", dtype_name(model->weight_dtype())},
         {"kv_cache", kv_cache_kind_name(kind)},
         {"threads", threads},
@@ -279,12 +347,13 @@ int generate(Args& args) {
         {"prefill_tok_s", result.prefill_tokens_per_second()},
         {"decode_tok_s", result.decode_tokens_per_second()},
         {"decode_step_ms", step_ms},
-        {"mean_ms_last64", result.mean_step_ms_last(64)},
+        {"mean_ms_last64", result.mean_step_ms_last(kMeanSteps)},
+        {"mean_steps", mean_steps},
         {"peak_rss_mib", peak_rss_mib},
         {"load_ms", load_ms},
         {"first_token_ms", first_token_ms},
     };
-    if (trace) summary["trace"] = trace_to_json(result);
+    if (flags.trace) summary["trace"] = trace_to_json(result);
     try {
       write_out(summary.dump() + "\n");
     } catch (const OutputClosed&) {
@@ -297,11 +366,15 @@ int generate(Args& args) {
 }  // namespace
 
 int generate_command(int argc, char** argv) {
+  const auto command_start = std::chrono::steady_clock::now();
   std::signal(SIGPIPE, SIG_IGN);
-  return run_command([&] {
-    Args args(argc, argv, 1);
-    return generate(args);
-  });
+  CommandLine app("fornace", kUsage,
+                  "Generates text from a Qwen2-family checkpoint (config.json, *.safetensors, "
+                  "tokenizer.json).");
+  GenerateFlags flags;
+  GivenFlags given = add_generate_flags(app, flags);
+  app.footer(subcommands_footer());
+  return app.parse_and_run(argc, argv, [&] { return generate(flags, given, command_start); });
 }
 
 }  // namespace fornace::tools

@@ -1,56 +1,41 @@
 // The `synth` command: writes a synthetic Qwen2 checkpoint from a preset.
 #include <cstdio>
-#include <iostream>
 
-#include "common/args.h"
+#include "common/cli.h"
 #include "fornace/commands.h"
 #include "models/synthetic.h"
 
 namespace fornace::tools {
 
-namespace {
-
-const char kUsage[] =
-    "usage: fornace synth --preset NAME --out DIR [--seed N] [--dtype bf16|f16|f32] "
-    "[--tokenizer-dir DIR]";
-
-}  // namespace
-
 int synth_command(int argc, char** argv) {
-  return run_command([&]() -> int {
-    Args args(argc, argv);
-    if (args.take_flag("--help")) {
-      std::cout << kUsage << "\n";
-      return 0;
-    }
-    SyntheticOptions options;
-    std::optional<std::string> preset = args.take("--preset");
-    std::optional<std::string> out = args.take("--out");
-    options.seed = static_cast<uint64_t>(args.take_int("--seed", 0, 0, INT64_MAX));
-    std::string dtype_text = args.take_string("--dtype", "bf16");
-    options.tokenizer_directory = args.take_string("--tokenizer-dir", "models");
-    args.finish();
-    if (!preset) throw UsageError(std::string("--preset is required; ") + kUsage);
-    if (!out || out->empty()) throw UsageError(std::string("--out is required; ") + kUsage);
-    bool known = false;
-    std::string names;
-    for (const std::string& name : synthetic_preset_names()) {
-      known = known || name == *preset;
-      names += (names.empty() ? "" : ", ") + name;
-    }
-    if (!known) throw UsageError("unknown preset '" + *preset + "' (known presets: " + names + ")");
-    if (dtype_text == "bf16") {
-      options.dtype = DType::bf16;
-    } else if (dtype_text == "f16") {
-      options.dtype = DType::f16;
-    } else if (dtype_text == "f32") {
-      options.dtype = DType::f32;
-    } else {
-      throw UsageError("--dtype expects bf16, f16 or f32, got '" + dtype_text + "'");
-    }
-    options.preset = *preset;
-    options.out_directory = *out;
-
+  CommandLine app("fornace synth", "usage: fornace synth --preset NAME --out DIR [options]",
+                  "Writes a checkpoint with the shapes of a preset and seeded random weights, "
+                  "with the tokenizer files copied beside it.");
+  SyntheticOptions options;
+  std::string dtype_text = "bf16";
+  std::string presets;
+  for (const std::string& name : synthetic_preset_names()) {
+    presets += (presets.empty() ? "" : " | ") + name;
+  }
+  app.add_option("--preset", options.preset, presets)
+      ->type_name("NAME")
+      ->required()
+      ->check(parsed_by(synthetic_preset));
+  app.add_option("--out", options.out_directory, "directory to write")
+      ->type_name("DIR")
+      ->required();
+  app.add_option("--seed", options.seed, "seed of the random weights")
+      ->type_name("N")
+      ->transform(integer_in(0, INT64_MAX));
+  app.add_option("--dtype", dtype_text, "weights as bf16 | f16 | f32")
+      ->type_name("DTYPE")
+      ->check(float_dtype());
+  app.add_option("--tokenizer-dir", options.tokenizer_directory,
+                 "directory whose tokenizer.json and tokenizer_config.json are copied")
+      ->type_name("DIR");
+  return app.parse_and_run(argc, argv, [&] {
+    if (options.out_directory.empty()) throw UsageError("--out is empty");
+    options.dtype = parse_dtype(dtype_text);
     SyntheticSummary summary = write_synthetic_model(options);
     std::printf(
         "synth: wrote %s (preset %s, %s, seed %llu): %.1fM parameters, %.1f MB of "

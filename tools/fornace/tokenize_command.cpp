@@ -5,20 +5,13 @@
 #include <string>
 #include <vector>
 
-#include "common/args.h"
+#include "common/cli.h"
 #include "fornace/commands.h"
 #include "text/tokenizer.h"
 
 namespace fornace::tools {
 
 namespace {
-
-const char kUsage[] =
-    "usage: fornace tokenize --model DIR [--decode] [--no-special] [--skip-special]\n"
-    "  reads one JSON string per line on stdin and writes one JSON array of ids per line;\n"
-    "  --decode reads JSON arrays of ids and writes JSON strings.\n"
-    "  --no-special: special tokens in the text are encoded as plain text.\n"
-    "  --skip-special: --decode leaves special tokens out.";
 
 nlohmann::json parse_line(const std::string& line, size_t line_number) {
   nlohmann::json value = nlohmann::json::parse(line, nullptr, false);
@@ -59,22 +52,22 @@ void decode_line(const Tokenizer& tokenizer, const std::string& line, size_t lin
 }  // namespace
 
 int tokenize_command(int argc, char** argv) {
-  return run_command([&]() -> int {
-    Args args(argc, argv);
-    if (args.take_flag("--help")) {
-      std::cout << kUsage << "\n";
-      return 0;
-    }
-    std::optional<std::string> model = args.take("--model");
-    bool decode = args.take_flag("--decode");
-    bool no_special = args.take_flag("--no-special");
-    bool skip_special = args.take_flag("--skip-special");
-    args.finish();
-    if (!model || model->empty())
-      throw UsageError("--model DIR is required (see fornace tokenize --help)");
+  CommandLine app("fornace tokenize", "usage: fornace tokenize --model DIR [options]",
+                  "Reads one JSON string per line on stdin and writes one JSON array of ids per "
+                  "line; with --decode, reads JSON arrays of ids and writes JSON strings.");
+  std::string model;
+  bool decode = false;
+  bool no_special = false;
+  bool skip_special = false;
+  app.add_option("--model", model, "directory of tokenizer.json")->type_name("DIR")->required();
+  app.add_flag("--decode", decode, "ids in, text out");
+  app.add_flag("--no-special", no_special, "special tokens in the text are encoded as plain text");
+  app.add_flag("--skip-special", skip_special, "--decode leaves special tokens out");
+  return app.parse_and_run(argc, argv, [&] {
+    if (model.empty()) throw UsageError("--model is empty");
     if (decode && no_special) throw UsageError("--no-special applies to encoding, not --decode");
     if (!decode && skip_special) throw UsageError("--skip-special applies to --decode only");
-    Tokenizer tokenizer = Tokenizer::load(*model);
+    Tokenizer tokenizer = Tokenizer::load(model);
     std::string line;
     for (size_t line_number = 1; std::getline(std::cin, line); ++line_number) {
       if (!line.empty() && line.back() == '\r') line.pop_back();
