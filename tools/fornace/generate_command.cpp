@@ -53,11 +53,11 @@ std::vector<uint32_t> parse_ids(const std::string& text) {
 // The flags of a generation, holding their defaults until the command line is parsed.
 struct GenerateFlags {
   std::string model_directory;
-  std::string prompt_text;
-  std::string prompt_file;
-  std::string prompt_ids;
+  std::optional<std::string> prompt_text;
+  std::optional<std::string> prompt_file;
+  std::optional<std::string> prompt_ids;
   bool chat = false;
-  std::string system;
+  std::optional<std::string> system;
   int64_t max_new_tokens = 128;
   bool ignore_eos = false;
   std::string kv_cache = "prealloc";
@@ -68,37 +68,24 @@ struct GenerateFlags {
   int64_t prefill_chunk = 512;
   bool trace = false;
   bool json = false;
-  std::string dump_logits;
+  std::optional<std::string> dump_logits;
   bool quiet = false;
 };
 
-// The options a GenerateFlags was given; prompt_text and system can be given empty.
-struct GivenFlags {
-  CLI::Option* prompt_text;
-  CLI::Option* prompt_file;
-  CLI::Option* prompt_ids;
-  CLI::Option* system;
-  CLI::Option* dump_logits;
-};
-
-GivenFlags add_generate_flags(CommandLine& app, GenerateFlags& flags) {
-  GivenFlags given;
+void add_generate_flags(CommandLine& app, GenerateFlags& flags) {
   app.add_option("--model", flags.model_directory, "checkpoint directory")
       ->type_name("DIR")
       ->required();
-  given.prompt_text =
-      app.add_option("--prompt", flags.prompt_text, "prompt text")->type_name("TEXT");
-  given.prompt_file =
-      app.add_option("--prompt-file", flags.prompt_file, "prompt text read from a UTF-8 file")
-          ->type_name("PATH");
-  given.prompt_ids =
-      app.add_option("--prompt-ids", flags.prompt_ids, "prompt as token ids (no tokenizer needed)")
-          ->type_name("1,2,3")
-          ->check(parsed_by(parse_ids));
+  app.add_option("--prompt", flags.prompt_text, "prompt text")->type_name("TEXT");
+  app.add_option("--prompt-file", flags.prompt_file, "prompt text read from a UTF-8 file")
+      ->type_name("PATH");
+  app.add_option("--prompt-ids", flags.prompt_ids, "prompt as token ids (no tokenizer needed)")
+      ->type_name("1,2,3")
+      ->check(parsed_by(parse_ids));
   app.add_flag("--chat", flags.chat, "wrap the prompt in the ChatML template of instruct models");
-  given.system = app.add_option("--system", flags.system, "system message for --chat")
-                     ->type_name("TEXT")
-                     ->default_str("none");
+  app.add_option("--system", flags.system, "system message for --chat")
+      ->type_name("TEXT")
+      ->default_str("none");
   app.add_option("--max-new-tokens", flags.max_new_tokens,
                  "tokens to generate; 0 runs prefill only")
       ->type_name("N")
@@ -144,12 +131,11 @@ GivenFlags add_generate_flags(CommandLine& app, GenerateFlags& flags) {
                "report memory per phase, bytes copied per decode step, top ops");
   app.add_flag("--json", flags.json,
                "print the summary as one JSON object on the last line of stdout");
-  given.dump_logits =
-      app.add_option("--dump-logits", flags.dump_logits,
-                     "write the last-position logits of every forward pass (float32)")
-          ->type_name("PATH.npy");
+
+  app.add_option("--dump-logits", flags.dump_logits,
+                 "write the last-position logits of every forward pass (float32)")
+      ->type_name("PATH.npy");
   app.add_flag("--quiet", flags.quiet, "no generated text and no summary on stderr");
-  return given;
 }
 
 // The commands beside generation, for the help page.
@@ -190,15 +176,13 @@ double ms_since(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-int generate(const GenerateFlags& flags, const GivenFlags& given,
-             std::chrono::steady_clock::time_point command_start) {
+int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point command_start) {
   const std::string& model_directory = flags.model_directory;
-  std::optional<std::string> prompt_text, prompt_file, prompt_ids, system, dump_logits;
-  if (*given.prompt_text) prompt_text = flags.prompt_text;
-  if (*given.prompt_file) prompt_file = flags.prompt_file;
-  if (*given.prompt_ids) prompt_ids = flags.prompt_ids;
-  if (*given.system) system = flags.system;
-  if (*given.dump_logits) dump_logits = flags.dump_logits;
+  const std::optional<std::string>& prompt_text = flags.prompt_text;
+  const std::optional<std::string>& prompt_file = flags.prompt_file;
+  const std::optional<std::string>& prompt_ids = flags.prompt_ids;
+  const std::optional<std::string>& system = flags.system;
+  const std::optional<std::string>& dump_logits = flags.dump_logits;
   const bool chat = flags.chat;
   const int64_t max_new_tokens = flags.max_new_tokens;
   const int64_t threads = flags.threads;
@@ -372,9 +356,9 @@ int generate_command(int argc, char** argv) {
                   "Generates text from a Qwen2-family checkpoint (config.json, *.safetensors, "
                   "tokenizer.json).");
   GenerateFlags flags;
-  GivenFlags given = add_generate_flags(app, flags);
+  add_generate_flags(app, flags);
   app.footer(subcommands_footer());
-  return app.parse_and_run(argc, argv, [&] { return generate(flags, given, command_start); });
+  return app.parse_and_run(argc, argv, [&] { return generate(flags, command_start); });
 }
 
 }  // namespace fornace::tools
