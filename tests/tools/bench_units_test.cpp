@@ -303,6 +303,15 @@ TEST(BenchSummary, GroupsByPromptThenCacheInTheOrderTheyFirstAppear) {
   EXPECT_EQ(prompts[1].prompt, "short.txt");
 }
 
+TEST(BenchSummary, MeanColumnSaysHowManyStepsItCovers) {
+  BenchData data;
+  data.context = sample_context();
+  data.runs = {sample_run("cat", "short.txt", 1, 41.8, 24.14, 3373)};
+  data.runs[0].decode_steps = 20;
+  std::string tables = format_tables(data);
+  EXPECT_EQ(row_cells(line_with(tables, "KV cache"))[3], "Mean ms, last 20 steps") << tables;
+}
+
 TEST(BenchSummary, TableHasTheFindingsColumnsThenTheRoofline) {
   BenchData data;
   data.context = sample_context();

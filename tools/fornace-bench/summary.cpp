@@ -152,10 +152,13 @@ std::string format_tables(const BenchData& data) {
                                          : std::string("n/a"),
            percent(cache.percent_of_peak)});
     }
-    text += markdown_table({"KV cache", "Decode tok/s (runs)", "Mean", "Mean ms, last 64 steps",
-                            "Peak memory", "MB read/token", "GB/s", "Read GB/s", "% of read",
-                            "Prefill tok/s", "Prefill GFLOP/s", "% of BF16 peak"},
-                           rows);
+    // The child's mean covers the last 64 decode steps, or all of them when fewer ran.
+    const int64_t mean_steps = std::min<int64_t>(prompt.new_tokens - 1, 64);
+    const std::string mean_header = "Mean ms, last " + std::to_string(mean_steps) + " steps";
+    text += markdown_table(
+        {"KV cache", "Decode tok/s (runs)", "Mean", mean_header, "Peak memory", "MB read/token",
+         "GB/s", "Read GB/s", "% of read", "Prefill tok/s", "Prefill GFLOP/s", "% of BF16 peak"},
+        rows);
     text += "\n";
   }
   if (data.runs.empty()) text += "(no recorded runs)\n\n";
