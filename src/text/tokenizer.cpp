@@ -1,5 +1,5 @@
-// Tokenizer: loading, the encode pipeline (added tokens, NFC, split, BPE), decoding, ChatML and
-// the incremental decoder.
+// Tokenizer: loading, the encode pipeline (added tokens, NFC, split, BPE), decoding, the chat
+// template (the checkpoint's own, or ChatML) and the incremental decoder.
 #include "text/tokenizer.h"
 
 #include <filesystem>
@@ -7,12 +7,15 @@
 #include "core/error.h"
 #include "io/files.h"
 #include "text/byte_level.h"
+#include "text/chat_template.h"
 #include "text/tokenizer_state.h"
 #include "text/utf8.h"
 
 namespace fornace {
 
-struct Tokenizer::Impl : text::TokenizerState {};
+struct Tokenizer::Impl : text::TokenizerState {
+  text::ChatTemplateConfig chat;
+};
 
 namespace {
 
@@ -95,7 +98,9 @@ Tokenizer Tokenizer::load(const std::string& directory) {
   Tokenizer tokenizer = from_json(read_file(path), path);
   std::string config_path = directory + "/tokenizer_config.json";
   if (std::filesystem::exists(config_path)) {
-    text::parse_tokenizer_config(read_file(config_path), config_path, *tokenizer.impl_);
+    std::string config = read_file(config_path);
+    text::parse_tokenizer_config(config, config_path, *tokenizer.impl_);
+    tokenizer.impl_->chat = text::read_chat_template_config(config, config_path);
   }
   return tokenizer;
 }
@@ -154,18 +159,36 @@ bool Tokenizer::is_special(uint32_t id) const {
 std::optional<uint32_t> Tokenizer::eos_token_id() const { return impl_->eos_token_id; }
 
 std::string Tokenizer::apply_chat_template(const std::vector<ChatMessage>& messages,
-                                           bool add_generation_prompt) const {
-  for (const char* marker : {"<|im_start|>", "<|im_end|>"}) {
-    if (!token_to_id(marker)) {
-      fail("chat template: ", impl_->source_name, " has no ", marker,
-           " token (not a ChatML model)");
-    }
-  }
-  std::string prompt;
+                                           bool add_generation_prompt,
+                                           std::optional<bool> enable_thinking) const {
   for (const ChatMessage& message : messages) {
     if (message.role != "system" && message.role != "user" && message.role != "assistant") {
       fail("chat template: unknown role '", message.role, "' (expected system, user or assistant)");
     }
+  }
+  if (impl_->chat.chat_template) {
+    using text::TemplateValue;
+    TemplateValue::List turns;
+    for (const ChatMessage& message : messages) {
+      turns.push_back(TemplateValue::dict({{"role", TemplateValue::string(message.role)},
+                                           {"content", TemplateValue::string(message.content)}}));
+    }
+    TemplateValue::Dict variables = text::chat_template_variables(
+        impl_->chat, TemplateValue::list(std::move(turns)), add_generation_prompt);
+    if (enable_thinking) {
+      variables.emplace_back("enable_thinking", TemplateValue::boolean(*enable_thinking));
+    }
+    return text::ChatTemplate(*impl_->chat.chat_template).render(variables);
+  }
+  for (const char* marker : {"<|im_start|>", "<|im_end|>"}) {
+    if (!token_to_id(marker)) {
+      fail("chat template: ", impl_->source_name,
+           " has no chat_template (tokenizer_config.json) and no ", marker,
+           " token for ChatML; pass the prompt text as the model expects it with --prompt instead");
+    }
+  }
+  std::string prompt;
+  for (const ChatMessage& message : messages) {
     prompt += "<|im_start|>" + message.role + "\n" + message.content + "<|im_end|>\n";
   }
   if (add_generation_prompt) prompt += "<|im_start|>assistant\n";

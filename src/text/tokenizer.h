@@ -1,5 +1,5 @@
 // Byte-level BPE tokenizer read from a Hugging Face tokenizer.json, with added tokens, NFC,
-// the file's split regex (PCRE2), an incremental decoder and the ChatML template.
+// the file's split regex (PCRE2), an incremental decoder and the checkpoint's chat template.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +18,8 @@ struct ChatMessage {
 
 class Tokenizer {
  public:
-  // Reads <directory>/tokenizer.json and, when present, <directory>/tokenizer_config.json.
+  // Reads <directory>/tokenizer.json and, when present, <directory>/tokenizer_config.json (eos
+  // token, chat_template, bos_token).
   static Tokenizer load(const std::string& directory);
   // Parses tokenizer.json text; errors name `source_name` and the offending field.
   static Tokenizer from_json(std::string_view json, const std::string& source_name);
@@ -42,10 +43,14 @@ class Tokenizer {
   // The eos token named by tokenizer_config.json, when there is one.
   std::optional<uint32_t> eos_token_id() const;
 
-  // ChatML (Qwen instruct models): "<|im_start|>role\ncontent<|im_end|>\n" per message, plus
-  // "<|im_start|>assistant\n" when `add_generation_prompt` is set.
+  // The prompt text for `messages`: tokenizer_config.json's chat_template rendered as transformers
+  // renders it (`enable_thinking`, when given, is passed to the template as Qwen3's is). Without
+  // a template, ChatML ("<|im_start|>role\ncontent<|im_end|>\n" per message, plus
+  // "<|im_start|>assistant\n" when `add_generation_prompt` is set) when the vocabulary has its
+  // tokens; otherwise an Error that names --prompt.
   std::string apply_chat_template(const std::vector<ChatMessage>& messages,
-                                  bool add_generation_prompt) const;
+                                  bool add_generation_prompt,
+                                  std::optional<bool> enable_thinking = std::nullopt) const;
 
  private:
   struct Impl;

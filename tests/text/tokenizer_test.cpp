@@ -376,13 +376,15 @@ TEST(IncrementalDecoder, SkipsSpecialTokensWhenAsked) {
   EXPECT_EQ(decoder.push(261), "<note>");
 }
 
+// models/ holds Qwen3's tokenizer_config.json: its template writes ChatML turns, and an assistant
+// turn after the last user turn gets an (empty) think block.
 TEST(ChatTemplate, WritesChatMlTurnsAndTheGenerationPrompt) {
   const Tokenizer& tokenizer = testing::qwen_tokenizer();
   std::vector<ChatMessage> messages{
       {"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello."}};
   EXPECT_EQ(tokenizer.apply_chat_template(messages, false),
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
-            "<|im_start|>assistant\nHello.<|im_end|>\n");
+            "<|im_start|>assistant\n<think>\n\n</think>\n\nHello.<|im_end|>\n");
   EXPECT_EQ(tokenizer.apply_chat_template({{"user", "Hi"}}, true),
             "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
   // Hugging Face ids of "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n".

@@ -1,0 +1,389 @@
+// The chat-template interpreter: byte-for-byte equality with Jinja2 (tests/reference/
+// render_chat_template.py) on each family's real template, hand-reasoned small templates, errors
+// and hostile templates.
+#include "text/chat_template.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/run_fornace.h"
+#include "core/error.h"
+#include "text/tokenizer.h"
+#include "tokenizer_fixture.h"
+
+namespace fornace {
+namespace {
+
+using text::ChatTemplate;
+using text::ChatTemplateConfig;
+using text::ChatTemplateLimits;
+using text::TemplateValue;
+using Json = nlohmann::json;
+
+// Renders `source` with the globals given as a JSON object.
+std::string render(const std::string& source, const std::string& variables_json = "{}",
+                   const ChatTemplateLimits& limits = ChatTemplateLimits()) {
+  return ChatTemplate(source).render(TemplateValue::from_json(variables_json).as_dict(), limits);
+}
+
+// The message of the Error that parsing or rendering `source` throws, or "" when none.
+std::string render_error(const std::string& source, const std::string& variables_json = "{}",
+                         const ChatTemplateLimits& limits = ChatTemplateLimits()) {
+  try {
+    render(source, variables_json, limits);
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// One conversation to render: the messages (JSON), the generation prompt, extra globals (JSON).
+struct ChatCase {
+  std::string name;
+  std::string messages;
+  bool add_generation_prompt;
+  std::string variables = "{}";
+};
+
+// System, multi-turn and generation-prompt cases, and content that tests the bytes.
+const std::vector<ChatCase>& chat_cases() {
+  static const std::vector<ChatCase> cases = {
+      {"system_user_prompt",
+       R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}])", true},
+      {"system_user_no_prompt",
+       R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}])", false},
+      {"user_only_prompt", R"([{"role": "user", "content": "Why is the sky blue?"}])", true},
+      {"user_only_no_prompt", R"([{"role": "user", "content": "Why is the sky blue?"}])", false},
+      {"multi_turn_prompt",
+       R"([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello! How can I help?"},
+           {"role": "user", "content": "Tell me a joke."}])",
+       true},
+      {"system_multi_turn_prompt",
+       R"([{"role": "system", "content": "You are terse."}, {"role": "user", "content": "2+2?"},
+           {"role": "assistant", "content": "4"}, {"role": "user", "content": "3+3?"}])",
+       true},
+      {"ends_with_assistant",
+       R"([{"role": "system", "content": "S"}, {"role": "user", "content": "U"},
+           {"role": "assistant", "content": "A"}])",
+       false},
+      {"unicode_newlines_spaces",
+       R"([{"role": "system", "content": "  Réponds en français.\n\tMerci  "},
+           {"role": "user", "content": "\u00a0 你好，世界 👋🏽\ne\u0301 \"quotes\" 'single' back\\slash {{ x }} {% if %}\n\n"},
+           {"role": "assistant", "content": " \u3000答え\u3000 \r\n"},
+           {"role": "user", "content": "trailing\n"}])",
+       true},
+      {"empty_content", R"([{"role": "user", "content": ""}])", true},
+      {"system_only", R"([{"role": "system", "content": "Only a system prompt."}])", true},
+      {"think_in_earlier_turn",
+       R"([{"role": "user", "content": "Q1"},
+           {"role": "assistant", "content": "<think>\nI reason.\n</think>\n\nThe answer."},
+           {"role": "user", "content": "Q2"}])",
+       true},
+      {"think_in_last_turn",
+       R"([{"role": "user", "content": "Q1"},
+           {"role": "assistant", "content": "<think>\nStep one.\nStep two.\n</think>\n\nDone."}])",
+       false},
+      {"thinking_disabled", R"([{"role": "user", "content": "Quick one."}])", true,
+       R"({"enable_thinking": false})"},
+      {"thinking_enabled", R"([{"role": "user", "content": "Slow one."}])", true,
+       R"({"enable_thinking": true})"},
+      {"roles_do_not_alternate",
+       R"([{"role": "user", "content": "one"}, {"role": "user", "content": "two"}])", true},
+  };
+  return cases;
+}
+
+// Jinja2's rendering of each case: the text, or the error message prefixed with "error: ".
+std::vector<std::string> jinja_renderings(const std::string& template_path,
+                                          const std::vector<ChatCase>& cases) {
+  Json request = Json::array();
+  for (const ChatCase& chat_case : cases) {
+    request.push_back({{"messages", Json::parse(chat_case.messages)},
+                       {"add_generation_prompt", chat_case.add_generation_prompt},
+                       {"variables", Json::parse(chat_case.variables)}});
+  }
+  std::string cases_path =
+      std::string(FORNACE_BINARY_DIR) + "/chat-cases-" + std::to_string(::getpid()) + ".json";
+  std::ofstream(cases_path, std::ios::binary) << request.dump();
+  Outcome outcome = run_shell_capturing(std::string(FORNACE_PYTHON) + " " + FORNACE_SOURCE_DIR +
+                                        "/tests/reference/render_chat_template.py " +
+                                        template_path + " " + cases_path + " >{out} 2>{err}");
+  std::remove(cases_path.c_str());
+  EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+  std::vector<std::string> renderings;
+  if (outcome.exit_code != 0) return renderings;
+  for (const Json& result : Json::parse(outcome.out)) {
+    renderings.push_back(result.contains("text") ? result["text"].get<std::string>()
+                                                 : "error: " + result["error"].get<std::string>());
+  }
+  EXPECT_EQ(renderings.size(), cases.size());
+  return renderings;
+}
+
+std::string family_config_path(const std::string& family) {
+  return testing::source_path("models/tokenizers/" + family + "/tokenizer_config.json");
+}
+
+class FamilyTemplate : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FamilyTemplate, RendersEveryCaseByteForByteAsJinja2Does) {
+  std::string config_path = family_config_path(GetParam());
+  std::string config_text = testing::read_test_file(config_path);
+  ASSERT_FALSE(config_text.empty()) << "run scripts/get-tokenizer.sh";
+  ChatTemplateConfig config = text::read_chat_template_config(config_text, config_path);
+  ASSERT_TRUE(config.chat_template.has_value()) << config_path;
+  ChatTemplate chat_template(*config.chat_template);
+  std::vector<std::string> expected = jinja_renderings(config_path, chat_cases());
+  ASSERT_EQ(expected.size(), chat_cases().size());
+  size_t rendered = 0;
+  for (size_t index = 0; index < expected.size(); ++index) {
+    const ChatCase& chat_case = chat_cases()[index];
+    TemplateValue::Dict variables = text::chat_template_variables(
+        config, TemplateValue::from_json(chat_case.messages), chat_case.add_generation_prompt);
+    TemplateValue extra = TemplateValue::from_json(chat_case.variables);
+    for (const auto& member : extra.as_dict()) variables.push_back(member);
+    if (expected[index].rfind("error: ", 0) == 0) {
+      std::string message = expected[index].substr(7);
+      try {
+        chat_template.render(variables);
+        ADD_FAILURE() << chat_case.name << ": Jinja2 raised '" << message << "', Fornace did not";
+      } catch (const Error& error) {
+        EXPECT_TRUE(contains(error.what(), message)) << chat_case.name << ": " << error.what();
+      }
+      continue;
+    }
+    EXPECT_EQ(chat_template.render(variables), expected[index]) << chat_case.name;
+    ++rendered;
+  }
+  // Only Gemma 3 refuses a conversation (the one whose roles do not alternate).
+  EXPECT_GE(rendered, chat_cases().size() - 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, FamilyTemplate,
+                         ::testing::Values("qwen2_5", "qwen3", "llama3", "llama3_1", "gemma3"));
+
+TEST(ChatTemplateTokenizer, AppliesTheCheckpointTemplateWithQwen25DefaultSystemPrompt) {
+  Tokenizer tokenizer = Tokenizer::load(testing::source_path("models/tokenizers/qwen2_5"));
+  std::vector<ChatCase> cases = {
+      {"user", R"([{"role": "user", "content": "Hi"}])", true},
+      {"system",
+       R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}])", true}};
+  std::vector<std::string> expected = jinja_renderings(family_config_path("qwen2_5"), cases);
+  ASSERT_EQ(expected.size(), 2u);
+  EXPECT_TRUE(contains(expected[0], "You are Qwen, created by Alibaba Cloud."));
+  EXPECT_EQ(tokenizer.apply_chat_template({{"user", "Hi"}}, true), expected[0]);
+  EXPECT_EQ(tokenizer.apply_chat_template({{"system", "Be brief."}, {"user", "Hi"}}, true),
+            expected[1]);
+}
+
+TEST(ChatTemplateTokenizer, PassesEnableThinkingToQwen3) {
+  Tokenizer tokenizer = Tokenizer::load(testing::source_path("models/tokenizers/qwen3"));
+  std::vector<ChatCase> cases = {
+      {"off", R"([{"role": "user", "content": "Hi"}])", true, R"({"enable_thinking": false})"}};
+  std::vector<std::string> expected = jinja_renderings(family_config_path("qwen3"), cases);
+  ASSERT_EQ(expected.size(), 1u);
+  EXPECT_TRUE(contains(expected[0], "<think>\n\n</think>"));
+  EXPECT_EQ(tokenizer.apply_chat_template({{"user", "Hi"}}, true, false), expected[0]);
+}
+
+TEST(ChatTemplateTokenizer, WithoutTemplateOrChatMlTokensTheErrorNamesPrompt) {
+  std::string directory = std::string(FORNACE_BINARY_DIR) + "/chat-no-template";
+  std::filesystem::create_directories(directory);
+  std::filesystem::copy_file(testing::source_path("models/tokenizers/llama3/tokenizer.json"),
+                             directory + "/tokenizer.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::ofstream(directory + "/tokenizer_config.json") << R"({"eos_token": "<|end_of_text|>"})";
+  Tokenizer tokenizer = Tokenizer::load(directory);
+  try {
+    tokenizer.apply_chat_template({{"user", "x"}}, true);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& error) {
+    EXPECT_TRUE(contains(error.what(), "--prompt")) << error.what();
+  }
+  std::filesystem::remove_all(directory);
+}
+
+TEST(ChatTemplateConfigFile, ReadsTemplateListsAndTokenObjects) {
+  ChatTemplateConfig config = text::read_chat_template_config(
+      R"({"bos_token": {"__type": "AddedToken", "content": "<s>", "lstrip": false},
+          "eos_token": null, "model_max_length": 1e30,
+          "chat_template": [{"name": "tool_use", "template": "T"}, {"name": "default", "template": "D"}]})",
+      "tokenizer_config.json");
+  EXPECT_EQ(config.chat_template, "D");
+  EXPECT_EQ(config.bos_token, "<s>");
+  EXPECT_FALSE(config.eos_token.has_value());
+}
+
+// ---- Hand-reasoned small templates ----------------------------------------------------------
+
+TEST(ChatTemplateWhitespace, DashMarkersStripWhitespaceOnTheirSide) {
+  EXPECT_EQ(render("a  {{- 'b' -}}  c"), "abc");
+  EXPECT_EQ(render("a \n {%- if true -%} \n b {%- endif %}"), "ab");
+  EXPECT_EQ(render("a {{ 'b' }} c"), "a b c");
+}
+
+TEST(ChatTemplateWhitespace, TrimBlocksAndLstripBlocksAsTransformersSetsThem) {
+  // trim_blocks drops the newline after %}; lstrip_blocks the indentation before {%; the
+  // template's own trailing newline goes.
+  EXPECT_EQ(render("{% if true %}\n  x\n{% endif %}\n"), "  x\n");
+  EXPECT_EQ(render("  {% if true %}yes{% endif %}"), "yes");
+  EXPECT_EQ(render("a  {% if true %}b{% endif %}"), "a  b");
+  EXPECT_EQ(render("x\n    {%+ if true %}y{% endif %}"), "x\n    y");
+  EXPECT_EQ(render("{% if true +%}\nz{% endif %}"), "\nz");
+  EXPECT_EQ(render("{{ 'a' }}\nb"), "a\nb");
+  EXPECT_EQ(render("{# a comment #}\nx"), "x");
+  EXPECT_EQ(render("l1\r\nl2"), "l1\nl2");
+}
+
+TEST(ChatTemplateStatements, LoopVariablesAndElse) {
+  EXPECT_EQ(render("{% for x in ['a', 'b', 'c'] %}{{ loop.index0 }}{{ loop.index }}{{ x }}"
+                   "{% if loop.first %}F{% endif %}{% if loop.last %}L{% endif %}"
+                   "{{ loop.length }}|{% endfor %}"),
+            "01aF3|12b3|23cL3|");
+  EXPECT_EQ(render("{% for x in [] %}a{% else %}empty{% endfor %}"), "empty");
+  EXPECT_EQ(render("{% for c in 'hé' %}[{{ c }}]{% endfor %}"), "[h][é]");
+  EXPECT_EQ(render("{% for k in d %}{{ k }}={{ d[k] }};{% endfor %}", R"({"d": {"b": 1, "a": 2}})"),
+            "b=1;a=2;");
+}
+
+TEST(ChatTemplateStatements, SetInsideALoopStaysInTheLoopButNamespacesCarryOut) {
+  EXPECT_EQ(
+      render("{% set x = 1 %}{% for i in [1, 2] %}{% set x = i * 10 %}{{ x }},{% endfor %}{{ x }}"),
+      "10,20,1");
+  EXPECT_EQ(
+      render("{% set ns = namespace(n=0, s='') %}{% for i in [1, 2, 3] %}"
+             "{% set ns.n = ns.n + i %}{% set ns.s = ns.s ~ i %}{% endfor %}{{ ns.n }} {{ ns.s }}"),
+      "6 123");
+  EXPECT_EQ(render("{% if true %}{% set y = 'set in if' %}{% endif %}{{ y }}"), "set in if");
+  EXPECT_EQ(render("{% if 0 %}a{% elif '' %}b{% elif [0] %}c{% else %}d{% endif %}"), "c");
+}
+
+TEST(ChatTemplateExpressions, ArithmeticComparisonAndLogicFollowPython) {
+  EXPECT_EQ(
+      render("{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 7 / 2 }} {{ 2 * 3 + 1 }} "
+             "{{ 2 ** 10 }} {{ 'ab' * 2 }} {{ [1] + [2] }} {{ 0.1 + 0.2 }} {{ 1e-5 }}"),
+      "3 -4 1 2 3.5 7 1024 abab [1, 2] 0.30000000000000004 1e-05");
+  EXPECT_EQ(render("{{ 1 == 1.0 }} {{ 'b' in 'abc' }} {{ 3 not in [1, 2] }} {{ 1 < 2 < 3 }} "
+                   "{{ 'a' < 'b' }} {{ [1, 2] == [1, 2] }} {{ none }}"),
+            "True True True True True True None");
+  EXPECT_EQ(render("{{ true and 'x' }} {{ 0 or 'y' }} {{ not 0 }} {{ 'k' in {'k': 1} }}"),
+            "x y True True");
+  EXPECT_EQ(render("{{ 'y' if 1 > 2 else 'n' }}[{{ 'z' if false }}]"), "n[]");
+  EXPECT_EQ(render("{{ messages | length - 1 }}", R"({"messages": [1, 2, 3]})"), "2");
+  EXPECT_EQ(render("{{ ['a', \"it's\", {'k': none}] }} {{ 'x' 'y' }}"),
+            "['a', \"it's\", {'k': None}] xy");
+}
+
+TEST(ChatTemplateExpressions, IndexingAndSlicingCountCharacters) {
+  EXPECT_EQ(render("{{ 'abcdef'[1:] }} {{ 'abcdef'[::-1] }} {{ [1, 2, 3, 4][-2:] }} "
+                   "{{ 'héllo'[1] }} {{ 'abcdef'[1:5:2] }} {{ [1, 2, 3][-1] }} {{ 'añb'[::-1] }}"),
+            "bcdef fedcba [3, 4] é bd 3 bña");
+  EXPECT_EQ(render("{{ m['role'] }} {{ m.role }} [{{ m.missing }}] [{{ [1][5] }}]",
+                   R"({"m": {"role": "user"}})"),
+            "user user [] []");
+}
+
+TEST(ChatTemplateExpressions, FiltersAndStringMethods) {
+  EXPECT_EQ(render("{{ '  x  ' | trim }}|{{ [1, 2, 3] | length }}|{{ 'Ab' | upper }}"
+                   "{{ 'Ab' | lower }}|{{ nothing | default('d') }}|{{ 5 | string }}"),
+            "x|3|ABab|d|5");
+  EXPECT_EQ(render("{{ {'k': [1, 'two', none, true, 1.5]} | tojson }}"),
+            R"({"k": [1, "two", null, true, 1.5]})");
+  EXPECT_EQ(render(R"({{ 'é\n"\\' | tojson }})"), R"("é\n\"\\")");
+  EXPECT_EQ(render("{{ {'a': [1]} | tojson(indent=2) }}"), "{\n  \"a\": [\n    1\n  ]\n}");
+  EXPECT_EQ(
+      render("{{ 'a<think>b</think>c'.split('</think>')[-1] }}|{{ 'xxhixx'.strip('x') }}|"
+             "{{ '\nq\n'.lstrip('\n') }}|{{ ' a  b '.split() }}|{{ 'hello'.startswith('he') }}"
+             "{{ 'hello'.endswith('lo') }}|{{ 'a-b-c'.replace('-', '+') }}"),
+      "c|hi|q\n|['a', 'b']|TrueTrue|a+b+c");
+  EXPECT_EQ(render("[{{ '\u00a0x\u3000' | trim }}]"), "[x]");
+}
+
+TEST(ChatTemplateExpressions, TestsOnValues) {
+  EXPECT_EQ(
+      render("{{ x is defined }} {{ none is none }} {{ 'a' is string }} {{ 1 is not string }} "
+             "{{ false is false }} {{ 0 is false }} {{ d is mapping }} {{ 3 is odd }}",
+             R"({"d": {}})"),
+      "False True True True True False True True");
+}
+
+// ---- Undefined values and errors ------------------------------------------------------------
+
+TEST(ChatTemplateUndefined, RendersEmptyButFailsOnAttributeAccess) {
+  EXPECT_EQ(render("[{{ missing }}][{{ missing | length }}][{{ missing is defined }}]"),
+            "[][0][False]");
+  EXPECT_EQ(render("{% for x in missing %}x{% endfor %}{% if missing %}y{% endif %}"), "");
+  EXPECT_TRUE(contains(render_error("{{ missing.attribute }}"), "'missing' is undefined"));
+  EXPECT_TRUE(contains(render_error("{{ d.nope.deeper }}", R"({"d": {}})"), "no attribute 'nope'"));
+  EXPECT_TRUE(contains(render_error("{{ missing + 'x' }}"), "'missing' is undefined"));
+}
+
+TEST(ChatTemplateErrors, RaiseExceptionSurfacesItsMessage) {
+  EXPECT_TRUE(contains(render_error("{{ raise_exception('Roles must alternate') }}"),
+                       "Roles must alternate"));
+}
+
+TEST(ChatTemplateErrors, UnsupportedConstructsFailAtParseTimeNamingLineAndPrompt) {
+  for (const std::string& source :
+       {std::string("a\nb\n{% macro m() %}{% endmacro %}"), std::string("\n\n{{ x | map('y') }}"),
+        std::string("\n\n{{ 'a'.format(1) }}"), std::string("\n\n{% include 'other' %}"),
+        std::string("\n\n{{ strftime_now('%d') }}"),
+        std::string("\n\n{% for a, b in x %}{% endfor %}")}) {
+    // Parsing alone must refuse: nothing is rendered.
+    std::string message;
+    try {
+      ChatTemplate parsed(source);
+    } catch (const Error& error) {
+      message = error.what();
+    }
+    EXPECT_TRUE(contains(message, "at line 3 is not supported")) << source << ": " << message;
+    EXPECT_TRUE(contains(message, "--prompt")) << message;
+  }
+}
+
+TEST(ChatTemplateErrors, SyntaxErrorsNameTheLine) {
+  EXPECT_TRUE(contains(render_error("\n{% if true %}x"), "line 2: '{% if %}' is never closed"));
+  EXPECT_TRUE(contains(render_error("{{ x "), "'{{' is never closed"));
+  EXPECT_TRUE(contains(render_error("{% endif %}"), "unexpected '{% endif %}'"));
+  EXPECT_TRUE(contains(render_error("{{ 1 2 }}"), "expected '}}', found '2'"));
+  EXPECT_TRUE(contains(render_error("{{ (1 }}"), "unexpected '}'"));
+  EXPECT_TRUE(contains(render_error("{{ 'a' + 1 }}"), "unsupported operand types"));
+}
+
+TEST(ChatTemplateHostile, DeepNestingIsRefusedWithoutCrashing) {
+  EXPECT_TRUE(contains(
+      render_error("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}"),
+      "nests deeper"));
+  std::string blocks;
+  for (int index = 0; index < 5000; ++index) blocks += "{% if true %}";
+  EXPECT_TRUE(contains(render_error(blocks), "nest deeper"));
+  std::string chain = "{{ x";
+  for (int index = 0; index < 100000; ++index) chain += " + x";
+  EXPECT_TRUE(contains(render_error(chain + " }}"), "nests deeper"));
+  EXPECT_TRUE(contains(render_error("{{ " + std::string(100000, '-') + "1 }}"), "nests deeper"));
+}
+
+TEST(ChatTemplateHostile, HugeLoopsAndOutputsStopAtTheLimits) {
+  ChatTemplateLimits limits;
+  limits.max_steps = 100000;
+  limits.max_output_bytes = 1 << 20;
+  EXPECT_TRUE(contains(render_error("{% for a in range(100000) %}{% for b in range(100000) %}"
+                                    "{% endfor %}{% endfor %}",
+                                    "{}", limits),
+                       "steps"));
+  EXPECT_TRUE(contains(render_error("{% set ns = namespace(s='x') %}{% for i in range(64) %}"
+                                    "{% set ns.s = ns.s + ns.s %}{% endfor %}",
+                                    "{}", limits),
+                       "bytes"));
+  EXPECT_TRUE(contains(render_error("{{ 'x' * 1000000000000 }}", "{}", limits), "bytes"));
+}
+
+}  // namespace
+}  // namespace fornace
