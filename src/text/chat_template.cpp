@@ -10,8 +10,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 
 #include "core/error.h"
 #include "text/json_scanner.h"
@@ -854,6 +856,8 @@ struct Node {
   std::vector<ExprPtr> conditions;        // branch: if / elif conditions
   std::vector<std::vector<Node>> bodies;  // branch: one per condition; loop: the body
   std::vector<Node> else_body;            // branch and loop
+  // loop: names that start each iteration Undefined (Jinja's scoping; see analyze_frame).
+  std::vector<std::string> undefined_at_start;
 };
 using Body = std::vector<Node>;
 
@@ -863,9 +867,9 @@ const std::vector<std::string_view> kFilters = {"trim",  "length", "count",   "t
 const std::vector<std::string_view> kTests = {
     "defined", "undefined", "none",    "string",   "number",   "integer", "float", "boolean",
     "true",    "false",     "mapping", "iterable", "sequence", "odd",     "even"};
-const std::vector<std::string_view> kMethods = {
-    "startswith", "endswith", "split", "strip", "lstrip", "rstrip", "upper",
-    "lower",      "replace",  "get",   "keys",  "values", "items"};
+const std::vector<std::string_view> kMethods = {"startswith", "endswith", "split", "strip",
+                                                "lstrip",     "rstrip",   "upper", "lower",
+                                                "replace",    "get",      "keys",  "values"};
 const std::vector<std::string_view> kFunctions = {"raise_exception", "namespace", "range"};
 
 bool contains(const std::vector<std::string_view>& names, std::string_view name) {
@@ -1424,6 +1428,121 @@ class Parser {
   int recursion_ = 0;
 };
 
+// ---- Scoping ---------------------------------------------------------------------------------
+
+// Jinja's symbol tracking for one frame (the template or a loop body), which decides what a name
+// holds before the frame assigns it: the enclosing frame's variable (alias), the render globals
+// (resolve), or Undefined when the frame's first use of it is an unconditional {% set %} and no
+// enclosing frame refers to it. A loop nested in the frame sees that Undefined.
+struct Symbols {
+  enum class Start { resolve, alias, undefined, parameter };
+  const Symbols* parent = nullptr;
+  std::map<std::string, Start> references;
+  std::set<std::string> stores;
+
+  bool find(const std::string& name) const {
+    return references.count(name) || (parent && parent->find(name));
+  }
+  void load(const std::string& name) {
+    if (!find(name)) references[name] = Start::resolve;
+  }
+  void store(const std::string& name) {
+    stores.insert(name);
+    if (!references.count(name))
+      references[name] = parent && parent->find(name) ? Start::alias : Start::undefined;
+  }
+  // Merges the if, elif and else branches: a name that not all three store starts as the
+  // enclosing frame's or the globals'.
+  void merge_branches(const std::vector<Symbols>& branches) {
+    std::map<std::string, size_t> counts;
+    for (const Symbols& branch : branches)
+      for (const std::string& name : branch.stores)
+        if (!stores.count(name)) ++counts[name];
+    for (const Symbols& branch : branches) {
+      for (const auto& [name, start] : branch.references) {
+        // An Undefined start gives way to a branch that reads the name first.
+        auto found = references.find(name);
+        if (found == references.end() || found->second == Start::undefined)
+          references[name] = start;
+      }
+      stores.insert(branch.stores.begin(), branch.stores.end());
+    }
+    for (const auto& [name, count] : counts) {
+      if (count == branches.size()) continue;
+      references[name] = parent && parent->find(name) ? Start::alias : Start::resolve;
+    }
+  }
+};
+
+void load_names(const Expr& expr, Symbols& symbols) {
+  if (expr.kind == ExprKind::name) symbols.load(expr.name);
+  for (const ExprPtr& operand : expr.operands)
+    if (operand) load_names(*operand, symbols);
+  for (const auto& keyword : expr.keywords) load_names(*keyword.second, symbols);
+}
+
+// Visits one frame's own level in order; loop bodies are frames of their own, collected in `loops`.
+void visit_level(Body& body, Symbols& symbols, std::vector<Node*>& loops) {
+  for (Node& node : body) {
+    switch (node.kind) {
+      case NodeKind::text:
+        break;
+      case NodeKind::output:
+        load_names(*node.expression, symbols);
+        break;
+      case NodeKind::assign:
+        load_names(*node.expression, symbols);
+        if (node.attribute.empty()) {
+          symbols.store(node.text);
+        } else {
+          symbols.load(node.text);
+        }
+        break;
+      case NodeKind::loop:
+        load_names(*node.expression, symbols);
+        loops.push_back(&node);
+        break;
+      case NodeKind::branch: {
+        // As Jinja: the first test, then three branches (body, the elifs together, else).
+        load_names(*node.conditions[0], symbols);
+        std::vector<Symbols> branches(3, symbols);
+        visit_level(node.bodies[0], branches[0], loops);
+        for (size_t index = 1; index < node.conditions.size(); ++index) {
+          // Each elif is an if of its own with no else: what it stores is partial there.
+          load_names(*node.conditions[index], branches[1]);
+          std::vector<Symbols> elif_branches(3, branches[1]);
+          visit_level(node.bodies[index], elif_branches[0], loops);
+          branches[1].merge_branches(elif_branches);
+        }
+        visit_level(node.else_body, branches[2], loops);
+        symbols.merge_branches(branches);
+        break;
+      }
+    }
+  }
+}
+
+// Analyzes a frame, then the loops in it with this frame as their parent; returns the names
+// that start the frame Undefined.
+std::vector<std::string> analyze_frame(Body& body, Symbols& symbols) {
+  std::vector<Node*> loops;
+  visit_level(body, symbols, loops);
+  for (Node* loop : loops) {
+    Symbols inner;
+    inner.parent = &symbols;
+    inner.references[loop->text] = Symbols::Start::parameter;
+    inner.references["loop"] = Symbols::Start::parameter;
+    loop->undefined_at_start = analyze_frame(loop->bodies[0], inner);
+    Symbols else_frame;
+    else_frame.parent = &symbols;
+    analyze_frame(loop->else_body, else_frame);
+  }
+  std::vector<std::string> undefined;
+  for (const auto& [name, start] : symbols.references)
+    if (start == Symbols::Start::undefined) undefined.push_back(name);
+  return undefined;
+}
+
 // ---- Renderer --------------------------------------------------------------------------------
 
 // Python's slice.indices(): the positions a[start:stop:step] takes from a sequence of `length`.
@@ -1445,8 +1564,11 @@ std::vector<size_t> slice_positions(int64_t length, std::optional<int64_t> start
 
 class Renderer {
  public:
-  Renderer(const Dict& variables, const ChatTemplateLimits& limits) : limits_(limits) {
+  Renderer(const Dict& variables, const std::vector<std::string>& undefined_at_start,
+           const ChatTemplateLimits& limits)
+      : limits_(limits) {
     scopes_.push_back(variables);
+    scopes_.push_back(undefined_scope(undefined_at_start));
   }
 
   void render(const Body& body, std::string& out) {
@@ -1454,6 +1576,13 @@ class Renderer {
   }
 
  private:
+  static Dict undefined_scope(const std::vector<std::string>& names) {
+    Dict scope;
+    for (const std::string& name : names)
+      scope.emplace_back(name, TemplateValue::undefined(concat("'", name, "' is undefined")));
+    return scope;
+  }
+
   void step(int line) {
     if (++steps_ > limits_.max_steps)
       template_error(
@@ -1515,8 +1644,10 @@ class Renderer {
                 {"length", TemplateValue::integer(length)}};
       if (index > 0) loop.emplace_back("previtem", items[index - 1]);
       if (index + 1 < length) loop.emplace_back("nextitem", items[index + 1]);
-      scopes_.push_back(
-          {{node.text, items[index]}, {"loop", TemplateValue::dict(std::move(loop))}});
+      Dict scope = undefined_scope(node.undefined_at_start);
+      scope.emplace_back(node.text, items[index]);
+      scope.emplace_back("loop", TemplateValue::dict(std::move(loop)));
+      scopes_.push_back(std::move(scope));
       render(node.bodies[0], out);
       scopes_.pop_back();
     }
@@ -2139,15 +2270,11 @@ class Renderer {
         if (found) return *found;
         return args[1].is_undefined() ? TemplateValue::none() : args[1];
       }
-      if (name == "keys" || name == "values" || name == "items") {
+      if (name == "keys" || name == "values") {  // As lists: printing them is not supported.
         arguments(expr, 1, {});
         List items;
-        for (const auto& [key, value] : subject.as_dict()) {
-          if (name == "keys") items.push_back(TemplateValue::string(key));
-          if (name == "values") items.push_back(value);
-          if (name == "items")
-            items.push_back(TemplateValue::list({TemplateValue::string(key), value}));
-        }
+        for (const auto& [key, value] : subject.as_dict())
+          items.push_back(name == "keys" ? TemplateValue::string(key) : value);
         return TemplateValue::list(std::move(items));
       }
     }
@@ -2390,6 +2517,7 @@ void TemplateValue::set_attribute(const std::string& name, TemplateValue value) 
 
 struct ChatTemplate::Program {
   Body body;
+  std::vector<std::string> undefined_at_start;
 };
 
 ChatTemplate::ChatTemplate(std::string_view source) : program_(std::make_unique<Program>()) {
@@ -2397,6 +2525,8 @@ ChatTemplate::ChatTemplate(std::string_view source) : program_(std::make_unique<
   if (invalid != std::string_view::npos)
     fail("chat template: not valid UTF-8 at byte offset ", invalid);
   program_->body = Parser(Lexer(source).tokenize()).parse_template();
+  Symbols root;
+  program_->undefined_at_start = analyze_frame(program_->body, root);
 }
 
 ChatTemplate::ChatTemplate(ChatTemplate&&) noexcept = default;
@@ -2406,7 +2536,7 @@ ChatTemplate::~ChatTemplate() = default;
 std::string ChatTemplate::render(const TemplateValue::Dict& variables,
                                  const ChatTemplateLimits& limits) const {
   std::string out;
-  Renderer(variables, limits).render(program_->body, out);
+  Renderer(variables, program_->undefined_at_start, limits).render(program_->body, out);
   return out;
 }
 

@@ -242,6 +242,26 @@ TEST(ChatTemplateWhitespace, TrimBlocksAndLstripBlocksAsTransformersSetsThem) {
   EXPECT_EQ(render("l1\r\nl2"), "l1\nl2");
 }
 
+TEST(ChatTemplateWhitespace, RandomTemplatesRenderByteForByteAsJinja2Does) {
+  Outcome outcome = run_shell_capturing(std::string(FORNACE_PYTHON) + " " + FORNACE_SOURCE_DIR +
+                                        "/tests/reference/render_chat_template.py --random 2000 "
+                                        "11 >{out} 2>{err}");
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  Json golden = Json::parse(outcome.out);
+  TemplateValue variables = TemplateValue::from_json(golden["variables"].dump());
+  size_t compared = 0;
+  for (const Json& golden_case : golden["cases"]) {
+    std::string source = golden_case["template"].get<std::string>();
+    if (golden_case.contains("error")) {
+      EXPECT_FALSE(render_error(source, golden["variables"].dump()).empty()) << source;
+      continue;
+    }
+    EXPECT_EQ(ChatTemplate(source).render(variables.as_dict()), golden_case["text"]) << source;
+    ++compared;
+  }
+  EXPECT_GE(compared, 1900u);
+}
+
 TEST(ChatTemplateStatements, LoopVariablesAndElse) {
   EXPECT_EQ(render("{% for x in ['a', 'b', 'c'] %}{{ loop.index0 }}{{ loop.index }}{{ x }}"
                    "{% if loop.first %}F{% endif %}{% if loop.last %}L{% endif %}"
@@ -262,6 +282,14 @@ TEST(ChatTemplateStatements, SetInsideALoopStaysInTheLoopButNamespacesCarryOut) 
              "{% set ns.n = ns.n + i %}{% set ns.s = ns.s ~ i %}{% endfor %}{{ ns.n }} {{ ns.s }}"),
       "6 123");
   EXPECT_EQ(render("{% if true %}{% set y = 'set in if' %}{% endif %}{{ y }}"), "set in if");
+  // Jinja's scoping: a name the loop body sets unconditionally, and nothing outside refers to,
+  // is Undefined in the body until set, even where a global of that name exists.
+  EXPECT_EQ(render("{% for i in [1] %}{% for j in [1] %}[{{ x }}]{% endfor %}{% set x = 2 %}"
+                   "{% endfor %}",
+                   R"({"x": "global"})"),
+            "[]");
+  EXPECT_EQ(render("{% for i in [1, 2] %}[{{ x }}]{% set x = i %}{% endfor %}", R"({"x": "g"})"),
+            "[g][g]");
   EXPECT_EQ(render("{% if 0 %}a{% elif '' %}b{% elif [0] %}c{% else %}d{% endif %}"), "c");
 }
 
