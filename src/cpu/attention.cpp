@@ -74,8 +74,8 @@ void combine_splits(const AttentionPlan& plan) {
 }  // namespace
 
 void attention(const StridedInput& query, const StridedInput& key, const StridedInput& value,
-               void* output, DType output_dtype, float scale, bool causal) {
-  AttentionPlan plan{query, key, value, output, output_dtype, scale, causal};
+               void* output, DType output_dtype, float scale, bool causal, int64_t window) {
+  AttentionPlan plan{query, key, value, output, output_dtype, scale, causal, causal ? window : 0};
   plan.batch = query.layout.shape[0];
   plan.query_heads = query.layout.shape[1];
   plan.query_length = query.layout.shape[2];

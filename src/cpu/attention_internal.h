@@ -20,6 +20,7 @@ struct AttentionPlan {
   DType output_dtype;
   float scale;
   bool causal;
+  int64_t window = 0;  // With causal: a row sees only the last `window` keys up to it (0: all).
   int64_t batch = 0;
   int64_t query_heads = 0;
   int64_t query_length = 0;

@@ -375,12 +375,13 @@ inline Vec keep_first(Vec values, int64_t count, Vec fill) {
 }
 
 // One row's step of the online softmax over a block: turns scores[0, columns) into weights
-// exp(score - running max), with keys from `visible` on weighted 0, and updates the running max
-// and sum. Returns the factor by which the row's earlier accumulators must be scaled.
-inline float softmax_block(float* scores, int64_t visible, int64_t columns, float* maximum,
-                           float* sum) {
+// exp(score - running max), with keys before `hidden` (outside a sliding window) and from
+// `visible` on weighted 0, and updates the running max and sum. Returns the factor by which the
+// row's earlier accumulators must be scaled.
+inline float softmax_block(float* scores, int64_t hidden, int64_t visible, int64_t columns,
+                           float* maximum, float* sum) {
   const Vec zero = simd::broadcast(0.0f);
-  if (visible == 0) {
+  if (hidden >= visible) {
     for (int64_t j = 0; j < columns; j += simd::kWidth) simd::store(scores + j, zero);
     return 1.0f;
   }
@@ -388,7 +389,8 @@ inline float softmax_block(float* scores, int64_t visible, int64_t columns, floa
   const Vec lowest = simd::broadcast(-std::numeric_limits<float>::infinity());
   auto visible_scores = [&](int64_t j) {
     Vec values = simd::load(scores + j);
-    return j + simd::kWidth <= visible ? values : keep_first(values, visible - j, lowest);
+    if (j + simd::kWidth > visible) values = keep_first(values, visible - j, lowest);
+    return j < hidden ? keep_first(lowest, hidden - j, values) : values;
   };
   Vec largest = lowest;
   for (int64_t j = 0; j < columns; j += simd::kWidth) {
@@ -622,10 +624,12 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
   int64_t rows = std::min(kAttentionTileRows, plan.rows_per_group - first_row);
   int64_t heads[kAttentionTileRows];
   int64_t positions[kAttentionTileRows];
-  int64_t key_limits[kAttentionTileRows];  // Keys [0, limit) are visible to the row.
+  int64_t key_starts[kAttentionTileRows];  // Keys [start, limit) are visible to the row.
+  int64_t key_limits[kAttentionTileRows];
   float maxima[kAttentionTileRows];
   float sums[kAttentionTileRows];
   int64_t tile_key_end = 0;
+  int64_t tile_key_start = plan.kv_length;
   for (int64_t r = 0; r < rows; ++r) {
     int64_t row = first_row + r;
     positions[r] = row / plan.group;
@@ -634,12 +638,17 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
                         ? std::min(plan.kv_length,
                                    plan.kv_length - plan.query_length + positions[r] + 1)
                         : plan.kv_length;
+    key_starts[r] = plan.window ? std::max<int64_t>(0, key_limits[r] - plan.window) : 0;
     tile_key_end = std::max(tile_key_end, key_limits[r]);
+    tile_key_start = std::min(tile_key_start, key_starts[r]);
     maxima[r] = -std::numeric_limits<float>::infinity();
     sums[r] = 0.0f;
   }
-  int64_t key_begin = split * plan.split_keys;
-  int64_t key_end = std::min(tile_key_end, key_begin + plan.split_keys);
+  // Blocks wholly before every row's window are skipped; blocks stay aligned to kBlockKeys.
+  int64_t split_begin = split * plan.split_keys;
+  int64_t key_begin =
+      std::max(split_begin, tile_key_start / kBlockKeys * kBlockKeys);
+  int64_t key_end = std::min(tile_key_end, split_begin + plan.split_keys);
 
   float* query = scratch.query.data();
   float* accumulators = scratch.accumulators.data();
@@ -669,8 +678,9 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
       // Online softmax: weights relative to each row's running max; rescale what came before.
       for (int64_t r = first; r < first + count; ++r) {
         int64_t visible = std::clamp<int64_t>(key_limits[r] - block, 0, block_keys);
-        float correction =
-            softmax_block(scores + r * kBlockKeys, visible, columns, &maxima[r], &sums[r]);
+        int64_t hidden = std::clamp<int64_t>(key_starts[r] - block, 0, block_keys);
+        float correction = softmax_block(scores + r * kBlockKeys, hidden, visible, columns,
+                                         &maxima[r], &sums[r]);
         if (correction != 1.0f) {
           scale_in_place(accumulators + r * padded_dim, correction, padded_dim);
         }

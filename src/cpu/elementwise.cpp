@@ -30,6 +30,12 @@ void binary_run(BinaryOp op, const float* left, const float* right, float* out, 
 void silu_run(const float* input, float* out, int64_t count) {
   active().silu_run(input, out, count);
 }
+void gelu_tanh_run(const float* input, float* out, int64_t count) {
+  active().gelu_tanh_run(input, out, count);
+}
+void soft_cap_run(const float* input, float cap, float* out, int64_t count) {
+  active().soft_cap_run(input, cap, out, count);
+}
 void scale_run(const float* input, float factor, float* out, int64_t count) {
   active().scale_run(input, factor, out, count);
 }

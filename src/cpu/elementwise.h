@@ -13,6 +13,11 @@ enum class BinaryOp { add, mul };
 void binary_run(BinaryOp op, const float* left, const float* right, float* out, int64_t count);
 // out[i] = x / (1 + e^-x).
 void silu_run(const float* input, float* out, int64_t count);
+// out[i] = GELU with the tanh approximation: x / (1 + e^(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3),
+// which equals 0.5 x (1 + tanh(u)).
+void gelu_tanh_run(const float* input, float* out, int64_t count);
+// out[i] = cap * tanh(input[i] / cap), logit soft-capping.
+void soft_cap_run(const float* input, float cap, float* out, int64_t count);
 void scale_run(const float* input, float factor, float* out, int64_t count);
 
 // out = softmax(input) over `count` values, shifted by the maximum.
@@ -34,6 +39,8 @@ void weighted_row_sum(const float* weights, const void* rows, bool rows_are_bf16
 struct ElementwiseKernels {
   void (*binary_run)(BinaryOp, const float*, const float*, float*, int64_t);
   void (*silu_run)(const float*, float*, int64_t);
+  void (*gelu_tanh_run)(const float*, float*, int64_t);
+  void (*soft_cap_run)(const float*, float, float*, int64_t);
   void (*scale_run)(const float*, float, float*, int64_t);
   void (*softmax_row)(const float*, float*, int64_t);
   void (*rms_norm_row)(const float*, const float*, float, float*, int64_t);

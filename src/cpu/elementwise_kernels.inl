@@ -29,6 +29,28 @@ void silu_run(const float* input, float* out, int64_t count) {
   });
 }
 
+void gelu_tanh_run(const float* input, float* out, int64_t count) {
+  const Vec one = simd::broadcast(1.0f);
+  const Vec minus_two_c = simd::broadcast(-2.0f * 0.7978845608028654f);  // -2 sqrt(2/pi)
+  const Vec cubic = simd::broadcast(0.044715f);
+  simd::transform(input, out, count, [&](Vec x) {
+    Vec inner = simd::multiply_add(simd::multiply(cubic, x), simd::multiply(x, x), x);
+    return simd::divide(x, simd::add(one, simd::exp(simd::multiply(minus_two_c, inner))));
+  });
+}
+
+void soft_cap_run(const float* input, float cap, float* out, int64_t count) {
+  const Vec one = simd::broadcast(1.0f);
+  const Vec two = simd::broadcast(2.0f);
+  const Vec minus_two_over_cap = simd::broadcast(-2.0f / cap);
+  const Vec scale = simd::broadcast(cap);
+  simd::transform(input, out, count, [&](Vec x) {
+    // tanh(y) = 2 / (1 + e^(-2y)) - 1
+    Vec ratio = simd::divide(two, simd::add(one, simd::exp(simd::multiply(minus_two_over_cap, x))));
+    return simd::multiply(scale, simd::subtract(ratio, one));
+  });
+}
+
 void scale_run(const float* input, float factor, float* out, int64_t count) {
   const Vec scale = simd::broadcast(factor);
   simd::transform(input, out, count, [&](Vec x) { return simd::multiply(x, scale); });
@@ -117,8 +139,8 @@ void weighted_row_sum(const float* weights, const void* rows, bool rows_are_bf16
 
 }  // namespace
 
-const ElementwiseKernels elementwise_kernels{binary_run,  silu_run,    scale_run,
-                                             softmax_row, rms_norm_row, rope_row,
-                                             argmax_row,  weighted_row_sum};
+const ElementwiseKernels elementwise_kernels{
+    binary_run,   silu_run, gelu_tanh_run, soft_cap_run,    scale_run, softmax_row,
+    rms_norm_row, rope_row, argmax_row,    weighted_row_sum};
 
 }  // namespace fornace::cpu::FORNACE_KERNEL_NAMESPACE

@@ -4,7 +4,7 @@
 #include "core/error.h"
 #include "io/safetensors.h"
 #include "models/model.h"
-#include "models/qwen2.h"
+#include "models/architectures.h"
 
 namespace fornace {
 namespace {
@@ -20,6 +20,9 @@ struct Architecture {
 const std::vector<Architecture>& architectures() {
   static const std::vector<Architecture> table = {
       {"qwen2", load_qwen2},
+      {"llama", load_llama},
+      {"qwen3", load_qwen3},
+      {"gemma3_text", load_gemma3},
   };
   return table;
 }
@@ -28,8 +31,11 @@ const std::vector<Architecture>& architectures() {
 
 KvCacheShape Model::kv_cache_shape(int64_t max_length) const {
   const ModelConfig& model_config = config();
-  return KvCacheShape{1, model_config.num_key_value_heads, model_config.head_dim(), max_length,
-                      kv_dtype()};
+  KvCacheShape shape{1, model_config.num_key_value_heads, model_config.head_dim(), max_length,
+                     kv_dtype()};
+  shape.window = model_config.sliding_window;
+  shape.sliding_layers = model_config.sliding_layers;
+  return shape;
 }
 
 std::vector<std::string> supported_model_types() {

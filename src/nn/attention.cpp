@@ -33,12 +33,15 @@ Tensor repeat_kv(const Tensor& x, int64_t repeats) {
 namespace {
 
 // qwen2.rs prepare_causal_attention_mask: 0 where query i (at position start + i) may see key
-// j, -inf after it; [1, 1, Sq, Skv] in f32.
-Tensor causal_mask(int64_t query_length, int64_t key_length) {
+// j, -inf after it, and with a window also before its last `window` positions; [1, 1, Sq, Skv].
+Tensor causal_mask(int64_t query_length, int64_t key_length, int64_t window) {
   int64_t start = key_length - query_length;
   std::vector<float> values(static_cast<size_t>(query_length * key_length), 0.0f);
   for (int64_t i = 0; i < query_length; ++i) {
-    for (int64_t j = start + i + 1; j < key_length; ++j) values[i * key_length + j] = -INFINITY;
+    for (int64_t j = 0; j < key_length; ++j) {
+      bool visible = j <= start + i && (window == 0 || j > start + i - window);
+      if (!visible) values[i * key_length + j] = -INFINITY;
+    }
   }
   return from_vector(values, {1, 1, query_length, key_length});
 }
@@ -46,7 +49,7 @@ Tensor causal_mask(int64_t query_length, int64_t key_length) {
 }  // namespace
 
 Tensor candle_attention(const Tensor& query, const Tensor& key, const Tensor& value,
-                        double scale_factor) {
+                        double scale_factor, int64_t window) {
   if (query.rank() != 4 || key.rank() != 4 || value.rank() != 4 ||
       query.dim(1) % key.dim(1) != 0) {
     fail("candle_attention: query ", query.describe(), ", key ", key.describe(), " and value ",
@@ -63,7 +66,7 @@ Tensor candle_attention(const Tensor& query, const Tensor& key, const Tensor& va
   Tensor weights = scale(matmul(query, keys.transpose(2, 3)), scale_factor);
   //   attention_mask (prompt passes only): attn_weights.broadcast_add(mask)?
   int64_t query_length = query.dim(2);
-  if (query_length > 1) weights = add(weights, causal_mask(query_length, keys.dim(2)));
+  if (query_length > 1) weights = add(weights, causal_mask(query_length, keys.dim(2), window));
   //   candle_nn::ops::softmax_last_dim(&attn_weights)?.matmul(&value_states)?
   return matmul(softmax(weights), values);
 }

@@ -23,9 +23,10 @@ AttentionPath parse_attention_path(std::string_view name);
 Tensor repeat_kv(const Tensor& x, int64_t repeats);
 
 // Candle's attention of a decoder layer, from the cache's K and V on: query [B, Hq, Sq, D] sits
-// at the last Sq of the Skv positions in key and value [B, Hkv, Skv, D]. Returns [B, Hq, Sq, D]
+// at the last Sq of the Skv positions in key and value [B, Hkv, Skv, D]. A prompt pass adds a
+// causal mask (limited to the last `window` positions when window > 0). Returns [B, Hq, Sq, D]
 // in f32 (query's dtype).
 Tensor candle_attention(const Tensor& query, const Tensor& key, const Tensor& value,
-                        double scale_factor);
+                        double scale_factor, int64_t window = 0);
 
 }  // namespace fornace

@@ -35,9 +35,12 @@ namespace {
 // Keeps the whole cache as one tensor per side and concatenates each new step along the
 // position dim. With `make_contiguous` false the new K/V go in as they arrive: V is a
 // transposed view, so cat takes its strided path and the cache stays non-contiguous.
+// With a window, only the last window - 1 positions are kept after each append (a narrowed view
+// of the cat's result), so the next cat copies the window rather than the whole history.
 class ConcatenatingCache : public KvCache {
  public:
-  explicit ConcatenatingCache(bool make_contiguous) : make_contiguous_(make_contiguous) {}
+  ConcatenatingCache(bool make_contiguous, int64_t window)
+      : make_contiguous_(make_contiguous), window_(window) {}
 
   std::pair<Tensor, Tensor> append(const Tensor& key, const Tensor& value) override {
     memory::OpScope scope("kv_cache");
@@ -50,20 +53,30 @@ class ConcatenatingCache : public KvCache {
       keys_ = cat({keys_, new_key}, 2);
       values_ = cat({values_, new_value}, 2);
     }
-    return {keys_, values_};
+    length_ += key.dim(2);
+    std::pair<Tensor, Tensor> attended{keys_, values_};
+    int64_t held = keys_.dim(2);
+    if (window_ > 0 && held > window_ - 1) {
+      keys_ = keys_.narrow(2, held - (window_ - 1), window_ - 1);
+      values_ = values_.narrow(2, held - (window_ - 1), window_ - 1);
+    }
+    return attended;
   }
 
   std::pair<Tensor, Tensor> contents() const override { return {keys_, values_}; }
-  int64_t length() const override { return keys_.defined() ? keys_.dim(2) : 0; }
+  int64_t length() const override { return length_; }
   void clear() override {
     keys_ = Tensor();
     values_ = Tensor();
+    length_ = 0;
   }
 
  private:
   bool make_contiguous_;
+  int64_t window_;
   Tensor keys_;
   Tensor values_;
+  int64_t length_ = 0;
 };
 
 // A buffer for max_length positions, filled by slice_set; returns narrowed views of it.
@@ -103,23 +116,114 @@ class PreallocatedCache : public KvCache {
   int64_t length_ = 0;
 };
 
+// prealloc for a sliding-window layer: a buffer of `window` positions written in turn, position
+// p at slot p % window. A decode step attends to the buffer as it is (rotated order); a prompt
+// chunk attends to the window before it, in order, joined with the chunk.
+class RingCache : public KvCache {
+ public:
+  RingCache(const KvCacheShape& shape, int64_t window) : shape_(shape), window_(window) {}
+
+  std::pair<Tensor, Tensor> append(const Tensor& key, const Tensor& value) override {
+    memory::OpScope scope("kv_cache");
+    if (!keys_.defined()) {
+      Dims dims{shape_.batch, shape_.kv_heads, window_, shape_.head_dim};
+      keys_ = Tensor::empty(dims, shape_.dtype);
+      values_ = Tensor::empty(dims, shape_.dtype);
+    }
+    int64_t added = key.dim(2);
+    std::pair<Tensor, Tensor> attended;
+    if (added == 1) {
+      write(key, value, 0, length_ % window_);
+      length_ += 1;
+      attended = contents();
+    } else {
+      auto [held_keys, held_values] = in_order(std::min(length_, window_ - 1));
+      attended = held_keys.defined()
+                     ? std::pair{cat({held_keys, contiguous(key)}, 2),
+                                 cat({held_values, contiguous(value)}, 2)}
+                     : std::pair{key, value};
+      // Only the chunk's last `window` positions stay.
+      for (int64_t first = std::max<int64_t>(0, added - window_); first < added; ++first) {
+        write(key, value, first, (length_ + first) % window_);
+      }
+      length_ += added;
+    }
+    return attended;
+  }
+
+  std::pair<Tensor, Tensor> contents() const override {
+    if (length_ == 0) return {};
+    int64_t held = std::min(length_, window_);
+    return {keys_.narrow(2, 0, held), values_.narrow(2, 0, held)};
+  }
+  int64_t length() const override { return length_; }
+  void clear() override { length_ = 0; }
+
+ private:
+  // Copies position `index` of the new key and value into ring slot `slot`.
+  void write(const Tensor& key, const Tensor& value, int64_t index, int64_t slot) {
+    slice_set(keys_, contiguous(key.narrow(2, index, 1)), 2, slot);
+    slice_set(values_, contiguous(value.narrow(2, index, 1)), 2, slot);
+  }
+
+  // The last `count` positions held, oldest first (undefined when count is 0).
+  std::pair<Tensor, Tensor> in_order(int64_t count) const {
+    if (count == 0) return {};
+    int64_t first_slot = (length_ - count) % window_;
+    int64_t before_wrap = std::min(count, window_ - first_slot);
+    Tensor keys = keys_.narrow(2, first_slot, before_wrap);
+    Tensor values = values_.narrow(2, first_slot, before_wrap);
+    if (before_wrap < count) {
+      keys = cat({keys, keys_.narrow(2, 0, count - before_wrap)}, 2);
+      values = cat({values, values_.narrow(2, 0, count - before_wrap)}, 2);
+    }
+    return {keys, values};
+  }
+
+  KvCacheShape shape_;
+  int64_t window_;
+  Tensor keys_;
+  Tensor values_;
+  int64_t length_ = 0;
+};
+
 }  // namespace
 
-std::unique_ptr<KvCache> make_kv_cache(KvCacheKind kind, const KvCacheShape& shape) {
+std::unique_ptr<KvCache> make_kv_cache(KvCacheKind kind, const KvCacheShape& shape,
+                                       int64_t window) {
   switch (kind) {
     case KvCacheKind::prealloc:
+      if (window > 0) return std::make_unique<RingCache>(shape, window);
       return std::make_unique<PreallocatedCache>(shape);
     case KvCacheKind::cat:
-      return std::make_unique<ConcatenatingCache>(false);
+      return std::make_unique<ConcatenatingCache>(false, window);
     case KvCacheKind::cat_contiguous:
-      return std::make_unique<ConcatenatingCache>(true);
+      return std::make_unique<ConcatenatingCache>(true, window);
   }
   fail("unknown KV cache kind");
 }
 
+int64_t KvCacheShape::positions_held(int64_t layer, int64_t position) const {
+  return is_sliding(layer) ? std::min(position, window) : position;
+}
+
+int64_t KvCacheShape::bytes_per_position() const {
+  return 2 * batch * kv_heads * head_dim * static_cast<int64_t>(dtype_size(dtype));
+}
+
 KvCacheSet::KvCacheSet(KvCacheKind kind, int64_t num_layers, const KvCacheShape& shape)
     : kind_(kind), shape_(shape) {
-  for (int64_t i = 0; i < num_layers; ++i) layers_.push_back(make_kv_cache(kind, shape));
+  for (int64_t i = 0; i < num_layers; ++i) {
+    layers_.push_back(make_kv_cache(kind, shape, shape.is_sliding(i) ? shape.window : 0));
+  }
+}
+
+int64_t KvCacheSet::bytes_read(int64_t num_layers, const KvCacheShape& shape, int64_t position) {
+  int64_t positions = 0;
+  for (int64_t layer = 0; layer < num_layers; ++layer) {
+    positions += shape.positions_held(layer, position);
+  }
+  return positions * shape.bytes_per_position();
 }
 
 void KvCacheSet::clear() {
@@ -127,8 +231,7 @@ void KvCacheSet::clear() {
 }
 
 int64_t KvCacheSet::prealloc_bytes(int64_t num_layers, const KvCacheShape& shape) {
-  return 2 * num_layers * shape.batch * shape.kv_heads * shape.max_length * shape.head_dim *
-         static_cast<int64_t>(dtype_size(shape.dtype));
+  return bytes_read(num_layers, shape, shape.max_length);
 }
 
 }  // namespace fornace

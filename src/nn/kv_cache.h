@@ -24,22 +24,38 @@ struct KvCacheShape {
   int64_t head_dim = 0;
   int64_t max_length = 0;  // Positions a prealloc cache holds.
   DType dtype = DType::f32;
+  // Sliding-window layers (Gemma 3's local layers) keep only the last `window` positions.
+  int64_t window = 0;
+  std::vector<bool> sliding_layers;
+
+  bool is_sliding(int64_t layer) const {
+    return window > 0 && layer < static_cast<int64_t>(sliding_layers.size()) &&
+           sliding_layers[layer];
+  }
+  // Positions one layer's cache holds at most, and the bytes of K and V it reads at `position`.
+  int64_t positions_held(int64_t layer, int64_t position) const;
+  int64_t bytes_per_position() const;
 };
 
 // One layer's keys and values, [batch, kv_heads, positions, head_dim].
 class KvCache {
  public:
   virtual ~KvCache() = default;
-  // Adds the new positions and returns the whole cache. The returned tensors may be views in any
-  // layout; attention reads them as they are.
+  // Adds the new positions and returns the keys and values that they attend to: the whole cache,
+  // or for a sliding-window cache the positions still in the window of the first new one, in
+  // order (for one new position, possibly in rotated order: attention does not depend on it).
+  // The returned tensors may be views in any layout; attention reads them as they are.
   virtual std::pair<Tensor, Tensor> append(const Tensor& key, const Tensor& value) = 0;
-  // The cache as append last returned it (undefined tensors when empty).
+  // The positions the cache holds now (undefined tensors when empty).
   virtual std::pair<Tensor, Tensor> contents() const = 0;
+  // Positions appended since the last clear.
   virtual int64_t length() const = 0;
   virtual void clear() = 0;
 };
 
-std::unique_ptr<KvCache> make_kv_cache(KvCacheKind kind, const KvCacheShape& shape);
+// A cache of `kind`; with `window` > 0 it keeps only the last `window` positions.
+std::unique_ptr<KvCache> make_kv_cache(KvCacheKind kind, const KvCacheShape& shape,
+                                       int64_t window = 0);
 
 // The caches of all layers of one sequence.
 class KvCacheSet {
@@ -53,6 +69,8 @@ class KvCacheSet {
   void clear();
   // Bytes a prealloc cache of this shape holds for all layers (keys and values).
   static int64_t prealloc_bytes(int64_t num_layers, const KvCacheShape& shape);
+  // Bytes of keys and values that attention reads over all layers at `position`.
+  static int64_t bytes_read(int64_t num_layers, const KvCacheShape& shape, int64_t position);
 
  private:
   KvCacheKind kind_;

@@ -46,18 +46,47 @@ void RmsNorm::forward_into(const Tensor& output, const Tensor& input) const {
   rms_norm_into(output, input, weight_, eps_);
 }
 
-RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t max_positions, double theta) {
+std::vector<double> rope_inverse_frequencies(int64_t head_dim, double theta,
+                                             const std::optional<RopeScaling>& scaling) {
   if (head_dim % 2 != 0) fail("rotary embedding: head_dim ", head_dim, " is odd");
+  std::vector<double> frequencies(head_dim / 2);
+  for (size_t i = 0; i < frequencies.size(); ++i) {
+    frequencies[i] = std::pow(theta, -2.0 * static_cast<double>(i) / head_dim);
+  }
+  if (!scaling) return frequencies;
+  if (scaling->type == "linear") {
+    for (double& frequency : frequencies) frequency /= scaling->factor;
+    return frequencies;
+  }
+  // llama3: wavelengths longer than original / low_freq_factor are stretched by the factor,
+  // shorter than original / high_freq_factor kept, and the band between blended smoothly.
+  const double original = static_cast<double>(scaling->original_max_position_embeddings);
+  const double low_wavelength = original / scaling->low_freq_factor;
+  const double high_wavelength = original / scaling->high_freq_factor;
+  for (double& frequency : frequencies) {
+    double wavelength = 2.0 * std::acos(-1.0) / frequency;
+    if (wavelength > low_wavelength) {
+      frequency /= scaling->factor;
+    } else if (wavelength >= high_wavelength) {
+      double smooth = (original / wavelength - scaling->low_freq_factor) /
+                      (scaling->high_freq_factor - scaling->low_freq_factor);
+      frequency = (1.0 - smooth) * frequency / scaling->factor + smooth * frequency;
+    }
+  }
+  return frequencies;
+}
+
+RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t max_positions, double theta)
+    : RotaryEmbedding(rope_inverse_frequencies(head_dim, theta), max_positions) {}
+
+RotaryEmbedding::RotaryEmbedding(const std::vector<double>& inverse_frequencies,
+                                 int64_t max_positions) {
   memory::OpScope scope("rotary_tables");
-  int64_t half = head_dim / 2;
+  int64_t half = static_cast<int64_t>(inverse_frequencies.size());
   cos_ = Tensor::empty({max_positions, half}, DType::f32);
   sin_ = Tensor::empty({max_positions, half}, DType::f32);
   float* cos_data = cos_.data<float>();
   float* sin_data = sin_.data<float>();
-  std::vector<double> inverse_frequencies(half);
-  for (int64_t i = 0; i < half; ++i) {
-    inverse_frequencies[i] = std::pow(theta, -2.0 * static_cast<double>(i) / head_dim);
-  }
   // A million sines at 32k positions: split across the pool to keep start-up short.
   ThreadPool::global().run(max_positions, 256, [&](int64_t begin, int64_t end) {
     for (int64_t position = begin; position < end; ++position) {

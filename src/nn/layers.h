@@ -5,7 +5,10 @@
 #include <optional>
 #include <utility>
 
+#include <vector>
+
 #include "core/tensor.h"
+#include "io/config.h"
 
 namespace fornace {
 
@@ -54,11 +57,18 @@ class RmsNorm {
   double eps_ = 1e-6;
 };
 
-// cos and sin of position * theta^(-2i/D) for i < D/2, computed in double and stored as f32.
+// The rotary frequencies theta^(-2i/D) for i < D/2, as `scaling` stretches them: llama3 divides
+// the low frequencies by the factor and blends the band between (Llama 3.1/3.2), linear divides
+// them all (Gemma 3's global layers).
+std::vector<double> rope_inverse_frequencies(int64_t head_dim, double theta,
+                                             const std::optional<RopeScaling>& scaling = {});
+
+// cos and sin of position * inverse frequency i for i < D/2, computed in double, stored as f32.
 class RotaryEmbedding {
  public:
   RotaryEmbedding() = default;
   RotaryEmbedding(int64_t head_dim, int64_t max_positions, double theta);
+  RotaryEmbedding(const std::vector<double>& inverse_frequencies, int64_t max_positions);
   // Rotates x [B, H, S, D] whose rows sit at positions start .. start + S - 1.
   Tensor apply(const Tensor& input, int64_t start) const;
   void apply_into(const Tensor& output, const Tensor& input, int64_t start) const;

@@ -150,19 +150,26 @@ Tensor binary(const char* op, cpu::BinaryOp kind, const Tensor& left, const Tens
   return result;
 }
 
-void check_silu_mul(const Tensor& gate, const Tensor& up) {
-  require_float(gate, "silu_mul", "gate");
-  require_float(up, "silu_mul", "up");
+const char* gated_op_name(GateActivation activation) {
+  return activation == GateActivation::silu ? "silu_mul" : "gelu_tanh_mul";
+}
+
+void check_gated(const Tensor& gate, const Tensor& up, GateActivation activation) {
+  const char* op = gated_op_name(activation);
+  require_float(gate, op, "gate");
+  require_float(up, op, "up");
   if (!(gate.shape() == up.shape()) || gate.dtype() != up.dtype()) {
-    fail("silu_mul: gate ", gate.describe(), " and up ", up.describe(), " differ");
+    fail(op, ": gate ", gate.describe(), " and up ", up.describe(), " differ");
   }
 }
 
-void silu_mul_kernel_into(const Tensor& result, const Tensor& gate, const Tensor& up) {
+void gated_kernel_into(const Tensor& result, const Tensor& gate, const Tensor& up,
+                       GateActivation activation) {
+  auto run = activation == GateActivation::silu ? cpu::silu_run : cpu::gelu_tanh_run;
   map_elements_into<2>(result, {&gate, &up},
-                       [](const std::array<const float*, 2>& values, float* out,
-                          int64_t count) {
-                         cpu::silu_run(values[0], out, count);
+                       [run](const std::array<const float*, 2>& values, float* out,
+                             int64_t count) {
+                         run(values[0], out, count);
                          cpu::binary_run(cpu::BinaryOp::mul, out, values[1], out, count);
                        });
 }
@@ -189,18 +196,34 @@ void add_into(const Tensor& output, const Tensor& left, const Tensor& right) {
 }
 
 Tensor silu_mul(const Tensor& gate, const Tensor& up) {
-  check_silu_mul(gate, up);
+  check_gated(gate, up, GateActivation::silu);
   memory::OpScope scope("silu_mul");
   Tensor result = Tensor::empty(gate.shape(), gate.dtype());
-  silu_mul_kernel_into(result, gate, up);
+  gated_kernel_into(result, gate, up, GateActivation::silu);
   return result;
 }
 
 void silu_mul_into(const Tensor& output, const Tensor& gate, const Tensor& up) {
-  check_silu_mul(gate, up);
-  require_output(output, gate.shape(), gate.dtype(), "silu_mul_into");
-  memory::OpScope scope("silu_mul");
-  silu_mul_kernel_into(output, gate, up);
+  gated_activation_into(output, gate, up, GateActivation::silu);
+}
+
+void gated_activation_into(const Tensor& output, const Tensor& gate, const Tensor& up,
+                           GateActivation activation) {
+  check_gated(gate, up, activation);
+  const char* op = gated_op_name(activation);
+  require_output(output, gate.shape(), gate.dtype(), op);
+  memory::OpScope scope(op);
+  gated_kernel_into(output, gate, up, activation);
+}
+
+void soft_cap_into(const Tensor& output, const Tensor& input, double cap) {
+  require_float(input, "soft_cap", "input");
+  require_output(output, input.shape(), input.dtype(), "soft_cap_into");
+  if (!(cap > 0)) fail("soft_cap: the cap must be positive, got ", cap);
+  float value = static_cast<float>(cap);
+  map_elements_into<1>(output, {&input},
+                       [value](const std::array<const float*, 1>& values, float* out,
+                               int64_t count) { cpu::soft_cap_run(values[0], value, out, count); });
 }
 
 Tensor mul(const Tensor& left, const Tensor& right) {
@@ -214,6 +237,15 @@ Tensor scale(const Tensor& input, double factor) {
   return map_elements<1>({&input}, input.shape(), input.dtype(),
                          [value](const std::array<const float*, 1>& values, float* out,
                                  int64_t count) { cpu::scale_run(values[0], value, out, count); });
+}
+
+void scale_into(const Tensor& output, const Tensor& input, double factor) {
+  require_float(input, "scale", "input");
+  require_output(output, input.shape(), input.dtype(), "scale_into");
+  float value = static_cast<float>(factor);
+  map_elements_into<1>(output, {&input},
+                       [value](const std::array<const float*, 1>& values, float* out,
+                               int64_t count) { cpu::scale_run(values[0], value, out, count); });
 }
 
 Tensor silu(const Tensor& input) {
@@ -320,7 +352,7 @@ Tensor argmax(const Tensor& input) {
 }
 
 void attention_into(const Tensor& output, const Tensor& query, const Tensor& key,
-                    const Tensor& value, double scale, bool causal) {
+                    const Tensor& value, double scale, bool causal, int64_t window) {
   require_float(query, "attention", "query");
   require_float(key, "attention", "key");
   require_float(value, "attention", "value");
@@ -345,6 +377,9 @@ void attention_into(const Tensor& output, const Tensor& query, const Tensor& key
   if (causal && query.dim(2) > key.dim(2)) {
     fail("attention: causal with more query rows than keys, ", shapes());
   }
+  if (window < 0 || (window > 0 && !causal)) {
+    fail("attention: a window (", window, ") needs causal attention and must not be negative");
+  }
   require_output(output, query.shape(), query.dtype(), "attention");
   if (output.numel() == 0) return;
   memory::OpScope scope("attention");
@@ -352,14 +387,14 @@ void attention_into(const Tensor& output, const Tensor& query, const Tensor& key
     return cpu::StridedInput{tensor.storage()->data(), tensor.dtype(), tensor.layout()};
   };
   cpu::attention(strided(query), strided(key), strided(value), output.raw(), output.dtype(),
-                 static_cast<float>(scale), causal);
+                 static_cast<float>(scale), causal, window);
 }
 
 Tensor attention(const Tensor& query, const Tensor& key, const Tensor& value, double scale,
-                 bool causal) {
+                 bool causal, int64_t window) {
   memory::OpScope scope("attention");
   Tensor result = Tensor::empty(query.defined() ? query.shape() : Dims{}, query.dtype());
-  attention_into(result, query, key, value, scale, causal);
+  attention_into(result, query, key, value, scale, causal, window);
   return result;
 }
 

@@ -56,19 +56,29 @@ Tensor add(const Tensor& left, const Tensor& right);
 void add_into(const Tensor& output, const Tensor& left, const Tensor& right);
 Tensor mul(const Tensor& left, const Tensor& right);
 Tensor scale(const Tensor& input, double factor);
+void scale_into(const Tensor& output, const Tensor& input, double factor);
 // silu(gate) * up, the SwiGLU activation, in one pass.
 Tensor silu_mul(const Tensor& gate, const Tensor& up);
 void silu_mul_into(const Tensor& output, const Tensor& gate, const Tensor& up);
+// The activation of a gated MLP: SwiGLU (silu) or GeGLU with the tanh GELU (Gemma's
+// gelu_pytorch_tanh).
+enum class GateActivation { silu, gelu_tanh };
+// activation(gate) * up into `output`, which may alias gate or up.
+void gated_activation_into(const Tensor& output, const Tensor& gate, const Tensor& up,
+                           GateActivation activation);
+// cap * tanh(x / cap) into `output` (may alias input): logit soft-capping.
+void soft_cap_into(const Tensor& output, const Tensor& input, double cap);
 // Index of the largest element over the last dim (first one on ties), as u32 [...].
 Tensor argmax(const Tensor& input);
 
 // Attention for q [B, Hq, Sq, D], k and v [B, Hkv, Skv, D] in any layout, Hq a multiple of Hkv
 // (query head h reads kv head h / (Hq / Hkv), no repeated copies). With `causal`, query i sits
-// at position Skv - Sq + i and sees keys up to it. Returns [B, Hq, Sq, D] in q's dtype.
+// at position Skv - Sq + i and sees keys up to it, or only the last `window` of them when
+// window > 0 (a sliding-window layer). Returns [B, Hq, Sq, D] in q's dtype.
 Tensor attention(const Tensor& query, const Tensor& key, const Tensor& value, double scale,
-                 bool causal);
+                 bool causal, int64_t window = 0);
 void attention_into(const Tensor& output, const Tensor& query, const Tensor& key,
-                    const Tensor& value, double scale, bool causal);
+                    const Tensor& value, double scale, bool causal, int64_t window = 0);
 
 // Throws Error naming `op` unless `output` is a contiguous, writable tensor of `shape` and
 // `dtype` (the check every *_into op makes).

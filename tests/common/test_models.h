@@ -13,27 +13,32 @@
 
 namespace fornace {
 
-// <build>/test-models/tiny-<dtype>, written on first use (seed 7). A file lock keeps test
-// processes that CTest runs in parallel from writing it twice.
-inline std::string tiny_model_directory(DType dtype) {
+// <build>/test-models/<preset>-<dtype>, written on first use (seed 7) with the family's
+// tokenizer. A file lock keeps test processes that CTest runs in parallel from writing it twice.
+inline std::string synthetic_model_directory(const std::string& preset, DType dtype) {
   std::string root = std::string(FORNACE_BINARY_DIR) + "/test-models";
-  std::string directory = root + "/tiny-" + dtype_name(dtype);
+  std::string directory = root + "/" + preset + "-" + dtype_name(dtype);
   std::filesystem::create_directories(root);
   int lock = ::open((root + "/.lock").c_str(), O_CREAT | O_RDWR, 0644);
   ::flock(lock, LOCK_EX);
   if (!std::filesystem::exists(directory + "/model.safetensors")) {
     SyntheticOptions options;
-    options.preset = "tiny";
+    options.preset = preset;
     options.out_directory = directory;
     options.seed = 7;
     options.dtype = dtype;
-    options.tokenizer_directory = std::string(FORNACE_SOURCE_DIR) + "/models";
+    // The tiny Qwen2 model keeps the tokenizer at models/ that its tests were written against.
+    options.tokenizer_directory =
+        std::string(FORNACE_SOURCE_DIR) + "/models" +
+        (preset == "tiny" ? "" : "/tokenizers/" + synthetic_preset_tokenizer(preset));
     write_synthetic_model(options);
   }
   ::flock(lock, LOCK_UN);
   ::close(lock);
   return directory;
 }
+
+inline std::string tiny_model_directory(DType dtype) { return synthetic_model_directory("tiny", dtype); }
 
 // Deterministic ids spread over the vocabulary.
 inline std::vector<uint32_t> test_prompt_ids(int64_t length, int64_t vocab_size) {

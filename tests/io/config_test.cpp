@@ -85,6 +85,92 @@ TEST(ModelConfig, ParsesThePublishedQwen25Config) {
   EXPECT_EQ(config.head_dim(), 64);
 }
 
+// config.json of meta-llama/Llama-3.2-1B, Qwen/Qwen3-0.6B and google/gemma-3-270m as published.
+const char kLlama32Config[] = R"({
+  "architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 128000, "eos_token_id": 128001, "head_dim": 64, "hidden_act": "silu",
+  "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 8192,
+  "max_position_embeddings": 131072, "mlp_bias": false, "model_type": "llama",
+  "num_attention_heads": 32, "num_hidden_layers": 16, "num_key_value_heads": 8,
+  "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+  "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                   "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+  "rope_theta": 500000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+  "transformers_version": "4.45.0.dev0", "use_cache": true, "vocab_size": 128256
+})";
+const char kQwen3Config[] = R"({
+  "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu",
+  "hidden_size": 1024, "initializer_range": 0.02, "intermediate_size": 3072,
+  "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3",
+  "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null,
+  "tie_word_embeddings": true, "torch_dtype": "bfloat16", "transformers_version": "4.51.0",
+  "use_cache": true, "use_sliding_window": false, "vocab_size": 151936
+})";
+const char kGemma3Config[] = R"({
+  "_sliding_window_pattern": 6, "architectures": ["Gemma3ForCausalLM"], "attention_bias": false,
+  "attention_dropout": 0.0, "attn_logit_softcapping": null, "bos_token_id": 2, "eos_token_id": 1,
+  "final_logit_softcapping": null, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
+  "hidden_size": 640, "initializer_range": 0.02, "intermediate_size": 2048,
+  "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention",
+    "sliding_attention", "sliding_attention", "full_attention", "sliding_attention",
+    "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention",
+    "full_attention", "sliding_attention", "sliding_attention", "sliding_attention",
+    "sliding_attention", "sliding_attention", "full_attention"],
+  "max_position_embeddings": 32768, "model_type": "gemma3_text", "num_attention_heads": 4,
+  "num_hidden_layers": 18, "num_key_value_heads": 1, "pad_token_id": 0,
+  "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000.0,
+  "rope_scaling": null, "rope_theta": 1000000.0, "sliding_window": 512,
+  "torch_dtype": "bfloat16", "transformers_version": "4.55.0.dev0",
+  "use_bidirectional_attention": false, "use_cache": true, "vocab_size": 262144
+})";
+
+TEST(ModelConfig, ParsesThePublishedConfigsOfTheNewFamilies) {
+  ModelConfig llama = parse_model_config(kLlama32Config, "config.json");
+  EXPECT_EQ(llama.head_dim(), 64);
+  EXPECT_FALSE(llama.attention_bias);
+  EXPECT_TRUE(llama.tie_word_embeddings);
+  ASSERT_TRUE(llama.rope_scaling.has_value());
+  EXPECT_EQ(llama.rope_scaling->type, "llama3");
+  EXPECT_EQ(llama.rope_scaling->factor, 32.0);
+  EXPECT_EQ(llama.rope_scaling->original_max_position_embeddings, 8192);
+  EXPECT_EQ(llama.rms_norm_eps, 1e-5);
+  EXPECT_TRUE(llama.sliding_layers.empty());
+
+  ModelConfig qwen3 = parse_model_config(kQwen3Config, "config.json");
+  EXPECT_EQ(qwen3.head_dim(), 128);  // Not hidden / heads = 64.
+  EXPECT_FALSE(qwen3.rope_scaling.has_value());
+  EXPECT_EQ(qwen3.max_position_embeddings, 40960);
+
+  ModelConfig gemma = parse_model_config(kGemma3Config, "config.json");
+  EXPECT_EQ(gemma.head_dim(), 256);
+  EXPECT_EQ(gemma.hidden_activation, "gelu_pytorch_tanh");
+  EXPECT_EQ(gemma.sliding_window, 512);
+  EXPECT_EQ(gemma.query_pre_attn_scalar, 256);
+  EXPECT_EQ(gemma.rope_local_base_freq, 10000.0);
+  EXPECT_EQ(gemma.final_logit_softcapping, 0);
+  ASSERT_EQ(gemma.sliding_layers.size(), 18u);
+  for (int64_t layer = 0; layer < 18; ++layer) {
+    EXPECT_EQ(gemma.is_sliding(layer), (layer + 1) % 6 != 0) << layer;
+  }
+  // The older spelling: sliding_window_pattern, with every 6th layer global by default.
+  std::string pattern = kGemma3Config;
+  size_t begin = pattern.find("\"layer_types\"");
+  pattern.erase(begin, pattern.find("],", begin) + 2 - begin);
+  ModelConfig from_pattern = parse_model_config(pattern, "config.json");
+  EXPECT_EQ(from_pattern.sliding_layers, gemma.sliding_layers);
+  // Written and parsed back, each keeps every field.
+  for (const ModelConfig& config : {llama, qwen3, gemma}) {
+    ModelConfig back = parse_model_config(model_config_to_json(config), "config.json");
+    EXPECT_EQ(back.head_dim(), config.head_dim());
+    EXPECT_EQ(back.sliding_layers, config.sliding_layers);
+    EXPECT_EQ(back.rope_scaling.has_value(), config.rope_scaling.has_value());
+    EXPECT_EQ(back.tie_word_embeddings, config.tie_word_embeddings);
+    EXPECT_EQ(back.query_pre_attn_scalar, config.query_pre_attn_scalar);
+  }
+}
+
 TEST(ModelConfig, OptionalFieldsTakeHuggingFaceDefaults) {
   ModelConfig config = parse_model_config(config_with("num_key_value_heads", ""), "config.json");
   EXPECT_EQ(config.num_key_value_heads, 4);
@@ -196,9 +282,42 @@ TEST(ModelConfigErrors, WrongTypes) {
                        {"dir/config.json", "'vocab_size'"});
 }
 
-TEST(ModelConfigErrors, HeadsNotDividingHiddenSize) {
+TEST(ModelConfigErrors, HeadDimAbsentWhereHeadsDoNotDivideHiddenSize) {
   expect_message_names(parse_error(config_with("num_attention_heads", "5")),
-                       {"dir/config.json", "'num_attention_heads'", "does not divide hidden_size"});
+                       {"dir/config.json", "'head_dim' is missing", "does not divide hidden_size"});
+  // With head_dim given, heads need not divide hidden_size (Qwen3-0.6B: 16 x 128 over 1024).
+  EXPECT_EQ(parse_model_config(config_with("num_attention_heads", "6").replace(
+                                   1, 0, "\"head_dim\": 32, "),
+                               "config.json")
+                .head_dim(),
+            32);
+}
+
+// Fields of the new families that Fornace does not run get a line naming the file and field.
+TEST(ModelConfigErrors, UnsupportedFieldsOfTheNewFamiliesNameTheField) {
+  auto with_type = [](const std::string& type, const std::string& field, const std::string& value) {
+    std::string text = config_with(field, value);
+    return text.replace(text.find("\"qwen2\""), 7, "\"" + type + "\"");
+  };
+  expect_message_names(parse_error(with_type("llama", "rope_scaling",
+                                             R"({"rope_type": "yarn", "factor": 4.0})")),
+                       {"dir/config.json", "'rope_scaling.rope_type'", "yarn", "llama3"});
+  expect_message_names(parse_error(with_type("llama", "rope_scaling", R"({"rope_type": "llama3"})")),
+                       {"dir/config.json", "'rope_scaling.factor' is missing"});
+  expect_message_names(parse_error(with_type("gemma3_text", "layer_types",
+                                             R"(["sliding_attention", "chunked_attention"])")),
+                       {"dir/config.json", "'layer_types'", "chunked_attention"});
+  expect_message_names(parse_error(with_type("gemma3_text", "layer_types", R"(["full_attention"])")),
+                       {"dir/config.json", "'layer_types'", "num_hidden_layers (2)"});
+  expect_message_names(parse_error(with_type("llama", "layer_types",
+                                             R"(["sliding_attention", "full_attention"])")),
+                       {"dir/config.json", "'layer_types'", "gemma3_text"});
+  expect_message_names(parse_error(with_type("gemma3_text", "attn_logit_softcapping", "50.0")),
+                       {"dir/config.json", "'attn_logit_softcapping'"});
+  expect_message_names(parse_error(with_type("qwen3", "hidden_act", "\"gelu\"")),
+                       {"dir/config.json", "'hidden_act'", "gelu", "silu"});
+  expect_message_names(parse_error(with_type("llama", "mlp_bias", "true")),
+                       {"dir/config.json", "'mlp_bias'"});
 }
 
 TEST(ModelConfigErrors, KeyValueHeadsNotDividingHeads) {

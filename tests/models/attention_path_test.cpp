@@ -56,7 +56,7 @@ std::string half_b_attention_model() {
   config.torch_dtype = "bfloat16";
   fs::create_directories(directory);
   std::ofstream(directory / "config.json") << model_config_to_json(config);
-  std::vector<TensorSpec> specs = qwen2_tensor_specs(config, DType::bf16);
+  std::vector<TensorSpec> specs = checkpoint_tensor_specs(config, DType::bf16);
   write_safetensors_streamed((directory / "model.safetensors").string(), specs,
                              [&](size_t index) { return synthetic_tensor(specs[index], 5); });
   return directory.string();

@@ -69,7 +69,7 @@ TEST(SyntheticPreset, Qwen25HalfBillionHasTheRealShapes) {
   EXPECT_EQ(config.max_position_embeddings, 32768);
   EXPECT_EQ(config.eos_token_ids, (std::vector<int64_t>{151645, 151643}));
 
-  std::vector<TensorSpec> specs = qwen2_tensor_specs(config, DType::bf16);
+  std::vector<TensorSpec> specs = checkpoint_tensor_specs(config, DType::bf16);
   EXPECT_EQ(specs.size(), 2u + 24u * 12u);
   // Hugging Face reports 494,032,768 parameters for Qwen2.5-0.5B.
   EXPECT_EQ(parameter_count(specs), 494032768);
@@ -100,13 +100,13 @@ TEST(SyntheticPreset, Qwen25OneAndAHalfBillionHasTheRealParameterCount) {
   EXPECT_EQ(config.num_key_value_heads, 2);
   EXPECT_EQ(config.intermediate_size, 8960);
   // Hugging Face reports 1,543,714,304 parameters for Qwen2.5-1.5B.
-  EXPECT_EQ(parameter_count(qwen2_tensor_specs(config, DType::bf16)), 1543714304);
+  EXPECT_EQ(parameter_count(checkpoint_tensor_specs(config, DType::bf16)), 1543714304);
 }
 
 TEST(SyntheticPreset, UntiedConfigGetsAnLmHead) {
   ModelConfig config = synthetic_preset("tiny");
   config.tie_word_embeddings = false;
-  EXPECT_EQ(spec_named(qwen2_tensor_specs(config, DType::f32), "lm_head.weight").shape,
+  EXPECT_EQ(spec_named(checkpoint_tensor_specs(config, DType::f32), "lm_head.weight").shape,
             (Dims{151936, 64}));
 }
 
@@ -225,7 +225,7 @@ TEST(SyntheticModel, WrittenDirectoryLoadsAsACheckpoint) {
   EXPECT_EQ(config.eos_token_ids, (std::vector<int64_t>{151645, 151643}));
 
   Checkpoint checkpoint = Checkpoint::open_directory(out);
-  std::vector<TensorSpec> specs = qwen2_tensor_specs(config, DType::f32);
+  std::vector<TensorSpec> specs = checkpoint_tensor_specs(config, DType::f32);
   EXPECT_EQ(checkpoint.names().size(), specs.size());
   EXPECT_EQ(summary.parameters, parameter_count(specs));
   EXPECT_EQ(summary.weight_bytes, parameter_count(specs) * 4);

@@ -34,7 +34,8 @@ Inputs random_inputs(const Shape& shape, uint64_t seed) {
   return inputs;
 }
 
-std::vector<double> reference_attention(const Inputs& inputs, double scale, bool causal) {
+std::vector<double> reference_attention(const Inputs& inputs, double scale, bool causal,
+                                        int64_t window = 0) {
   const Shape& s = inputs.shape;
   std::vector<double> out(s.batch * s.query_heads * s.query_length * s.head_dim, 0.0);
   int64_t group = s.query_heads / s.kv_heads;
@@ -45,8 +46,9 @@ std::vector<double> reference_attention(const Inputs& inputs, double scale, bool
       for (int64_t i = 0; i < s.query_length; ++i) {
         const float* q = &inputs.query[((b * s.query_heads + h) * s.query_length + i) * s.head_dim];
         int64_t visible = causal ? s.kv_length - s.query_length + i + 1 : s.kv_length;
+        int64_t first = window ? std::max<int64_t>(0, visible - window) : 0;
         double maximum = -INFINITY;
-        for (int64_t j = 0; j < visible; ++j) {
+        for (int64_t j = first; j < visible; ++j) {
           const float* k = &inputs.key[((b * s.kv_heads + kv) * s.kv_length + j) * s.head_dim];
           double dot = 0;
           for (int64_t d = 0; d < s.head_dim; ++d) dot += double(q[d]) * k[d];
@@ -54,9 +56,11 @@ std::vector<double> reference_attention(const Inputs& inputs, double scale, bool
           maximum = std::max(maximum, scores[j]);
         }
         double total = 0;
-        for (int64_t j = 0; j < visible; ++j) total += scores[j] = std::exp(scores[j] - maximum);
+        for (int64_t j = first; j < visible; ++j) {
+          total += scores[j] = std::exp(scores[j] - maximum);
+        }
         double* o = &out[((b * s.query_heads + h) * s.query_length + i) * s.head_dim];
-        for (int64_t j = 0; j < visible; ++j) {
+        for (int64_t j = first; j < visible; ++j) {
           const float* v = &inputs.value[((b * s.kv_heads + kv) * s.kv_length + j) * s.head_dim];
           for (int64_t d = 0; d < s.head_dim; ++d) o[d] += scores[j] / total * v[d];
         }
@@ -126,19 +130,21 @@ class AttentionTest : public ::testing::Test {
 };
 
 // Checks attention() against the double loop and returns its result.
-Tensor check(const Shape& shape, bool causal, KvLayout layout, DType kv_dtype, uint64_t seed) {
+Tensor check(const Shape& shape, bool causal, KvLayout layout, DType kv_dtype, uint64_t seed,
+             int64_t window = 0) {
   Inputs inputs = random_inputs(shape, seed);
   inputs.key = test::representable(inputs.key, kv_dtype);
   inputs.value = test::representable(inputs.value, kv_dtype);
   double scale = 1.0 / std::sqrt(double(shape.head_dim));
-  std::vector<double> expected = reference_attention(inputs, scale, causal);
+  std::vector<double> expected = reference_attention(inputs, scale, causal, window);
   Tensor query = from_vector(inputs.query, {shape.batch, shape.query_heads, shape.query_length,
                                             shape.head_dim});
   Tensor key = make_kv(inputs.key, shape, shape.kv_heads, shape.kv_length, layout, kv_dtype);
   Tensor value = make_kv(inputs.value, shape, shape.kv_heads, shape.kv_length, layout, kv_dtype);
-  Tensor result = attention(query, key, value, scale, causal);
+  Tensor result = attention(query, key, value, scale, causal, window);
   std::string context = concat("attention (", cpu::isa_name(cpu::active_isa()), ", ",
-                               num_threads(), " threads, causal ", causal, ") of q ",
+                               num_threads(), " threads, causal ", causal, ", window ", window,
+                               ") of q ",
                                query.describe(), ", k ", key.describe(), ", v ", value.describe(),
                                " strides ", value.strides().to_string());
   EXPECT_EQ(result.shape(), query.shape()) << context;
@@ -174,6 +180,24 @@ TEST_F(AttentionTest, PrefillMatchesTheReferenceWithACausalMask) {
       // Queries that continue a longer cache: row i sits at position Skv - Sq + i.
       check({1, 6, 3, 5, 70, 64}, true, layout, DType::f32, 32);
       check({1, 2, 2, 3, 4097, 17}, false, layout, DType::f32, 33);
+    }
+  }
+}
+
+TEST_F(AttentionTest, SlidingWindowRowsSeeOnlyTheirLastKeys) {
+  for (cpu::Isa isa : supported_isas()) {
+    cpu::set_isa(isa);
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      for (KvLayout layout : kKvLayouts) {
+        check({1, 4, 1, 100, 100, 64}, true, layout, DType::f32, 35, 17);
+        check({1, 4, 2, 37, 300, 64}, true, layout, DType::f32, 36, 64);
+        check({1, 4, 2, 37, 300, 64}, true, layout, DType::f32, 37, 65);
+        check({1, 8, 2, 9, 40, 16}, true, layout, DType::f32, 38, 1);
+        // Decode over a long cache (key-range splits), and a window wider than the cache.
+        check({1, 14, 2, 1, 2049, 64}, true, layout, DType::f32, 39, 512);
+        check({1, 14, 2, 5, 20, 64}, true, layout, DType::bf16, 34, 512);
+      }
     }
   }
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "cpu/cpu_features.h"
 #include "ops/math.h"
 #include "test_tensors.h"
 
@@ -159,6 +160,43 @@ TEST(Silu, SaturatesAtLargeMagnitudes) {
   EXPECT_NEAR(values[1], 0.0f, 1e-30);
   EXPECT_FLOAT_EQ(values[2], 90.0f);
   EXPECT_FLOAT_EQ(values[3], 200.0f);
+}
+
+// The gated MLP activations and soft-capping on every ISA the CPU has, against double formulas.
+TEST(GatedActivation, GeluTanhAndSiluTimesUpMatchTheDoubleFormulasOnEveryIsa) {
+  const double root = std::sqrt(2.0 / std::acos(-1.0));
+  auto gelu_tanh = [root](double x) {
+    return 0.5 * x * (1.0 + std::tanh(root * (x + 0.044715 * x * x * x)));
+  };
+  auto silu_formula = [](double x) { return x / (1.0 + std::exp(-x)); };
+  std::vector<float> gate = random_values(4097, 11, -9, 9);
+  gate.insert(gate.end(), {-60.0f, -30.0f, 0.0f, 30.0f, 60.0f});
+  std::vector<float> up = random_values(gate.size(), 12, -2, 2);
+  int64_t count = static_cast<int64_t>(gate.size());
+  for (cpu::Isa isa : {cpu::Isa::portable, cpu::Isa::avx2, cpu::Isa::avx512}) {
+    if (static_cast<int>(isa) > static_cast<int>(cpu::detected_isa())) continue;
+    cpu::set_isa(isa);
+    for (GateActivation activation : {GateActivation::silu, GateActivation::gelu_tanh}) {
+      Tensor output = zeros({count});
+      gated_activation_into(output, from_vector(gate, {count}), from_vector(up, {count}),
+                            activation);
+      std::vector<double> expected(gate.size());
+      for (size_t i = 0; i < gate.size(); ++i) {
+        double x = gate[i];
+        expected[i] = (activation == GateActivation::silu ? silu_formula(x) : gelu_tanh(x)) * up[i];
+      }
+      expect_close(to_f64_vector(output), expected, 1e-6, 1e-5,
+                   concat(cpu::isa_name(isa), " activation ", static_cast<int>(activation)));
+    }
+    std::vector<float> logits = random_values(4097, 13, -200, 200);
+    Tensor capped = zeros({4097});
+    soft_cap_into(capped, from_vector(logits, {4097}), 30.0);
+    std::vector<double> expected(logits.size());
+    for (size_t i = 0; i < logits.size(); ++i) expected[i] = 30.0 * std::tanh(logits[i] / 30.0);
+    expect_close(to_f64_vector(capped), expected, 1e-5, 1e-5,
+                 concat(cpu::isa_name(isa), " soft cap"));
+  }
+  cpu::reset_isa();
 }
 
 TEST(Scale, MultipliesEveryElement) {

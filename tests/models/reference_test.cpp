@@ -1,5 +1,7 @@
-// The Qwen2 forward pass against the independent float64 NumPy reference (tests/reference).
+// Each family's forward pass against an independent float64 NumPy reference (tests/reference):
+// qwen2_ref.py for Qwen2, decoder_ref.py for Llama, Qwen3 and Gemma 3.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -59,10 +61,15 @@ struct Comparison {
   bool greedy_matches = true;
 };
 
-// Runs the engine greedily, then the reference teacher-forced on the engine's tokens.
+// Runs the engine greedily, then the reference teacher-forced on the engine's tokens. The prompt
+// runs in chunks of `prefill_chunk` to 2 x prefill_chunk - 1 tokens (0: one pass).
 Comparison compare_with_reference(const std::string& model_directory, int64_t prompt_length,
-                                  KvCacheKind kind) {
-  std::unique_ptr<Model> model = load_model(model_directory);
+                                  KvCacheKind kind, const char* script = "qwen2_ref.py",
+                                  AttentionPath path = AttentionPath::fused,
+                                  int64_t prefill_chunk = 0) {
+  ModelOptions model_options;
+  model_options.attention = path;
+  std::unique_ptr<Model> model = load_model(model_directory, model_options);
   std::vector<uint32_t> prompt = test_prompt_ids(prompt_length, model->config().vocab_size);
   SamplerOptions sampling;
   sampling.repeat_penalty = 1.0;  // Pure argmax, which the reference's argmax must match.
@@ -70,14 +77,17 @@ Comparison compare_with_reference(const std::string& model_directory, int64_t pr
   options.max_new_tokens = 5;
   options.ignore_eos = true;
   options.keep_logits = true;
+  options.prefill_chunk = prefill_chunk;
   Generator generator(*model, kind, prompt_length + 8, sampling);
   GenerationResult result = generator.generate(prompt, options);
 
   std::vector<uint32_t> fed(result.generated.begin(), result.generated.end() - 1);
+  // A name of this process's own: CTest runs the cases in parallel processes.
+  static int calls = 0;
   std::string output = std::string(FORNACE_BINARY_DIR) + "/reference-" +
-                       std::to_string(prompt_length) + "-" + kv_cache_kind_name(kind) + ".npy";
+                       std::to_string(::getpid()) + "-" + std::to_string(calls++) + ".npy";
   std::string command = std::string(FORNACE_PYTHON) + " " + FORNACE_SOURCE_DIR +
-                        "/tests/reference/qwen2_ref.py --model " + model_directory +
+                        "/tests/reference/" + script + " --model " + model_directory +
                         " --prompt-ids " + join(prompt) +
                         (fed.empty() ? "" : " --continuation-ids " + join(fed)) + " --out " + output;
   if (std::system(command.c_str()) != 0) throw std::runtime_error("reference failed: " + command);
@@ -134,6 +144,67 @@ TEST_P(Qwen2Reference, Bf16WeightsMatchTheReferenceToTwoPercent) {
 
 INSTANTIATE_TEST_SUITE_P(PromptLengths, Qwen2Reference, ::testing::Values(1, 7, 64),
                          [](const auto& info) { return "prompt" + std::to_string(info.param); });
+
+struct FamilyCase {
+  const char* preset;
+  int64_t prompt_length;
+  int64_t prefill_chunk;  // 0: the prompt in one pass.
+};
+
+// The tiny model of each new family, with its features switched on (see synthetic.cpp): llama3
+// rope bands, Qwen3's head_dim and q/k norms, Gemma 3's local layers with a window of 8 that
+// the prompts exceed (also when they run in chunks), and its soft-capped logits.
+class FamilyReference : public ::testing::TestWithParam<FamilyCase> {};
+
+TEST_P(FamilyReference, F32MatchesTheReferenceForEveryCacheKindAndAttentionPath) {
+  const FamilyCase& family = GetParam();
+  std::string directory = synthetic_model_directory(family.preset, DType::f32);
+  for (AttentionPath path : {AttentionPath::fused, AttentionPath::candle}) {
+    for (KvCacheKind kind : all_kv_cache_kinds()) {
+      Comparison comparison = compare_with_reference(directory, family.prompt_length, kind,
+                                                     "decoder_ref.py", path, family.prefill_chunk);
+      for (size_t row = 0; row < comparison.relative_errors.size(); ++row) {
+        EXPECT_LE(comparison.relative_errors[row], 1e-5)
+            << kv_cache_kind_name(kind) << " " << attention_path_name(path) << " forward " << row;
+        std::printf("%s f32 %s %s prompt %lld forward %zu: relative L2 error %.3g\n",
+                    family.preset, kv_cache_kind_name(kind), attention_path_name(path),
+                    static_cast<long long>(family.prompt_length), row,
+                    comparison.relative_errors[row]);
+      }
+      EXPECT_TRUE(comparison.greedy_matches) << kv_cache_kind_name(kind);
+    }
+  }
+}
+
+TEST_P(FamilyReference, Bf16MatchesTheReferenceToTwoPercent) {
+  const FamilyCase& family = GetParam();
+  Comparison comparison =
+      compare_with_reference(synthetic_model_directory(family.preset, DType::bf16),
+                             family.prompt_length, KvCacheKind::prealloc, "decoder_ref.py",
+                             AttentionPath::fused, family.prefill_chunk);
+  for (size_t row = 0; row < comparison.relative_errors.size(); ++row) {
+    EXPECT_LE(comparison.relative_errors[row], 2e-2) << "forward " << row;
+    std::printf("%s bf16 prompt %lld forward %zu: relative L2 error %.3g\n", family.preset,
+                static_cast<long long>(family.prompt_length), row,
+                comparison.relative_errors[row]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, FamilyReference,
+    ::testing::Values(FamilyCase{"tiny-llama", 1, 0}, FamilyCase{"tiny-llama", 70, 0},
+                      FamilyCase{"tiny-qwen3", 1, 0}, FamilyCase{"tiny-qwen3", 7, 0},
+                      FamilyCase{"tiny-gemma3", 1, 0}, FamilyCase{"tiny-gemma3", 7, 0},
+                      FamilyCase{"tiny-gemma3", 20, 0}, FamilyCase{"tiny-gemma3", 20, 6}),
+    [](const auto& info) {
+      std::string name = std::string(info.param.preset) + "_prompt" +
+                         std::to_string(info.param.prompt_length) + "_chunk" +
+                         std::to_string(info.param.prefill_chunk);
+      for (char& character : name) {
+        if (character == '-') character = '_';
+      }
+      return name;
+    });
 
 }  // namespace
 }  // namespace fornace

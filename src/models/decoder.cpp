@@ -1,0 +1,64 @@
+// The forward pass around the layers: embed, run the family's layers, final norm, lm_head.
+#include "models/decoder.h"
+
+#include "core/error.h"
+#include "ops/math.h"
+
+namespace fornace {
+
+void DecoderModel::load_ends(const WeightReader& weights, RmsNorm final_norm,
+                             double embedding_scale) {
+  memory::OpScope scope("load_weights");
+  const int64_t hidden = config_.hidden_size;
+  Tensor table = weights.tensor("model.embed_tokens.weight", {config_.vocab_size, hidden});
+  weight_dtype_ = table.dtype();
+  embedding_ = Embedding(table);
+  embedding_scale_ = embedding_scale;
+  final_norm_ = std::move(final_norm);
+  Tensor head = config_.tie_word_embeddings
+                    ? table
+                    : weights.tensor("lm_head.weight", {config_.vocab_size, hidden});
+  lm_head_ = Linear(head, std::nullopt);
+  step_buffers_.reserve(Slot::hidden, {1, 1, hidden});
+  step_buffers_.reserve(Slot::normed, {1, 1, hidden});
+  step_buffers_.reserve(Slot::logits, {1, 1, config_.vocab_size});
+}
+
+void DecoderModel::reserve_buffers(const SelfAttention& attention, const GatedMlp& mlp) {
+  attention.reserve(step_buffers_);
+  mlp.reserve(step_buffers_);
+}
+
+AttentionShape DecoderModel::attention_shape(double scale, int64_t window) const {
+  return AttentionShape{config_.num_attention_heads, config_.num_key_value_heads,
+                        config_.head_dim(), scale, window, options_.attention, weight_dtype_};
+}
+
+Tensor DecoderModel::forward(const Tensor& ids, KvCacheSet& cache, Logits wanted) {
+  if (ids.rank() != 2 || ids.dim(0) != 1) {
+    fail(config_.model_type, ": ids must be [1, S], got ", ids.describe());
+  }
+  const int64_t start = cache.length();
+  const int64_t length = ids.dim(1);
+  const int64_t width = config_.hidden_size;
+  // The first pass must not use the buffers: a cat cache keeps its first K and V as given.
+  Activations activations(step_buffers_, length == 1 && start > 0);
+  Tensor hidden = activations.get(Slot::hidden, {1, length, width}, "embedding");
+  embedding_.forward_into(hidden, ids);
+  if (embedding_scale_ != 0) scale_into(hidden, hidden, embedding_scale_);
+  Tensor normed = activations.get(Slot::normed, {1, length, width}, "rms_norm");
+  forward_layers(hidden, normed, cache, start, activations);
+  if (wanted == Logits::none) return Tensor();
+  int64_t rows = wanted == Logits::last ? 1 : length;
+  Tensor last_hidden = hidden.narrow(1, length - rows, rows);
+  Tensor last_normed = normed.narrow(1, length - rows, rows);
+  final_norm_.forward_into(last_normed, last_hidden);
+  Tensor logits = activations.get(Slot::logits, {1, rows, config_.vocab_size}, "linear");
+  lm_head_.forward_into(logits, last_normed);
+  if (config_.final_logit_softcapping > 0) {
+    soft_cap_into(logits, logits, config_.final_logit_softcapping);
+  }
+  return logits.view({rows, config_.vocab_size});
+}
+
+}  // namespace fornace

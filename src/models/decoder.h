@@ -1,0 +1,52 @@
+// What every decoder-only model shares around its layers: the token embedding (scaled where the
+// family scales it), the final norm, the lm_head (tied or its own), logit soft-capping, the
+// decode buffers, and the frame of a forward pass. A family's model file adds its layers.
+#pragma once
+
+#include "models/model.h"
+#include "nn/activations.h"
+#include "nn/layers.h"
+#include "nn/mlp.h"
+#include "nn/self_attention.h"
+#include "nn/weights.h"
+
+namespace fornace {
+
+class DecoderModel : public Model {
+ public:
+  const ModelConfig& config() const override { return config_; }
+  DType weight_dtype() const override { return weight_dtype_; }
+  DType activation_dtype() const override { return DType::f32; }
+  DType kv_dtype() const override { return weight_dtype_; }
+  // In a decode step the returned logits live in a buffer that the next forward overwrites.
+  Tensor forward(const Tensor& ids, KvCacheSet& cache, Logits wanted) override;
+
+ protected:
+  DecoderModel(const ModelConfig& config, const ModelOptions& options)
+      : config_(config), options_(options) {}
+
+  // Reads model.embed_tokens.weight and the lm_head (the embedding when tied), takes the final
+  // norm, and makes the buffers around the layers. `embedding_scale` multiplies the embedded
+  // tokens (0: none).
+  void load_ends(const WeightReader& weights, RmsNorm final_norm, double embedding_scale = 0);
+  // The attention shape of a layer of this model, with `scale` and sliding `window` (0: none).
+  AttentionShape attention_shape(double scale, int64_t window = 0) const;
+  // Makes the decode buffers of a layer's attention and MLP.
+  void reserve_buffers(const SelfAttention& attention, const GatedMlp& mlp);
+  // Runs every layer on hidden [1, S, hidden] in place; `normed` is a buffer of that shape.
+  virtual void forward_layers(const Tensor& hidden, const Tensor& normed, KvCacheSet& cache,
+                              int64_t start, Activations& activations) const = 0;
+
+  ModelConfig config_;
+  ModelOptions options_;
+  StepBuffers step_buffers_;
+
+ private:
+  DType weight_dtype_ = DType::bf16;
+  Embedding embedding_;
+  double embedding_scale_ = 0;
+  RmsNorm final_norm_;
+  Linear lm_head_;
+};
+
+}  // namespace fornace

@@ -1,0 +1,90 @@
+// Llama (Llama 3.x, SmolLM2, TinyLlama), top to bottom:
+//   x = embed(ids)
+//   per layer: x += attention(rms_norm(x)); x += mlp(rms_norm(x))
+//   logits = lm_head(rms_norm(x))
+// with rotary frequencies as rope_scaling says (llama3 bands, or none).
+#include "models/llama.h"
+
+#include <cmath>
+
+#include "models/architectures.h"
+#include "models/decoder.h"
+#include "nn/mlp.h"
+#include "ops/math.h"
+
+namespace fornace {
+namespace {
+
+struct LlamaLayer {
+  RmsNorm input_norm;
+  SelfAttention attention;
+  RmsNorm post_attention_norm;
+  GatedMlp mlp;
+};
+
+class LlamaModel : public DecoderModel {
+ public:
+  LlamaModel(const ModelConfig& config, const Checkpoint& checkpoint, const ModelOptions& options,
+             LlamaVariant variant)
+      : DecoderModel(config, options) {
+    WeightReader weights(checkpoint, options.dtype);
+    const int64_t hidden = config.hidden_size;
+    const int64_t head_dim = config.head_dim();
+    const double eps = config.rms_norm_eps;
+    load_ends(weights, weights.rms_norm("model.norm.weight", hidden, eps));
+    auto rotary = std::make_shared<RotaryEmbedding>(
+        rope_inverse_frequencies(head_dim, config.rope_theta, config.rope_scaling),
+        config.max_position_embeddings);
+    const AttentionShape shape = attention_shape(1.0 / std::sqrt(static_cast<double>(head_dim)));
+    memory::OpScope scope("load_weights");
+    for (int64_t index = 0; index < config.num_hidden_layers; ++index) {
+      const std::string layer = "model.layers." + std::to_string(index) + ".";
+      const std::string attention = layer + "self_attn.";
+      std::optional<RmsNorm> query_norm;
+      std::optional<RmsNorm> key_norm;
+      if (variant.query_key_norms) {
+        query_norm = weights.rms_norm(attention + "q_norm.weight", head_dim, eps);
+        key_norm = weights.rms_norm(attention + "k_norm.weight", head_dim, eps);
+      }
+      layers_.push_back(LlamaLayer{
+          weights.rms_norm(layer + "input_layernorm.weight", hidden, eps),
+          SelfAttention::read(weights, attention, shape, hidden, config.attention_bias,
+                              config.attention_bias && variant.output_bias, query_norm, key_norm,
+                              rotary),
+          weights.rms_norm(layer + "post_attention_layernorm.weight", hidden, eps),
+          GatedMlp::read(weights, layer + "mlp.", hidden, config.intermediate_size,
+                         GateActivation::silu)});
+      reserve_buffers(layers_.back().attention, layers_.back().mlp);
+    }
+  }
+
+ private:
+  void forward_layers(const Tensor& hidden, const Tensor& normed, KvCacheSet& cache, int64_t start,
+                      Activations& activations) const override {
+    for (size_t index = 0; index < layers_.size(); ++index) {
+      const LlamaLayer& layer = layers_[index];
+      layer.input_norm.forward_into(normed, hidden);
+      add_into(hidden, hidden,
+               layer.attention.forward(normed, cache.layer(static_cast<int64_t>(index)), start,
+                                       activations));
+      layer.post_attention_norm.forward_into(normed, hidden);
+      add_into(hidden, hidden, layer.mlp.forward(normed, activations));
+    }
+  }
+
+  std::vector<LlamaLayer> layers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> load_llama_variant(const ModelConfig& config, const Checkpoint& checkpoint,
+                                          const ModelOptions& options, LlamaVariant variant) {
+  return std::make_unique<LlamaModel>(config, checkpoint, options, variant);
+}
+
+std::unique_ptr<Model> load_llama(const ModelConfig& config, const Checkpoint& checkpoint,
+                                  const ModelOptions& options) {
+  return load_llama_variant(config, checkpoint, options, {});
+}
+
+}  // namespace fornace

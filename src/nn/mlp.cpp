@@ -1,0 +1,32 @@
+// The gated MLP: gate and up in one pass over the input, the activation in place, then down.
+#include "nn/mlp.h"
+
+namespace fornace {
+
+GatedMlp GatedMlp::read(const WeightReader& weights, const std::string& prefix, int64_t hidden,
+                       int64_t intermediate, GateActivation activation) {
+  return GatedMlp(weights.linear(prefix + "gate_proj", intermediate, hidden, false),
+                  weights.linear(prefix + "up_proj", intermediate, hidden, false),
+                  weights.linear(prefix + "down_proj", hidden, intermediate, false), activation);
+}
+
+void GatedMlp::reserve(StepBuffers& buffers) const {
+  int64_t intermediate = gate_.weight().dim(0);
+  buffers.reserve(Slot::gate, {1, 1, intermediate});
+  buffers.reserve(Slot::up, {1, 1, intermediate});
+  buffers.reserve(Slot::projected, {1, 1, down_.weight().dim(0)});
+}
+
+Tensor GatedMlp::forward(const Tensor& input, Activations& activations) const {
+  Dims shape{1, input.dim(1), gate_.weight().dim(0)};
+  Tensor gate = activations.get(Slot::gate, shape, "linear");
+  Tensor up = activations.get(Slot::up, shape, "linear");
+  forward_together(input, {{&gate_, &gate}, {&up_, &up}});
+  gated_activation_into(gate, gate, up, activation_);
+  Tensor output =
+      activations.get(Slot::projected, {1, input.dim(1), down_.weight().dim(0)}, "linear");
+  down_.forward_into(output, gate);
+  return output;
+}
+
+}  // namespace fornace

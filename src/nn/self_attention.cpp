@@ -1,0 +1,115 @@
+// The attention block. Layouts follow Candle's models: Q, K and V are views reshaped to
+// [B, S, H, D] and transposed to [B, H, S, D]; RoPE writes new contiguous Q and K, and V reaches
+// the KV cache as the transposed view it is.
+#include "nn/self_attention.h"
+
+#include "core/error.h"
+#include "ops/copy.h"
+#include "ops/math.h"
+
+namespace fornace {
+
+SelfAttention::SelfAttention(const AttentionShape& shape, Linear query, Linear key, Linear value,
+                             Linear output, std::optional<RmsNorm> query_norm,
+                             std::optional<RmsNorm> key_norm,
+                             std::shared_ptr<const RotaryEmbedding> rotary)
+    : shape_(shape),
+      query_(std::move(query)),
+      key_(std::move(key)),
+      value_(std::move(value)),
+      output_(std::move(output)),
+      query_norm_(std::move(query_norm)),
+      key_norm_(std::move(key_norm)),
+      rotary_(std::move(rotary)) {}
+
+SelfAttention SelfAttention::read(const WeightReader& weights, const std::string& prefix,
+                                  const AttentionShape& shape, int64_t hidden, bool bias,
+                                  bool output_bias, std::optional<RmsNorm> query_norm,
+                                  std::optional<RmsNorm> key_norm,
+                                  std::shared_ptr<const RotaryEmbedding> rotary) {
+  const int64_t query_width = shape.query_heads * shape.head_dim;
+  const int64_t kv_width = shape.kv_heads * shape.head_dim;
+  return SelfAttention(shape, weights.linear(prefix + "q_proj", query_width, hidden, bias),
+                       weights.linear(prefix + "k_proj", kv_width, hidden, bias),
+                       weights.linear(prefix + "v_proj", kv_width, hidden, bias),
+                       weights.linear(prefix + "o_proj", hidden, query_width, output_bias),
+                       std::move(query_norm), std::move(key_norm), std::move(rotary));
+}
+
+void SelfAttention::reserve(StepBuffers& buffers) const {
+  const int64_t query_width = shape_.query_heads * shape_.head_dim;
+  const int64_t kv_width = shape_.kv_heads * shape_.head_dim;
+  buffers.reserve(Slot::query, {1, 1, query_width});
+  buffers.reserve(Slot::key, {1, 1, kv_width});
+  buffers.reserve(Slot::value, {1, 1, kv_width});
+  buffers.reserve(Slot::value_cached, {1, 1, kv_width}, shape_.kv_dtype);
+  buffers.reserve(Slot::query_rotated, {1, shape_.query_heads, 1, shape_.head_dim});
+  buffers.reserve(Slot::key_rotated, {1, shape_.kv_heads, 1, shape_.head_dim}, shape_.kv_dtype);
+  buffers.reserve(Slot::attended, {1, shape_.query_heads, 1, shape_.head_dim});
+  buffers.reserve(Slot::projected, {1, 1, output_.weight().dim(0)});
+}
+
+Tensor SelfAttention::forward(const Tensor& input, KvCache& cache, int64_t start,
+                              Activations& activations) const {
+  const int64_t length = input.dim(1);
+  const int64_t head_dim = shape_.head_dim;
+  // [1, S, heads * D] -> the view [1, heads, S, D].
+  auto split_heads = [&](const Tensor& projected, int64_t heads) {
+    return projected.view({1, length, heads, head_dim}).transpose(1, 2);
+  };
+  auto projection = [&](Slot slot, int64_t heads) {
+    return activations.get(slot, {1, length, heads * head_dim}, "linear");
+  };
+  Tensor projected_query = projection(Slot::query, shape_.query_heads);
+  Tensor projected_key = projection(Slot::key, shape_.kv_heads);
+  Tensor value_cached = projection(Slot::value, shape_.kv_heads);
+  forward_together(input, {{&query_, &projected_query},
+                           {&key_, &projected_key},
+                           {&value_, &value_cached}});
+  // Per-head norms (Qwen3, Gemma 3) over head_dim, in place, before RoPE.
+  auto normalize_heads = [&](const std::optional<RmsNorm>& norm, const Tensor& projected,
+                             int64_t heads) {
+    if (!norm) return;
+    Tensor per_head = projected.view({1, length, heads, head_dim});
+    norm->forward_into(per_head, per_head);
+  };
+  normalize_heads(query_norm_, projected_query, shape_.query_heads);
+  normalize_heads(key_norm_, projected_key, shape_.kv_heads);
+  auto rotate = [&](const Tensor& projected, int64_t heads, Slot slot, DType dtype) {
+    Tensor split = split_heads(projected, heads);
+    Tensor rotated = activations.get(slot, split.shape(), "rope", dtype);
+    rotary_->apply_into(rotated, split, start);
+    return rotated;
+  };
+  Tensor query = rotate(projected_query, shape_.query_heads, Slot::query_rotated, DType::f32);
+  // K leaves RoPE as a new contiguous tensor in the cache's dtype.
+  Tensor key = rotate(projected_key, shape_.kv_heads, Slot::key_rotated, shape_.kv_dtype);
+  // V is converted to the cache's dtype in its projection layout, then reaches the cache as the
+  // transposed view it is in Candle.
+  if (shape_.kv_dtype != value_cached.dtype()) {
+    Tensor converted =
+        activations.get(Slot::value_cached, value_cached.shape(), "to_dtype", shape_.kv_dtype);
+    copy_into(converted, value_cached);
+    value_cached = converted;
+  }
+  Tensor value = split_heads(value_cached, shape_.kv_heads);
+  auto [all_keys, all_values] = cache.append(key, value);
+  Tensor merged;
+  if (shape_.path == AttentionPath::candle) {
+    // Candle's models: attn_output.transpose(1, 2)?.reshape((b_sz, q_len, hidden))?
+    Tensor attended = candle_attention(query, all_keys, all_values, shape_.scale, shape_.window);
+    merged = reshape(attended.transpose(1, 2), {1, length, -1},
+                     ReshapeViews::only_when_contiguous);
+  } else {
+    Tensor attended = activations.get(Slot::attended, query.shape(), "attention");
+    attention_into(attended, query, all_keys, all_values, shape_.scale, length > 1 || shape_.window,
+                   shape_.window);
+    // [1, H, S, D] -> [1, S, H * D]: a view for one token, a copy for a prompt.
+    merged = reshape(attended.transpose(1, 2), {1, length, -1});
+  }
+  Tensor output = activations.get(Slot::projected, {1, length, output_.weight().dim(0)}, "linear");
+  output_.forward_into(output, merged);
+  return output;
+}
+
+}  // namespace fornace

@@ -1,0 +1,61 @@
+// The attention block of a decoder layer, shared by every family: grouped Q/K/V projections,
+// optional per-head Q/K norms, RoPE, the KV cache append, attention by the fused kernel or by
+// Candle's op sequence, and the output projection.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "nn/activations.h"
+#include "nn/attention.h"
+#include "nn/kv_cache.h"
+#include "nn/layers.h"
+#include "nn/weights.h"
+
+namespace fornace {
+
+struct AttentionShape {
+  int64_t query_heads = 0;
+  int64_t kv_heads = 0;
+  int64_t head_dim = 0;
+  double scale = 0;    // Applied to q · k.
+  int64_t window = 0;  // A sliding-window layer sees the last `window` positions; 0: all.
+  AttentionPath path = AttentionPath::fused;
+  DType kv_dtype = DType::f32;
+};
+
+class SelfAttention {
+ public:
+  SelfAttention() = default;
+  SelfAttention(const AttentionShape& shape, Linear query, Linear key, Linear value,
+                Linear output, std::optional<RmsNorm> query_norm, std::optional<RmsNorm> key_norm,
+                std::shared_ptr<const RotaryEmbedding> rotary);
+
+  // <prefix>q_proj, k_proj, v_proj (biases when `bias`) and o_proj (a bias when `output_bias`)
+  // of a checkpoint, for inputs of `hidden` features.
+  static SelfAttention read(const WeightReader& weights, const std::string& prefix,
+                            const AttentionShape& shape, int64_t hidden, bool bias,
+                            bool output_bias, std::optional<RmsNorm> query_norm,
+                            std::optional<RmsNorm> key_norm,
+                            std::shared_ptr<const RotaryEmbedding> rotary);
+
+  // Makes the one-token decode buffers it writes into.
+  void reserve(StepBuffers& buffers) const;
+  // input [1, S, hidden] at positions start .. start + S - 1; appends their K and V to `cache`
+  // and returns the output projection [1, S, hidden] (Slot::projected).
+  Tensor forward(const Tensor& input, KvCache& cache, int64_t start,
+                 Activations& activations) const;
+
+ private:
+  AttentionShape shape_;
+  Linear query_;
+  Linear key_;
+  Linear value_;
+  Linear output_;
+  std::optional<RmsNorm> query_norm_;
+  std::optional<RmsNorm> key_norm_;
+  std::shared_ptr<const RotaryEmbedding> rotary_;
+};
+
+}  // namespace fornace
