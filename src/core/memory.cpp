@@ -49,6 +49,7 @@ struct Counters {
   std::atomic<int64_t> contiguous_copy_bytes{0};
   std::atomic<int64_t> strided_copy_bytes{0};
   std::atomic<int64_t> strided_copy_runs{0};
+  std::atomic<int64_t> attention_read_bytes{0};
   std::atomic<int64_t> mapped_resident_bytes{0};
   std::atomic<int64_t> mapped_huge_page_bytes{0};
 };
@@ -141,6 +142,12 @@ void record_mapping(int64_t resident_bytes, int64_t huge_page_bytes) {
   counters().mapped_huge_page_bytes += huge_page_bytes;
 }
 
+void record_attention_read(int64_t bytes) {
+  counters().attention_read_bytes.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+int64_t attention_read_bytes() { return counters().attention_read_bytes.load(); }
+
 MappedBytes mapped_bytes() {
   return MappedBytes{counters().mapped_resident_bytes.load(),
                      counters().mapped_huge_page_bytes.load()};
@@ -160,6 +167,7 @@ void reset_counters() {
   state.contiguous_copy_bytes = 0;
   state.strided_copy_bytes = 0;
   state.strided_copy_runs = 0;
+  state.attention_read_bytes = 0;
 }
 
 OpScope::OpScope(const char* op) : previous_(thread_op) {

@@ -64,6 +64,9 @@ void record_release(Device device, int64_t bytes);
 // `runs`: the unbroken stretches a strided copy moved `bytes` in (ignored for contiguous copies).
 void record_copy(int64_t bytes, bool strided, int64_t runs = 1);
 void record_mapping(int64_t resident_bytes, int64_t huge_page_bytes);
+// Bytes of keys and values that attention read (what the KV cache hands it).
+void record_attention_read(int64_t bytes);
+int64_t attention_read_bytes();
 
 DeviceMemory device_memory(Device device = Device::cpu);
 PhaseMemory phase_memory(Phase phase);

@@ -115,6 +115,7 @@ GenerationResult Generator::generate(const std::vector<uint32_t>& prompt,
   while (!result.stopped_at_eos &&
          static_cast<int64_t>(result.generated.size()) < options.max_new_tokens) {
     CopyBytes copies_before = memory::copy_bytes();
+    int64_t kv_read_before = memory::attention_read_bytes();
     int64_t allocated_before = memory::phase_memory(Phase::decode).allocated_bytes;
     auto start = std::chrono::steady_clock::now();
     next.data<uint32_t>()[0] = result.generated.back();
@@ -124,6 +125,7 @@ GenerationResult Generator::generate(const std::vector<uint32_t>& prompt,
     step.ms = elapsed_ms(start);
     step.copied = difference(memory::copy_bytes(), copies_before);
     step.allocated_bytes = memory::phase_memory(Phase::decode).allocated_bytes - allocated_before;
+    step.kv_read_bytes = memory::attention_read_bytes() - kv_read_before;
     result.steps.push_back(step);
     result.stopped_at_eos = accept(id);
   }

@@ -26,6 +26,7 @@ struct DecodeStep {
   double ms = 0;
   CopyBytes copied;             // Bytes the copy kernels moved in this step.
   int64_t allocated_bytes = 0;  // Bytes allocated in this step.
+  int64_t kv_read_bytes = 0;    // Bytes of K and V that attention read in this step.
 };
 
 struct GenerationResult {

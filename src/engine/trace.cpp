@@ -38,16 +38,16 @@ std::string format_trace(const GenerationResult& result) {
                result.prefill_copied.contiguous / kMiB, result.prefill_copied.strided / kMiB,
                bytes_per_run(result.prefill_copied));
   text += "trace: per decode step (KiB copied by the copy kernels, strided ones in unbroken runs "
-          "of B/run bytes; allocated KiB)\n";
-  text += line("  %6s %9s %12s %12s %9s %12s %9s\n", "step", "position", "contiguous", "strided",
-               "B/run", "allocated", "ms");
+          "of B/run bytes; allocated KiB; KiB of K and V that attention read)\n";
+  text += line("  %6s %9s %12s %12s %9s %12s %12s %9s\n", "step", "position", "contiguous",
+               "strided", "B/run", "allocated", "kv read", "ms");
   int64_t position = static_cast<int64_t>(result.prompt.size());
   for (size_t index = 0; index < result.steps.size(); ++index) {
     const DecodeStep& step = result.steps[index];
-    text += line("  %6zu %9lld %12.1f %12.1f %9.0f %12.1f %9.3f\n", index + 1,
+    text += line("  %6zu %9lld %12.1f %12.1f %9.0f %12.1f %12.1f %9.3f\n", index + 1,
                  static_cast<long long>(position + index), step.copied.contiguous / 1024.0,
                  step.copied.strided / 1024.0, bytes_per_run(step.copied),
-                 step.allocated_bytes / 1024.0, step.ms);
+                 step.allocated_bytes / 1024.0, step.kv_read_bytes / 1024.0, step.ms);
   }
   text += "trace: ops that allocated most in prefill\n";
   text += line("  %-16s %12s %10s\n", "op", "MiB", "count");
@@ -74,6 +74,7 @@ nlohmann::json trace_to_json(const GenerationResult& result) {
     steps.push_back({{"contiguous_bytes", step.copied.contiguous},
                      {"strided_bytes", step.copied.strided},
                      {"strided_runs", step.copied.strided_runs},
+                     {"kv_read_bytes", step.kv_read_bytes},
                      {"allocated_bytes", step.allocated_bytes}});
   }
   nlohmann::json ops = nlohmann::json::array();

@@ -94,6 +94,8 @@ Tensor SelfAttention::forward(const Tensor& input, KvCache& cache, int64_t start
   }
   Tensor value = split_heads(value_cached, shape_.kv_heads);
   auto [all_keys, all_values] = cache.append(key, value);
+  memory::record_attention_read(
+      (all_keys.numel() + all_values.numel()) * static_cast<int64_t>(all_keys.element_size()));
   Tensor merged;
   if (shape_.path == AttentionPath::candle) {
     // Candle's models: attn_output.transpose(1, 2)?.reshape((b_sz, q_len, hidden))?

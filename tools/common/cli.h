@@ -16,6 +16,7 @@
 #include "common/usage_error.h"
 #include "core/dtype.h"
 #include "cpu/thread_pool.h"
+#include "nn/attention.h"
 
 namespace fornace::tools {
 
@@ -219,6 +220,16 @@ inline CLI::Validator float_dtype() {
     }
     if (!known) fail("expects bf16, f32 or f16, got '", text, "'");
   });
+}
+
+// fused (Fornace's kernel) or candle (Candle's op sequence).
+inline CLI::Option* add_attention_flag(CLI::App& app, std::string& attention) {
+  attention = "fused";
+  return app.add_option("--attention", attention,
+                        "fused | candle: Fornace's attention kernel, or Candle's op sequence "
+                        "(repeat_kv, contiguous, matmul, softmax, matmul)")
+      ->type_name("PATH")
+      ->check(parsed_by(parse_attention_path));
 }
 
 // Empty `dtype` keeps the checkpoint's.

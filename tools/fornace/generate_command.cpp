@@ -61,6 +61,7 @@ struct GenerateFlags {
   int64_t max_new_tokens = 128;
   bool ignore_eos = false;
   std::string kv_cache = "prealloc";
+  std::string attention;
   std::string dtype;
   int64_t threads = 0;
   SamplerOptions sampling;
@@ -94,6 +95,7 @@ void add_generate_flags(CommandLine& app, GenerateFlags& flags) {
   app.add_option("--kv-cache", flags.kv_cache, "prealloc | cat | cat-contiguous")
       ->type_name("KIND")
       ->check(parsed_by(parse_kv_cache_kind));
+  add_attention_flag(app, flags.attention);
   add_dtype_flag(app, flags.dtype);
   add_threads_flag(app, flags.threads);
   SamplerOptions& sampling = flags.sampling;
@@ -198,6 +200,7 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
   KvCacheKind kind = parse_kv_cache_kind(flags.kv_cache);
   ModelOptions model_options;
   if (!flags.dtype.empty()) model_options.dtype = parse_dtype(flags.dtype);
+  model_options.attention = parse_attention_path(flags.attention);
   if (prompt_text && prompt_text->empty()) throw UsageError("the prompt is empty");
   set_num_threads(static_cast<int>(threads));
 
@@ -324,6 +327,7 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
         {"model", model_directory},
         {"dtype", dtype_name(model->weight_dtype())},
         {"kv_cache", kv_cache_kind_name(kind)},
+        {"attention", attention_path_name(model_options.attention)},
         {"threads", threads},
         {"prompt_tokens", prompt.size()},
         {"generated_ids", result.generated},
