@@ -2,6 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 SYNTH_MODEL ?= models/synth-qwen2.5-0.5b
+MODEL ?= qwen2.5-0.5b
 
 .PHONY: setup build test bench model tokenizer synth clean
 
@@ -25,7 +26,7 @@ bench: synth
 	bash scripts/bench.sh $(BUILD) $(SYNTH_MODEL)
 
 model:
-	bash scripts/download-model.sh
+	bash scripts/download-model.sh $(MODEL)
 
 clean:
 	rm -rf $(BUILD)

@@ -26,6 +26,7 @@ export DEBIAN_FRONTEND=noninteractive
 # A fresh machine often runs an apt process of its own at boot: wait for its locks, not fail.
 # apt-get install waits through DPkg::Lock::Timeout; apt-get update does not, so it is retried.
 lock_wait_s=${FORNACE_APT_LOCK_TIMEOUT:-900}
+poll_s=${FORNACE_APT_LOCK_POLL:-5}
 apt_get=("${sudo_cmd[@]}" apt-get -o "DPkg::Lock::Timeout=$lock_wait_s")
 waited_s=0
 until update_log=$("${apt_get[@]}" update -qq 2>&1); do
@@ -35,8 +36,8 @@ until update_log=$("${apt_get[@]}" update -qq 2>&1); do
     exit 1
   fi
   [ "$waited_s" -gt 0 ] || echo "setup: another apt process holds the package lists; waiting up to ${lock_wait_s} s"
-  sleep 5
-  waited_s=$((waited_s + 5))
+  sleep "$poll_s"
+  waited_s=$((waited_s + poll_s))
 done
 if ! "${apt_get[@]}" install -y -qq --no-install-recommends "${missing[@]}"; then
   echo "error: setup: apt-get install ${missing[*]} failed" >&2
