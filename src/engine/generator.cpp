@@ -89,6 +89,7 @@ GenerationResult Generator::generate(const std::vector<uint32_t>& prompt,
     // as 512 + 512 + 512 + 513). Only the last chunk computes logits.
     int64_t chunks = options.prefill_chunk > 0 ? std::max<int64_t>(1, total / options.prefill_chunk)
                                                : 1;
+    if (options.on_prefill_progress && chunks > 1) options.on_prefill_progress(0, total);
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
       int64_t begin = total * chunk / chunks;
       int64_t end = total * (chunk + 1) / chunks;
@@ -97,6 +98,7 @@ GenerationResult Generator::generate(const std::vector<uint32_t>& prompt,
       Tensor output = model_.forward(from_ids(values, {1, end - begin}), cache_,
                                      last ? Logits::last : Logits::none);
       if (last) copy_logits(output);
+      if (options.on_prefill_progress) options.on_prefill_progress(end, total);
     }
     uint32_t first = options.max_new_tokens > 0 ? sampler_.sample(logits, history) : 0;
     result.prefill_ms = elapsed_ms(start);

@@ -20,6 +20,8 @@ struct GenerationOptions {
   // The prompt runs through the model in equal chunks of this many tokens up to twice as many,
   // so prefill's activations stay bounded whatever the prompt length; 0 runs it in one pass.
   int64_t prefill_chunk = 512;
+  // Called after each prompt chunk with the prompt tokens done and their total.
+  std::function<void(int64_t done, int64_t total)> on_prefill_progress;
 };
 
 struct DecodeStep {

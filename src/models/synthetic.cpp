@@ -366,6 +366,11 @@ SyntheticSummary write_synthetic_model(const SyntheticOptions& options) {
   create_directories_or_fail(staging);
   std::vector<TensorSpec> specs = checkpoint_tensor_specs(config, options.dtype);
   const double norm_mean = config.model_type == "gemma3_text" ? 0.0 : 1.0;
+  int64_t total_bytes = 0;
+  for (const TensorSpec& spec : specs) {
+    total_bytes += spec.shape.product() * static_cast<int64_t>(dtype_size(spec.dtype));
+  }
+  int64_t written_bytes = 0;
   SyntheticSummary summary;
   try {
     for (const std::string& file : tokenizer_files) {
@@ -381,7 +386,12 @@ SyntheticSummary write_synthetic_model(const SyntheticOptions& options) {
                           [&](std::ostream& stream) { stream << generation_text; });
     write_safetensors_streamed(
         (staging / "model.safetensors").string(), specs,
-        [&](size_t index) { return synthetic_tensor(specs[index], options.seed, norm_mean); },
+        [&](size_t index) {
+          if (options.on_progress) options.on_progress(written_bytes, total_bytes);
+          Tensor tensor = synthetic_tensor(specs[index], options.seed, norm_mean);
+          written_bytes += tensor.numel() * static_cast<int64_t>(tensor.element_size());
+          return tensor;
+        },
         {{"format", "pt"},
          {"fornace_synthetic_preset", options.preset},
          {"fornace_synthetic_seed", std::to_string(options.seed)}});

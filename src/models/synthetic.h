@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@ struct SyntheticOptions {
   // Where tokenizer.json and tokenizer_config.json come from; empty: the preset family's
   // models/tokenizers/<name> (scripts/get-tokenizer.sh fills it).
   std::string tokenizer_directory;
+  // Called as the weights are written, with the bytes written and their total.
+  std::function<void(int64_t written, int64_t total)> on_progress;
 };
 
 struct SyntheticSummary {

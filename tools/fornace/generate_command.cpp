@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.h"
+#include "common/progress.h"
 #include "core/memory.h"
 #include "cpu/thread_pool.h"
 #include "engine/generator.h"
@@ -275,6 +276,10 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
   }
   options.keep_logits = dump_logits.has_value();
   options.prefill_chunk = flags.prefill_chunk;
+  ProgressLine prefill_progress("prefill", "tokens", quiet || flags.json);
+  options.on_prefill_progress = [&](int64_t done, int64_t total) {
+    if (done < total) prefill_progress.update(done, total);
+  };
 
   Generator generator(*model, kind, max_context, flags.sampling);
   std::optional<IncrementalDecoder> decoder;
@@ -284,7 +289,10 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
   // to the first generated token.
   double first_token_ms = 0;
   auto on_token = [&](uint32_t id) {
-    if (first_token_ms == 0) first_token_ms = ms_since(command_start);
+    if (first_token_ms == 0) {
+      first_token_ms = ms_since(command_start);
+      prefill_progress.clear();
+    }
     if (!stream) return;
     write_out(decoder ? decoder->push(id) : std::to_string(id) + " ");
   };

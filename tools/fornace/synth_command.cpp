@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "common/cli.h"
+#include "common/progress.h"
 #include "fornace/commands.h"
 #include "models/synthetic.h"
 
@@ -36,7 +37,12 @@ int synth_command(int argc, char** argv) {
   return app.parse_and_run(argc, argv, [&] {
     if (options.out_directory.empty()) throw UsageError("--out is empty");
     options.dtype = parse_dtype(dtype_text);
+    ProgressLine progress("synth", "MB", false);
+    options.on_progress = [&](int64_t written, int64_t total) {
+      progress.update(written / 1000000, total / 1000000);
+    };
     SyntheticSummary summary = write_synthetic_model(options);
+    progress.clear();
     std::printf(
         "synth: wrote %s (preset %s, %s, seed %llu): %.1fM parameters, %.1f MB of "
         "weights in %.2f s\n",
