@@ -23,8 +23,12 @@ JsonScanner::JsonScanner(std::string_view json, std::string source_name)
     : json_(json), source_name_(std::move(source_name)) {}
 
 void JsonScanner::fail_at(std::string_view field, std::string_view what) const {
+  fail_at(field, what, position_);
+}
+
+void JsonScanner::fail_at(std::string_view field, std::string_view what, size_t offset) const {
   fail(source_name_, ": ", field.empty() ? std::string_view("(top level)") : field, ": ", what,
-       " (at byte ", position_, ")");
+       " (at byte ", offset, ")");
 }
 
 void JsonScanner::expect_end() {

@@ -32,7 +32,9 @@ struct MergeText {
 class TokenizerJsonReader {
  public:
   TokenizerJsonReader(std::string_view json, TokenizerState& state)
-      : scanner_(json, state.source_name), state_(state) {}
+      : scanner_(json, state.source_name),
+        state_(state),
+        id_limit_(std::min<uint64_t>(std::max<uint64_t>(json.size(), 1 << 20), UINT32_MAX)) {}
 
   void read() {
     bool has_model = false, has_pre_tokenizer = false, has_decoder = false;
@@ -72,11 +74,17 @@ class TokenizerJsonReader {
     fail(state_.source_name, ": ", field, ": ", what);
   }
 
+  // Errors name the byte where nlohmann::json stopped (its `byte` counts from 1).
   Json parse_small(std::string_view field) {
     std::string_view text = scanner_.raw_value(field);
-    Json value = Json::parse(text.begin(), text.end(), nullptr, false);
-    if (value.is_discarded()) error(std::string(field), "not valid JSON");
-    return value;
+    size_t start = scanner_.offset_of(text);
+    try {
+      return Json::parse(text.begin(), text.end());
+    } catch (const Json::parse_error& parse_error) {
+      scanner_.fail_at(field, "not valid JSON", start + parse_error.byte - 1);
+    } catch (const Json::exception& other) {  // A number too large for a double, for one.
+      scanner_.fail_at(field, concat("not valid JSON: ", other.what()), start);
+    }
   }
 
   const Json& member(const Json& object, const std::string& key, const std::string& field) const {
@@ -117,8 +125,8 @@ class TokenizerJsonReader {
       AddedToken added;
       added.content = string_member(token, "content", field);
       const Json& id = member(token, "id", field);
-      if (!id.is_number_unsigned() || id.get<uint64_t>() >= UINT32_MAX) {
-        error(field + ".id", "expected a non-negative integer below 2^32 - 1");
+      if (!id.is_number_unsigned() || id.get<uint64_t>() >= id_limit_) {
+        error(field + ".id", concat("expected a non-negative integer below ", id_limit_));
       }
       added.id = id.get<uint32_t>();
       added.special = bool_member(token, "special", field, false);
@@ -265,7 +273,10 @@ class TokenizerJsonReader {
     Vocabulary& vocabulary = state_.model.vocabulary;
     scanner_.for_each_member("model.vocab", [&](std::string_view token) {
       uint64_t id = scanner_.unsigned_integer("model.vocab");
-      if (id >= UINT32_MAX) scanner_.fail_at("model.vocab", "id too large");
+      if (id >= id_limit_) {
+        scanner_.fail_at("model.vocab",
+                         concat("id ", id, " too large (ids here are below ", id_limit_, ")"));
+      }
       if (!vocabulary.add(token, static_cast<uint32_t>(id))) {
         scanner_.fail_at("model.vocab", concat("id ", id, " appears twice"));
       }
@@ -402,6 +413,10 @@ class TokenizerJsonReader {
   std::vector<AddedToken> added_tokens_;
   std::string merge_text_;
   std::vector<MergeText> merges_;
+  // Ids index a table of the largest id's size (8 bytes an id), so they stay below the larger
+  // of 2^20 and the file's size in bytes: a file's ids could go no higher without more holes than
+  // tokens, and the table stays within 8 MiB or 8 bytes per byte of the file.
+  const uint64_t id_limit_;
   bool has_vocab_ = false;
   bool has_merges_ = false;
 };

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/test_files.h"
 #include "tokenizer_fixture.h"
 
 namespace fornace {
@@ -96,16 +97,7 @@ Tokenizer tiny_tokenizer(const Json& json = tiny_tokenizer_json()) {
   return Tokenizer::from_json(json.dump(), "tiny.json");
 }
 
-// The message of the Error that `action` throws, or "" when it throws none.
-template <typename Action>
-std::string error_message(Action&& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
-}
+using test_support::error_message;
 
 std::string load_error(const Json& json) {
   return error_message([&] { tiny_tokenizer(json); });
@@ -309,6 +301,52 @@ TEST(TokenizerErrors, BrokenJsonNamesTheFieldAndOffset) {
   EXPECT_NE(message.find("empty.json"), std::string::npos) << message;
   message = error_message([&] { Tokenizer::from_json(text + "x", "trailing.json"); });
   EXPECT_NE(message.find("after the top-level value"), std::string::npos) << message;
+}
+
+// Hostile tokenizer.json text: each message names the file, the field and the exact byte.
+TEST(TokenizerErrors, HostileJsonNamesTheFileFieldAndByte) {
+  const std::string text = tiny_tokenizer_json().dump();
+  const auto error_for = [](const std::string& json) {
+    return error_message([&] { Tokenizer::from_json(json, "tiny.json"); });
+  };
+  const auto at = [](size_t offset) { return " (at byte " + std::to_string(offset) + ")"; };
+  const auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string json = text;
+    size_t position = json.find(from);
+    EXPECT_NE(position, std::string::npos) << from;
+    return json.replace(position, from.size(), to);
+  };
+  const size_t hell = text.find("\"hell\":");  // The vocab key "hell", at its opening quote.
+  ASSERT_NE(hell, std::string::npos);
+
+  EXPECT_EQ(error_for(replaced("\"hell\":258", "\"hell\":99999999999999999999")),
+            "tiny.json: model.vocab: integer too large" + at(hell + 7 + 19));
+  // An id that would size the vocabulary's table far beyond the file (2^31 here).
+  EXPECT_EQ(error_for(replaced("\"hell\":258", "\"hell\":2147483648")),
+            "tiny.json: model.vocab: id 2147483648 too large (ids here are below 1048576)" +
+                at(hell + 7 + 10));
+  EXPECT_EQ(error_for(replaced("\"id\":260", "\"id\":2000000")),
+            "tiny.json: added_tokens[0].id: expected a non-negative integer below 1048576");
+  EXPECT_EQ(error_for(text.substr(0, hell + 4)),
+            "tiny.json: model.vocab: unterminated string" + at(hell + 1));
+
+  // The small parts go to nlohmann::json, whose errors point where it stopped: at the ',' where
+  // a digit should follow "1.".
+  const size_t id = text.find("\"id\":260");
+  EXPECT_EQ(error_for(replaced("\"id\":260", "\"id\":1.")),
+            "tiny.json: added_tokens: not valid JSON" + at(id + 7));
+  std::string huge_id = replaced("\"id\":260", "\"id\":1e400");
+  std::string message = error_for(huge_id);
+  EXPECT_EQ(message.rfind("tiny.json: added_tokens: not valid JSON: ", 0), 0u) << message;
+  EXPECT_TRUE(message.ends_with(at(huge_id.find("\"added_tokens\":") + 15))) << message;
+
+  Json deep = Json::array();
+  for (int depth = 0; depth < 300; ++depth) deep = Json::array({deep});
+  Json with_deep = tiny_tokenizer_json();
+  with_deep["extra"] = deep;
+  std::string deep_text = with_deep.dump();
+  EXPECT_EQ(error_for(deep_text),
+            "tiny.json: extra: nesting too deep" + at(deep_text.find("\"extra\":") + 8 + 257));
 }
 
 TEST(TokenizerErrors, LoadNamesAMissingFile) {
