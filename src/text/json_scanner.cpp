@@ -1,6 +1,8 @@
 // The JSON pull reader: whitespace, strings with escapes, integers, literals and skipping.
 #include "text/json_scanner.h"
 
+#include <simdjson.h>
+
 #include <cstring>
 
 #include "text/utf8.h"
@@ -20,7 +22,9 @@ int hex_value(char digit) {
 }  // namespace
 
 JsonScanner::JsonScanner(std::string_view json, std::string source_name)
-    : json_(json), source_name_(std::move(source_name)) {}
+    : json_(json),
+      source_name_(std::move(source_name)),
+      invalid_utf8_(!simdjson::validate_utf8(json.data(), json.size())) {}
 
 void JsonScanner::fail_at(std::string_view field, std::string_view what) const {
   fail_at(field, what, position_);
@@ -33,6 +37,13 @@ void JsonScanner::fail_at(std::string_view field, std::string_view what, size_t 
 
 void JsonScanner::expect_end() {
   if (peek() != '\0') fail_at("", "unexpected text after the top-level value");
+  // Invalid UTF-8 that no string held (the walk fails on it elsewhere, so this is a backstop).
+  if (invalid_utf8_) fail_at("", "not valid UTF-8", first_invalid_utf8(json_));
+}
+
+void JsonScanner::check_utf8(size_t start, size_t end, std::string_view field) const {
+  size_t invalid = first_invalid_utf8(json_.substr(start, end - start));
+  if (invalid != std::string_view::npos) fail_at(field, "not valid UTF-8", start + invalid);
 }
 
 void JsonScanner::fail_expected(std::string_view field, std::string_view what) const {
@@ -48,6 +59,7 @@ std::string_view JsonScanner::string(std::string_view field) {
   if (quote == nullptr) fail_at(field, "unterminated string");
   size_t end = static_cast<const char*>(quote) - data;
   if (std::memchr(data + start, '\\', end - start) == nullptr) {
+    if (invalid_utf8_) check_utf8(start, end, field);
     position_ = end + 1;
     return json_.substr(start, end - start);
   }
@@ -71,7 +83,10 @@ void JsonScanner::unescape(size_t start, std::string_view field) {
   while (true) {
     if (position_ >= json_.size()) fail_at(field, "unterminated string");
     char c = json_[position_++];
-    if (c == '"') return;
+    if (c == '"') {
+      if (invalid_utf8_) check_utf8(start, position_ - 1, field);
+      return;
+    }
     if (c != '\\') {
       scratch_.push_back(c);
       continue;

@@ -1,7 +1,7 @@
 // A small pull reader for JSON, fast enough to walk a 150k-entry tokenizer.json in milliseconds.
 // It reads in place (no document tree); errors name the source, the field and the byte offset.
 // simdjson's On-Demand API, measured as a replacement, was slower on both the Qwen and the Gemma 3
-// tokenizer.json (bench/micro/tokenizer.cpp).
+// tokenizer.json (bench/micro/tokenizer.cpp); here simdjson only checks the UTF-8.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,8 @@ namespace fornace::text {
 
 class JsonScanner {
  public:
+  // Checks that `json` is UTF-8 (with simdjson's validator); when it is not, each string is
+  // checked as it is read, so that the error names its field.
   JsonScanner(std::string_view json, std::string source_name);
 
   // Throws Error "<source>: <field>: <what> (at byte N)", N being the current position or
@@ -28,7 +30,7 @@ class JsonScanner {
     skip_whitespace();
     return position_ < json_.size() ? json_[position_] : '\0';
   }
-  // Fails unless only whitespace is left.
+  // Fails unless only whitespace is left, or when a check of the UTF-8 is still pending.
   void expect_end();
 
   // Calls `on_member(key)` for each member of the object that comes next; the callback must
@@ -89,11 +91,13 @@ class JsonScanner {
   [[noreturn]] void fail_expected(std::string_view field, std::string_view what) const;
   void skip_value(std::string_view field, int depth);
   void unescape(size_t end_of_plain, std::string_view field);
+  void check_utf8(size_t start, size_t end, std::string_view field) const;
 
   std::string_view json_;
   std::string source_name_;
   size_t position_ = 0;
   std::string scratch_;
+  bool invalid_utf8_ = false;  // The JSON holds invalid UTF-8 somewhere.
 };
 
 }  // namespace fornace::text

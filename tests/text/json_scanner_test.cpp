@@ -53,6 +53,18 @@ TEST(JsonScanner, BadEscapesNameTheirOffset) {
             "doc.json: name: a high surrogate without its low surrogate (at byte 7)");
 }
 
+TEST(JsonScanner, InvalidUtf8InAStringNamesItsByte) {
+  EXPECT_EQ(string_error("\"ab\xC3(\""), "doc.json: name: not valid UTF-8 (at byte 3)");
+  EXPECT_EQ(string_error("\"\\n\xFF\""), "doc.json: name: not valid UTF-8 (at byte 3)");
+  JsonScanner valid("\"caf\xC3\xA9\"", "doc.json");
+  EXPECT_EQ(valid.string("name"), "caf\xC3\xA9");
+  std::string json = "{}\xFF";
+  JsonScanner scanner(json, "doc.json");
+  scanner.skip_value("");
+  EXPECT_EQ(error_message([&] { scanner.expect_end(); }),
+            "doc.json: (top level): unexpected text after the top-level value (at byte 2)");
+}
+
 TEST(JsonScanner, TruncatedObjectSaysTheFileEnds) {
   std::string json = R"({"a": 1)";
   JsonScanner scanner(json, "doc.json");

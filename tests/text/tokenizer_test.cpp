@@ -321,6 +321,8 @@ TEST(TokenizerErrors, HostileJsonNamesTheFileFieldAndByte) {
 
   EXPECT_EQ(error_for(replaced("\"hell\":258", "\"hell\":99999999999999999999")),
             "tiny.json: model.vocab: integer too large" + at(hell + 7 + 19));
+  EXPECT_EQ(error_for(replaced("\"hell\":", "\"he\xFFl\":")),
+            "tiny.json: model.vocab: not valid UTF-8" + at(hell + 3));
   // An id that would size the vocabulary's table far beyond the file (2^31 here).
   EXPECT_EQ(error_for(replaced("\"hell\":258", "\"hell\":2147483648")),
             "tiny.json: model.vocab: id 2147483648 too large (ids here are below 1048576)" +
@@ -330,6 +332,9 @@ TEST(TokenizerErrors, HostileJsonNamesTheFileFieldAndByte) {
   EXPECT_EQ(error_for(text.substr(0, hell + 4)),
             "tiny.json: model.vocab: unterminated string" + at(hell + 1));
 
+  std::string bad_content = replaced("\"<note>\"", "\"<no\xFFte>\"");
+  EXPECT_EQ(error_for(bad_content),
+            "tiny.json: added_tokens: not valid UTF-8" + at(bad_content.find('\xFF')));
   // The small parts go to nlohmann::json, whose errors point where it stopped: at the ',' where
   // a digit should follow "1.".
   const size_t id = text.find("\"id\":260");
