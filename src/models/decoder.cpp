@@ -30,8 +30,15 @@ void DecoderModel::reserve_buffers(const SelfAttention& attention, const GatedMl
 }
 
 AttentionShape DecoderModel::attention_shape(double scale, int64_t window) const {
-  return AttentionShape{config_.num_attention_heads, config_.num_key_value_heads,
-                        config_.head_dim(), scale, window, options_.attention, weight_dtype_};
+  AttentionShape shape;
+  shape.query_heads = config_.num_attention_heads;
+  shape.kv_heads = config_.num_key_value_heads;
+  shape.head_dim = config_.head_dim();
+  shape.scale = scale;
+  shape.window = window;
+  shape.path = options_.attention;
+  shape.kv_dtype = weight_dtype_;
+  return shape;
 }
 
 Tensor DecoderModel::forward(const Tensor& ids, KvCacheSet& cache, Logits wanted) {

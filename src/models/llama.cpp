@@ -35,7 +35,8 @@ class LlamaModel : public DecoderModel {
     auto rotary = std::make_shared<RotaryEmbedding>(
         rope_inverse_frequencies(head_dim, config.rope_theta, config.rope_scaling),
         config.max_position_embeddings);
-    const AttentionShape shape = attention_shape(1.0 / std::sqrt(static_cast<double>(head_dim)));
+    AttentionShape shape = attention_shape(1.0 / std::sqrt(static_cast<double>(head_dim)));
+    shape.candle_f32_operands = variant.candle_f32_operands;
     memory::OpScope scope("load_weights");
     for (int64_t index = 0; index < config.num_hidden_layers; ++index) {
       const std::string layer = "model.layers." + std::to_string(index) + ".";
@@ -84,7 +85,7 @@ std::unique_ptr<Model> load_llama_variant(const ModelConfig& config, const Check
 
 std::unique_ptr<Model> load_llama(const ModelConfig& config, const Checkpoint& checkpoint,
                                   const ModelOptions& options) {
-  return load_llama_variant(config, checkpoint, options, {});
+  return load_llama_variant(config, checkpoint, options, {.candle_f32_operands = true});
 }
 
 }  // namespace fornace

@@ -49,7 +49,7 @@ Tensor causal_mask(int64_t query_length, int64_t key_length, int64_t window) {
 }  // namespace
 
 Tensor candle_attention(const Tensor& query, const Tensor& key, const Tensor& value,
-                        double scale_factor, int64_t window) {
+                        double scale_factor, int64_t window, bool f32_operands) {
   if (query.rank() != 4 || key.rank() != 4 || value.rank() != 4 ||
       query.dim(1) % key.dim(1) != 0) {
     fail("candle_attention: query ", query.describe(), ", key ", key.describe(), " and value ",
@@ -62,6 +62,11 @@ Tensor candle_attention(const Tensor& query, const Tensor& key, const Tensor& va
   //   let value_states = repeat_kv(value_states, self.num_kv_groups)?.contiguous()?;
   Tensor keys = contiguous(repeat_kv(key, groups));
   Tensor values = contiguous(repeat_kv(value, groups));
+  // llama.rs: let k = k.to_dtype(DType::F32)?; let v = v.to_dtype(DType::F32)?;
+  if (f32_operands) {
+    keys = to_dtype(keys, DType::f32);
+    values = to_dtype(values, DType::f32);
+  }
   //   let attn_weights = (query_states.matmul(&key_states.transpose(2, 3)?)? * scale)?;
   Tensor weights = scale(matmul(query, keys.transpose(2, 3)), scale_factor);
   //   attention_mask (prompt passes only): attn_weights.broadcast_add(mask)?

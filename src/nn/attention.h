@@ -24,9 +24,11 @@ Tensor repeat_kv(const Tensor& x, int64_t repeats);
 
 // Candle's attention of a decoder layer, from the cache's K and V on: query [B, Hq, Sq, D] sits
 // at the last Sq of the Skv positions in key and value [B, Hkv, Skv, D]. A prompt pass adds a
-// causal mask (limited to the last `window` positions when window > 0). Returns [B, Hq, Sq, D]
-// in f32 (query's dtype).
+// causal mask (limited to the last `window` positions when window > 0). With `f32_operands`
+// the repeated K and V are converted to f32 before the matmuls, as Candle's llama.rs does
+// (qwen2.rs, qwen3.rs and gemma3.rs multiply in the cache's dtype). Returns [B, Hq, Sq, D] in
+// f32 (query's dtype).
 Tensor candle_attention(const Tensor& query, const Tensor& key, const Tensor& value,
-                        double scale_factor, int64_t window = 0);
+                        double scale_factor, int64_t window = 0, bool f32_operands = false);
 
 }  // namespace fornace

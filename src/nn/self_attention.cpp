@@ -99,7 +99,8 @@ Tensor SelfAttention::forward(const Tensor& input, KvCache& cache, int64_t start
   Tensor merged;
   if (shape_.path == AttentionPath::candle) {
     // Candle's models: attn_output.transpose(1, 2)?.reshape((b_sz, q_len, hidden))?
-    Tensor attended = candle_attention(query, all_keys, all_values, shape_.scale, shape_.window);
+    Tensor attended = candle_attention(query, all_keys, all_values, shape_.scale, shape_.window,
+                                       shape_.candle_f32_operands);
     merged = reshape(attended.transpose(1, 2), {1, length, -1},
                      ReshapeViews::only_when_contiguous);
   } else {

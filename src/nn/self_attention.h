@@ -22,6 +22,7 @@ struct AttentionShape {
   double scale = 0;    // Applied to q · k.
   int64_t window = 0;  // A sliding-window layer sees the last `window` positions; 0: all.
   AttentionPath path = AttentionPath::fused;
+  bool candle_f32_operands = false;  // The candle path converts K and V to f32 (llama.rs).
   DType kv_dtype = DType::f32;
 };
 
