@@ -1,5 +1,6 @@
-// Tests of fornace-bench as a process: argument checks before any child starts, a child that
-// crashes or is killed, atomic CSV writes, Ctrl-C, and `report` rebuilding the outputs.
+// Tests of fornace-bench as a process: argument checks before any child starts, several models
+// and attention paths, a child that crashes or is killed, atomic CSV writes, Ctrl-C, and
+// `report` rebuilding the outputs.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -17,6 +18,9 @@
 #include <vector>
 
 #include "common/run_fornace.h"
+#include "common/test_models.h"
+// The CSV reader's definitions are compiled into this executable by bench_units_test.cpp.
+#include "../../tools/fornace-bench/csv.h"
 
 extern char** environ;
 
@@ -245,7 +249,10 @@ TEST_F(BenchProcess, WritesRunsStepsTablesAndPlotForEveryCacheAndPrompt) {
   EXPECT_EQ(count_lines(steps), 1u + 12u * 3u);
   EXPECT_EQ(count_lines_starting_with(steps, "prealloc," + prompt_.string() + ",1,2,12,"), 1u);
   std::string markdown = read_text(directory_ / "runs" / "result.md");
-  EXPECT_NE(markdown.find("### prompt.ids: 10 prompt tokens, 4 new tokens"), std::string::npos);
+  EXPECT_NE(markdown.find("### " + model_->filename().string() +
+                          " \u00b7 prompt.ids: 10 prompt tokens, 4 new tokens"),
+            std::string::npos)
+      << markdown;
   EXPECT_NE(markdown.find("| `cat-contiguous` "), std::string::npos);
   EXPECT_NE(bench.out().find("| `prealloc` "), std::string::npos);
   EXPECT_NE(read_text(directory_ / "runs" / "result.svg").find("</svg>"), std::string::npos);
@@ -367,8 +374,8 @@ TEST_F(BenchProcess, HelpDocumentsEveryFlagOnStdout) {
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_EQ(help.err, "");
   for (const char* flag :
-       {"--model", "--kv-cache", "--prompts", "--runs", "--rounds", "--warmup", "--max-new-tokens",
-        "--threads", "--dtype", "--out", "--read-bandwidth"}) {
+       {"--model", "--attention", "--kv-cache", "--prompts", "--runs", "--rounds", "--warmup",
+        "--max-new-tokens", "--threads", "--dtype", "--out", "--read-bandwidth"}) {
     EXPECT_NE(help.out.find(std::string("  ") + flag + " "), std::string::npos) << flag;
   }
   EXPECT_NE(help.out.find("recorded runs per prompt (default: 3)"), std::string::npos) << help.out;
@@ -403,6 +410,143 @@ TEST_F(BenchProcess, FlagsTakeTheirValuesAfterAnEqualsSign) {
   Process bench = start(arguments, directory_);
   ASSERT_EQ(exit_code(wait_for(bench)), 0) << bench.err();
   EXPECT_EQ(count_lines(read_text(out_)), 2u);
+}
+
+// The rows of a CSV file whose `column` holds `value`, as row indices.
+std::vector<size_t> rows_where(const fornace::bench::CsvTable& table, const std::string& column,
+                               const std::string& value) {
+  std::vector<size_t> rows;
+  for (size_t row = 0; row < table.rows(); ++row) {
+    if (table.text(row, column) == value) rows.push_back(row);
+  }
+  return rows;
+}
+
+TEST_F(BenchProcess, TwoModelsAndBothAttentionPathsWriteRowsForEach) {
+  const std::string tiny = fornace::synthetic_model_directory("tiny", fornace::DType::f32);
+  const std::string llama = fornace::synthetic_model_directory("tiny-llama", fornace::DType::f32);
+  std::vector<std::string> arguments = bench_arguments("cat,prealloc", 1);
+  arguments[2] = tiny + "," + llama;
+  arguments.push_back("--attention=fused,candle");
+  Process bench = start(arguments, directory_);
+  ASSERT_EQ(exit_code(wait_for(bench)), 0) << bench.err();
+  // Children in turns: model, then path, then cache.
+  std::string err = bench.err();
+  size_t first = err.find("[bench] tiny-f32 fused cat (1 of 8)");
+  size_t fourth = err.find("[bench] tiny-f32 candle prealloc (4 of 8)");
+  size_t last = err.find("[bench] tiny-llama-f32 candle prealloc (8 of 8)");
+  ASSERT_NE(last, std::string::npos) << err;
+  EXPECT_TRUE(first < fourth && fourth < last) << err;
+  EXPECT_NE(err.find("[tiny-llama-f32 candle cat pid "), std::string::npos) << err;
+
+  using fornace::bench::CsvTable;
+  CsvTable runs = CsvTable::parse(read_text(out_), out_.string());
+  ASSERT_EQ(runs.rows(), 8u);
+  fs::path steps_path = directory_ / "runs" / "result-steps.csv";
+  CsvTable steps = CsvTable::parse(read_text(steps_path), steps_path.string());
+  ASSERT_EQ(steps.rows(), 8u * 3u);
+  std::string markdown = read_text(directory_ / "runs" / "result.md");
+  for (const auto& [label, directory] : {std::pair{"tiny-f32", tiny}, {"tiny-llama-f32", llama}}) {
+    EXPECT_NE(markdown.find(std::string("### ") + label + " \u00b7 prompt.ids: 10 prompt tokens"),
+              std::string::npos)
+        << markdown;
+    for (const char* attention : {"fused", "candle"}) {
+      for (const char* kind : {"cat", "prealloc"}) {
+        size_t matching = 0;
+        for (size_t row : rows_where(runs, "model", label)) {
+          if (runs.text(row, "attention") != attention || runs.text(row, "kv_cache") != kind) {
+            continue;
+          }
+          ++matching;
+          EXPECT_EQ(runs.text(row, "model_dir"), directory);
+        }
+        EXPECT_EQ(matching, 1u) << label << " " << attention << " " << kind;
+      }
+    }
+  }
+  // The path reaches the child: on the tiny model only Candle's repeat_kv copies V strided (in
+  // runs of one head_dim), and the runs CSV sums the steps' strided copies.
+  for (size_t row = 0; row < runs.rows(); ++row) {
+    double strided = 0;
+    double strided_runs = 0;
+    for (size_t step = 0; step < steps.rows(); ++step) {
+      if (steps.text(step, "model") != runs.text(row, "model") ||
+          steps.text(step, "attention") != runs.text(row, "attention") ||
+          steps.text(step, "kv_cache") != runs.text(row, "kv_cache")) {
+        continue;
+      }
+      strided += steps.number(step, "copied_strided_bytes");
+      strided_runs += steps.number(step, "strided_runs");
+    }
+    std::string what = runs.text(row, "model") + " " + runs.text(row, "attention") + " " +
+                       runs.text(row, "kv_cache");
+    EXPECT_NEAR(runs.number(row, "mean_strided_bytes_last64"), strided / 3, 0.05) << what;
+    if (runs.text(row, "attention") == "candle") {
+      EXPECT_GT(strided, 0) << what;
+      EXPECT_NEAR(runs.number(row, "bytes_per_run_last64"), strided / strided_runs, 0.05) << what;
+    } else {
+      EXPECT_EQ(strided, 0) << what;
+    }
+  }
+}
+
+TEST_F(BenchProcess, BytesPerTokenOfASlidingWindowModelFollowWhatAttentionReads) {
+  const std::string gemma = fornace::synthetic_model_directory("tiny-gemma3", fornace::DType::f32);
+  std::vector<std::string> arguments = bench_arguments("cat", 1);
+  arguments[2] = gemma;
+  arguments[12] = "6";  // --max-new-tokens: 5 decode steps after the 10-token prompt.
+  Process bench = start(arguments, directory_);
+  ASSERT_EQ(exit_code(wait_for(bench)), 0) << bench.err();
+  using fornace::bench::CsvTable;
+  CsvTable runs = CsvTable::parse(read_text(out_), out_.string());
+  ASSERT_EQ(runs.rows(), 1u);
+  // Three layers, the first two local with a window of 8; K and V of one position of one layer
+  // are 2 x 2 heads x 32 x 4 bytes. Steps read 11 to 15 positions: 13 on average on the global
+  // layer, 8 on each local one, where a full cache would read 3 x 13.
+  const double per_position = 2 * 2 * 32 * 4;
+  EXPECT_EQ(runs.integer(0, "kv_bytes_per_position"), 3 * 512);
+  EXPECT_DOUBLE_EQ(runs.number(0, "kv_bytes_per_token"), (8 + 8 + 13) * per_position);
+  // The same as the K and V bytes that attention reported reading, step by step.
+  fs::path steps_path = directory_ / "runs" / "result-steps.csv";
+  CsvTable steps = CsvTable::parse(read_text(steps_path), steps_path.string());
+  ASSERT_EQ(steps.rows(), 5u);
+  for (size_t step = 0; step < steps.rows(); ++step) {
+    double positions = static_cast<double>(steps.integer(step, "position") + 1);
+    EXPECT_EQ(steps.number(step, "kv_read_bytes"), (8 + 8 + positions) * per_position) << step;
+  }
+}
+
+TEST_F(BenchProcess, ReportReadsTheCsvsWrittenBeforeModelsAndPathsWereRecorded) {
+  const fs::path recorded = fs::path(FORNACE_SOURCE_DIR) / "bench" / "runs";
+  fs::copy_file(recorded / "2026-11-29-144cd57.csv", directory_ / "old.csv");
+  fs::copy_file(recorded / "2026-11-29-144cd57-steps.csv", directory_ / "old-steps.csv");
+  Process report = start({kBench, "report", (directory_ / "old.csv").string()}, directory_);
+  ASSERT_EQ(exit_code(wait_for(report)), 0) << report.err();
+  std::string out = report.out();
+  EXPECT_NE(out.find("### alice-512.txt: 513 prompt tokens, 128 new tokens"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("| `fused`   | `cat`            |"), std::string::npos) << out;
+  std::string svg = read_text(directory_ / "old.svg");
+  EXPECT_NE(svg.find("data-prompt=\"bench/prompts/alice-2048.txt\""), std::string::npos);
+  EXPECT_NE(svg.find(">cat-contiguous</text>"), std::string::npos);
+}
+
+TEST_F(BenchProcess, UnknownOrRepeatedAttentionPathIsAUsageErrorBeforeAnyChildStarts) {
+  std::vector<std::string> arguments = bench_arguments("prealloc");
+  arguments.push_back("--attention=fused,flash");
+  fornace::expect_error(outcome_of(start(arguments, directory_)), 2, "flash");
+  arguments.back() = "--attention=candle,candle";
+  fornace::expect_error(outcome_of(start(arguments, directory_)), 2, "lists candle twice");
+  EXPECT_FALSE(fs::exists(out_));
+}
+
+TEST_F(BenchProcess, MissingSecondModelIsOneErrorLineBeforeAnyChildStarts) {
+  std::vector<std::string> arguments = bench_arguments("prealloc");
+  std::string missing = (directory_ / "no-such-model").string();
+  arguments[2] = model_->string() + "," + missing;
+  fornace::expect_error(outcome_of(start(arguments, directory_)), 1,
+                        "model directory " + missing + " does not exist");
+  EXPECT_FALSE(fs::exists(out_));
 }
 
 }  // namespace

@@ -3,18 +3,23 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/tensor.h"
+#include "io/safetensors.h"
+#include "ops/creation.h"
 
 // The test executables link libfornace only, so the bench's pure sources are compiled in here.
 #include "../../tools/fornace-bench/csv.cpp"
 #include "../../tools/fornace-bench/format.cpp"
 #include "../../tools/fornace-bench/machine.cpp"
 #include "../../tools/fornace-bench/records.cpp"
+#include "../../tools/fornace-bench/roofline.cpp"
 #include "../../tools/fornace-bench/stats.cpp"
 #include "../../tools/fornace-bench/summary.cpp"
 #include "../../tools/fornace-bench/svg_plot.cpp"
@@ -54,6 +59,12 @@ RunRecord sample_run(const std::string& kv_cache, const std::string& prompt, int
   record.kv_bytes_per_position = 12288;
   record.read_gbs = 50;
   record.prefill_gflop = 1600;
+  record.model = "qwen2.5-0.5b";
+  record.model_directory = "models/qwen2.5-0.5b";
+  record.attention = "fused";
+  record.kv_bytes_per_token = 12288.0 * (2049 + 64);  // A full cache: every layer, every position.
+  record.mean_strided_bytes_last64 = 0;
+  record.bytes_per_run_last64 = 0;
   return record;
 }
 
@@ -79,6 +90,20 @@ std::string line_with(const std::string& text, const std::string& needle) {
     if (line.find(needle) != std::string::npos) return line;
   }
   return "";
+}
+
+// The cells of the first table row of `text` for that attention path and cache.
+std::vector<std::string> row_of(const std::string& text, const std::string& attention,
+                                const std::string& kv_cache) {
+  std::stringstream stream(text);
+  std::string line;
+  while (std::getline(stream, line)) {
+    std::vector<std::string> cells = row_cells(line);
+    if (cells.size() > 2 && cells[0] == "`" + attention + "`" && cells[1] == "`" + kv_cache + "`") {
+      return cells;
+    }
+  }
+  return {};
 }
 
 TEST(BenchCsv, QuotesFieldsWithCommasQuotesAndLineBreaks) {
@@ -159,11 +184,28 @@ TEST(BenchFormat, GroupsThousandsAndCollapsesEqualRanges) {
   EXPECT_EQ(path_file_name("alice.txt"), "alice.txt");
 }
 
+TEST(BenchFormat, PathLabelsAreTheLastComponentsThatTellThePathsApart) {
+  EXPECT_EQ(distinct_path_labels({"models/synth-qwen2.5-0.5b", "models/gemma3-270m/"}),
+            (std::vector<std::string>{"synth-qwen2.5-0.5b", "gemma3-270m"}));
+  EXPECT_EQ(distinct_path_labels({"a/x/model", "b/x/model", "c/other"}),
+            (std::vector<std::string>{"a/x/model", "b/x/model", "other"}));
+  EXPECT_EQ(distinct_path_labels({"model", "b/model"}),
+            (std::vector<std::string>{"model", "b/model"}));
+  EXPECT_EQ(distinct_path_labels({"/abs/m", "rel/m"}),
+            (std::vector<std::string>{"abs/m", "rel/m"}));
+}
+
 TEST(BenchRecords, RunsCsvRoundTripsEveryFieldAndTheContext) {
   BenchContext context = sample_context();
   std::vector<RunRecord> runs = {
       sample_run("cat", "bench/prompts/a,b.txt", 1, 41.875, 24.125, 3373.5),
       sample_run("prealloc", "p.ids", 2, 105.25, 9.5, 1666)};
+  runs[0].model = "gemma3-270m";
+  runs[0].model_directory = "models/a,b/gemma3-270m";
+  runs[0].attention = "candle";
+  runs[0].kv_bytes_per_token = 1234.5;
+  runs[0].mean_strided_bytes_last64 = 8388608.5;
+  runs[0].bytes_per_run_last64 = 128;
   std::ostringstream out;
   write_runs_csv(out, context, runs);
   BenchData data;
@@ -195,6 +237,13 @@ TEST(BenchRecords, RunsCsvRoundTripsEveryFieldAndTheContext) {
   EXPECT_EQ(first.kv_bytes_per_position, 12288);
   EXPECT_DOUBLE_EQ(first.read_gbs, 50);
   EXPECT_DOUBLE_EQ(first.prefill_gflop, 1600);
+  EXPECT_EQ(first.model, "gemma3-270m");
+  EXPECT_EQ(first.model_directory, "models/a,b/gemma3-270m");
+  EXPECT_EQ(first.attention, "candle");
+  EXPECT_DOUBLE_EQ(first.kv_bytes_per_token, 1234.5);
+  EXPECT_EQ(first.mean_strided_bytes_last64, 8388608.5);
+  EXPECT_EQ(first.bytes_per_run_last64, 128);
+  EXPECT_EQ(data.runs[1].attention, "fused");
   EXPECT_EQ(data.runs[1].kv_cache, "prealloc");
   EXPECT_EQ(data.runs[1].run, 2);
 }
@@ -214,13 +263,25 @@ TEST(BenchRecords, RunsCsvWithoutTheLaterRooflineColumnsReadsThemAsUnknown) {
   EXPECT_DOUBLE_EQ(data.context.peak_gflops, 0);
   EXPECT_DOUBLE_EQ(data.runs[0].read_gbs, 0);
   EXPECT_DOUBLE_EQ(data.runs[0].prefill_gflop, 0);
+  // One model, not named, measured with the fused path; no strided or KV read figures.
+  EXPECT_EQ(data.runs[0].model, "");
+  EXPECT_EQ(data.runs[0].attention, "fused");
+  EXPECT_DOUBLE_EQ(data.runs[0].kv_bytes_per_token, 0);
+  EXPECT_FALSE(data.runs[0].mean_strided_bytes_last64.has_value());
   EXPECT_EQ(cpu_description(data.context), "CPU (family and model not recorded)");
   std::string tables = format_tables(data);
+  EXPECT_NE(tables.find("### p.txt: 513 prompt tokens, 128 new tokens"), std::string::npos)
+      << tables;
   std::vector<std::string> cells = row_cells(line_with(tables, "`cat`"));
-  ASSERT_EQ(cells.size(), 12u) << tables;
-  EXPECT_EQ(cells[7], "34.2");  // The bench's one measurement stands in for every run.
-  EXPECT_EQ(cells[10], "n/a");
-  EXPECT_EQ(cells[11], "n/a");
+  ASSERT_EQ(cells.size(), 15u) << tables;
+  EXPECT_EQ(cells[0], "`fused`");
+  EXPECT_EQ(cells[5], "n/a");  // Strided MiB/step.
+  EXPECT_EQ(cells[6], "n/a");  // B/run.
+  // 988 MB of weights + 24,576 bytes x (513 + 64) mean positions.
+  EXPECT_EQ(cells[8], "1,002");
+  EXPECT_EQ(cells[10], "34.2");  // The bench's one measurement stands in for every run.
+  EXPECT_EQ(cells[13], "n/a");
+  EXPECT_EQ(cells[14], "n/a");
 }
 
 TEST(BenchRecords, StepsCsvRoundTripsEveryField) {
@@ -234,6 +295,10 @@ TEST(BenchRecords, StepsCsvRoundTripsEveryField) {
   step.copied_contiguous_bytes = 100;
   step.copied_strided_bytes = 25165824;
   step.allocated_bytes = 4096;
+  step.strided_runs = 196608;
+  step.kv_read_bytes = 12582912;
+  step.model = "tiny-gemma3";
+  step.attention = "candle";
   std::ostringstream out;
   write_steps_csv(out, sample_context(), {step});
   BenchData data;
@@ -249,6 +314,27 @@ TEST(BenchRecords, StepsCsvRoundTripsEveryField) {
   EXPECT_EQ(read.copied_contiguous_bytes, 100);
   EXPECT_EQ(read.copied_strided_bytes, 25165824);
   EXPECT_EQ(read.allocated_bytes, 4096);
+  EXPECT_EQ(read.strided_runs, 196608);
+  EXPECT_EQ(read.kv_read_bytes, 12582912);
+  EXPECT_EQ(read.model, "tiny-gemma3");
+  EXPECT_EQ(read.attention, "candle");
+}
+
+TEST(BenchRecords, StepsCsvWithoutTheLaterColumnsReadsTheFusedPathAndNoRuns) {
+  // The shape of the steps CSVs in bench/runs/ before the model, path and run counts.
+  std::string text =
+      "kv_cache,prompt,run,step,position,ms,copied_contiguous_bytes,copied_strided_bytes,"
+      "allocated_bytes,date,cpu,cores,threads,dtype,commit,dirty,read_gbs,peak_gflops\n"
+      "cat,p.txt,1,0,513,31.6033,6325760,0,6316032,2026-11-29,CPU,2,2,bf16,08c57a4,no,61.18,"
+      "470.4\n";
+  BenchData data;
+  read_steps_csv(text, "old-steps.csv", data);
+  ASSERT_EQ(data.steps.size(), 1u);
+  EXPECT_EQ(data.steps[0].model, "");
+  EXPECT_EQ(data.steps[0].attention, "fused");
+  EXPECT_EQ(data.steps[0].strided_runs, 0);
+  EXPECT_EQ(data.steps[0].kv_read_bytes, 0);
+  EXPECT_EQ(data.steps[0].copied_contiguous_bytes, 6325760);
 }
 
 TEST(BenchRecords, ReadingRejectsAFileWithoutTheBenchColumns) {
@@ -272,6 +358,125 @@ TEST(BenchRoofline, BytesPerTokenAddTheKvCacheAtTheMeanPositionRead) {
   run.prompt_tokens = 100;
   run.decode_steps = 3;  // Steps read 101, 102 and 103 positions: 102 on average.
   EXPECT_DOUBLE_EQ(bytes_read_per_token(run), 1000 + 10 * 102);
+  // A run that recorded what attention reads (a sliding window reads less) uses that.
+  run.kv_bytes_per_token = 700;
+  EXPECT_DOUBLE_EQ(bytes_read_per_token(run), 1000 + 700);
+}
+
+// Gemma 3's shape in small: three layers, the first two local with a window of 8 positions.
+KvCacheShape sliding_window_shape() {
+  KvCacheShape shape{1, 2, 32, 64, DType::f32};
+  shape.window = 8;
+  shape.sliding_layers = {true, true, false};
+  return shape;
+}
+
+TEST(BenchRoofline, KvBytesOfASlidingWindowModelCountOnlyTheWindowOfLocalLayers) {
+  const KvCacheShape shape = sliding_window_shape();
+  const double per_position = 2 * 2 * 32 * 4;  // K and V, 2 heads of 32 f32 values.
+  // After 10 prompt tokens, steps read 11 to 15 positions (13 on average) on the global layer
+  // and 8 on each local one.
+  EXPECT_DOUBLE_EQ(kv_bytes_read_per_token(shape, 3, 10, 5), (8 + 8 + 13) * per_position);
+  // Inside the window every layer reads every position: 3, 4 and 5 after a 2-token prompt.
+  EXPECT_DOUBLE_EQ(kv_bytes_read_per_token(shape, 3, 2, 3), 3 * 4 * per_position);
+  KvCacheShape global = shape;
+  global.window = 0;
+  EXPECT_DOUBLE_EQ(kv_bytes_read_per_token(global, 3, 10, 5), 3 * 13 * per_position);
+  EXPECT_DOUBLE_EQ(kv_bytes_read_per_token(shape, 3, 10, 0), 0);
+}
+
+TEST(BenchRoofline, PrefillAttentionOnALocalLayerCountsTheKeysInItsWindow) {
+  ModelConfig config;
+  config.hidden_size = 8;
+  config.intermediate_size = 16;
+  config.num_hidden_layers = 1;
+  config.num_attention_heads = 2;
+  config.num_key_value_heads = 1;
+  config.vocab_size = 32;
+  KvCacheShape global{1, 1, 4, 64, DType::f32};
+  KvCacheShape local = global;
+  local.window = 4;
+  local.sliding_layers = {true};
+  // 10 queries see 1 + 2 + ... + 10 = 55 keys in all, or 1 + 2 + 3 + 4 + 6 x 4 = 34 in a window
+  // of 4; each key costs 2 FLOPs for its score and 2 for its share of V per query channel (8).
+  const double keys_saved = 55 - 34;
+  EXPECT_NEAR(prefill_gflop(config, global, 10) - prefill_gflop(config, local, 10),
+              2 * 2 * 8 * keys_saved / 1e9, 1e-15);
+  // Projections 2 x (2 x 8 x 8 + 2 x 8 x 4 + 3 x 8 x 16) per token, attention 4 x 8 per key,
+  // the lm_head 2 x 8 x 32 once.
+  EXPECT_NEAR(prefill_gflop(config, global, 10),
+              (2.0 * (128 + 64 + 384) * 10 + 4 * 8 * 55 + 2 * 8 * 32) / 1e9, 1e-15);
+}
+
+// A checkpoint directory holding `names`, each an [8, 4] f32 tensor, and a [4] norm.
+std::string checkpoint_with(const std::vector<std::string>& names) {
+  char pattern[] = "/tmp/fornace-bench-weights-XXXXXX";
+  std::string directory = mkdtemp(pattern);
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const std::string& name : names) tensors.emplace_back(name, zeros({8, 4}, DType::f32));
+  tensors.emplace_back("model.norm.weight", zeros({4}, DType::f32));
+  write_safetensors(directory + "/model.safetensors", tensors);
+  return directory;
+}
+
+TEST(BenchRoofline, TiedEmbeddingsAreReadOnceAsTheLmHeadAndUntiedOnesNotAtAll) {
+  ModelConfig tied;
+  tied.tie_word_embeddings = true;
+  ModelConfig untied;
+  // In bf16: the 32-value table (or head) and the 4-value norm, 2 bytes each.
+  const int64_t table_and_norm = (32 + 4) * 2;
+  std::string embedding_only = checkpoint_with({"model.embed_tokens.weight"});
+  EXPECT_EQ(
+      weight_bytes_read_per_token(Checkpoint::open_directory(embedding_only), tied, DType::bf16),
+      table_and_norm);
+  std::string both = checkpoint_with({"model.embed_tokens.weight", "lm_head.weight"});
+  Checkpoint with_head = Checkpoint::open_directory(both);
+  // Untied: decode reads one row of the table, and the whole head.
+  EXPECT_EQ(weight_bytes_read_per_token(with_head, untied, DType::bf16), table_and_norm);
+  // Tied, a stored lm_head goes unread; in f32 every value takes 4 bytes.
+  EXPECT_EQ(weight_bytes_read_per_token(with_head, tied, DType::f32), (32 + 4) * 4);
+  std::filesystem::remove_all(embedding_only);
+  std::filesystem::remove_all(both);
+}
+
+TEST(BenchSummary, OneTablePerModelAndPromptWithARowPerAttentionPathAndCache) {
+  BenchData data;
+  data.context = sample_context();
+  std::vector<RunRecord> runs;
+  for (const char* model : {"tiny", "tiny-llama"}) {
+    for (const char* attention : {"fused", "candle"}) {
+      for (const char* kv_cache : {"cat", "prealloc"}) {
+        RunRecord run = sample_run(kv_cache, "p.ids", 1, 50, 20, 100);
+        run.model = model;
+        run.attention = attention;
+        data.runs.push_back(run);
+      }
+    }
+  }
+  data.runs.back().mean_strided_bytes_last64 = 3 * 1024 * 1024;
+  data.runs.back().bytes_per_run_last64 = 128;
+  std::vector<PromptSummary> tables = summarize_runs(data);
+  ASSERT_EQ(tables.size(), 2u);
+  EXPECT_EQ(tables[0].model, "tiny");
+  EXPECT_EQ(tables[1].model, "tiny-llama");
+  for (const PromptSummary& table : tables) {
+    ASSERT_EQ(table.caches.size(), 4u);
+    EXPECT_EQ(table.caches[0].attention + " " + table.caches[0].kv_cache, "fused cat");
+    EXPECT_EQ(table.caches[3].attention + " " + table.caches[3].kv_cache, "candle prealloc");
+  }
+  std::string text = format_tables(data);
+  EXPECT_NE(text.find("### tiny \u00b7 p.ids: 2,049 prompt tokens"), std::string::npos) << text;
+  EXPECT_NE(text.find("### tiny-llama \u00b7 p.ids: 2,049 prompt tokens"), std::string::npos);
+  std::string last_table = text.substr(text.find("### tiny-llama"));
+  std::vector<std::string> candle_prealloc = row_of(last_table, "candle", "prealloc");
+  ASSERT_EQ(candle_prealloc.size(), 15u) << text;
+  EXPECT_EQ(candle_prealloc[5], "3.00");
+  EXPECT_EQ(candle_prealloc[6], "128");
+  EXPECT_EQ(row_of(last_table, "fused", "cat").at(5), "0.00");
+  std::string report = format_markdown_report(data, "Title", "");
+  EXPECT_NE(report.find("| Models | `tiny` (models/qwen2.5-0.5b), `tiny-llama` "),
+            std::string::npos)
+      << report;
 }
 
 TEST(BenchSummary, GroupsByPromptThenCacheInTheOrderTheyFirstAppear) {
@@ -309,7 +514,7 @@ TEST(BenchSummary, MeanColumnSaysHowManyStepsItCovers) {
   data.runs = {sample_run("cat", "short.txt", 1, 41.8, 24.14, 3373)};
   data.runs[0].decode_steps = 20;
   std::string tables = format_tables(data);
-  EXPECT_EQ(row_cells(line_with(tables, "KV cache"))[3], "Mean ms, last 20 steps") << tables;
+  EXPECT_EQ(row_cells(line_with(tables, "KV cache"))[4], "Mean ms, last 20 steps") << tables;
 }
 
 TEST(BenchSummary, TableHasTheFindingsColumnsThenTheRoofline) {
@@ -321,23 +526,24 @@ TEST(BenchSummary, TableHasTheFindingsColumnsThenTheRoofline) {
                sample_run("prealloc", "bench/prompts/alice-2048.txt", 1, 105.3, 9.5, 1666),
                sample_run("prealloc", "bench/prompts/alice-2048.txt", 2, 104.9, 9.6, 1683)};
   std::string tables = format_tables(data);
-  EXPECT_NE(tables.find("### alice-2048.txt: 2,049 prompt tokens, 128 new tokens"),
+  EXPECT_NE(tables.find("### qwen2.5-0.5b \u00b7 alice-2048.txt: 2,049 prompt tokens, 128 new "
+                        "tokens"),
             std::string::npos)
       << tables;
   EXPECT_EQ(row_cells(line_with(tables, "KV cache")),
-            (std::vector<std::string>{"KV cache", "Decode tok/s (runs)", "Mean",
-                                      "Mean ms, last 64 steps", "Peak memory", "MB read/token",
-                                      "GB/s", "Read GB/s", "% of read", "Prefill tok/s",
-                                      "Prefill GFLOP/s", "% of BF16 peak"}));
+            (std::vector<std::string>{
+                "Attention", "KV cache", "Decode tok/s (runs)", "Mean", "Mean ms, last 64 steps",
+                "Strided MiB/step", "B/run", "Peak memory", "MB read/token", "GB/s", "Read GB/s",
+                "% of read", "Prefill tok/s", "Prefill GFLOP/s", "% of BF16 peak"}));
   // 988 MB of weights + 12,288 bytes x 2,113 mean positions = 1,013.96 MB per token; at
   // 41.9 tok/s that is 42.5 GB/s, 85 % of 50 GB/s. Prefill: 2,049 tokens in 4,098 ms, 1,600
   // GFLOP in 4.098 s = 390 GFLOP/s, 98 % of 400.
   EXPECT_EQ(row_cells(line_with(tables, "`cat`")),
-            (std::vector<std::string>{"`cat`", "41.8, 41.9, 42.0", "41.9", "24.1\u201324.2",
-                                      "3,373 MiB", "1,014", "42.5", "50.0", "85 %", "500", "390",
-                                      "98 %"}));
-  EXPECT_EQ(row_cells(line_with(tables, "`prealloc`"))[3], "9.5\u20139.6");
-  EXPECT_EQ(row_cells(line_with(tables, "`prealloc`"))[4], "1,666\u20131,683 MiB");
+            (std::vector<std::string>{"`fused`", "`cat`", "41.8, 41.9, 42.0", "41.9",
+                                      "24.1\u201324.2", "0.00", "0", "3,373 MiB", "1,014", "42.5",
+                                      "50.0", "85 %", "500", "390", "98 %"}));
+  EXPECT_EQ(row_cells(line_with(tables, "`prealloc`"))[4], "9.5\u20139.6");
+  EXPECT_EQ(row_cells(line_with(tables, "`prealloc`"))[7], "1,666\u20131,683 MiB");
 }
 
 TEST(BenchSummary, MarkdownReportStatesTheContextAndLinksThePlot) {

@@ -1,4 +1,5 @@
-// Tests of the bench plot's layout: a panel per prompt, steady-state y axes, marked outliers.
+// Tests of the bench plot's layout: a panel per model and prompt, a legend entry per attention
+// path and cache, steady-state y axes, marked outliers.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -78,6 +79,13 @@ size_t count_of(const std::string& text, const std::string& needle) {
   return count;
 }
 
+// The legend's group of line entries (the markers are a group of their own); empty if none.
+std::string legend_entries(const std::string& svg) {
+  size_t legend = svg.find("<g class=\"legend\">");
+  if (legend == std::string::npos) return "";
+  return svg.substr(legend, svg.find("</g>", legend) - legend);
+}
+
 TEST(BenchPlotPanels, OnePanelPerPromptSpanningOnlyThatPromptsPositions) {
   std::vector<PlotPanel> panels = plot_panels(two_prompt_steps());
   ASSERT_EQ(panels.size(), 2u);
@@ -149,9 +157,7 @@ TEST(BenchPlotPanels, FirstStepOfEveryRunIsAMarkerOfItsOwn) {
 
 TEST(BenchPlotPanels, LegendHasOneEntryPerCacheKindAndTheMarkers) {
   std::string svg = render_step_plot(two_prompt_steps(), "title");
-  size_t legend = svg.find("<g class=\"legend\">");
-  ASSERT_NE(legend, std::string::npos);
-  std::string entries = svg.substr(legend, svg.find("</g>", legend) - legend);
+  std::string entries = legend_entries(svg);
   EXPECT_EQ(count_of(entries, "<text"), 2u);
   EXPECT_NE(entries.find(">cat<"), std::string::npos);
   EXPECT_NE(entries.find(">prealloc<"), std::string::npos);
@@ -173,6 +179,85 @@ TEST(BenchPlotPanels, TitleNamesTheCpuFamilyAndModelAndWrapsWhenLong) {
   EXPECT_EQ(count_of(title_text, "<tspan"), 2u);
   EXPECT_NE(title_text.find(">AMD EPYC 9R14 96-Core Processor (family 25, model 17)</tspan>"),
             std::string::npos);
+}
+
+// Two models, both attention paths, the caches of add_steps, one prompt.
+std::vector<StepRecord> two_model_two_path_steps() {
+  std::vector<StepRecord> steps;
+  for (const char* model : {"tiny", "tiny-llama"}) {
+    for (const char* attention : {"fused", "candle"}) {
+      std::vector<StepRecord> part;
+      add_steps(part, "p.ids", 10, 20, [](int cache, int64_t run, int64_t) {
+        return 5.0 + cache + 0.1 * static_cast<double>(run);
+      });
+      for (StepRecord& step : part) {
+        step.model = model;
+        step.attention = attention;
+        steps.push_back(step);
+      }
+    }
+  }
+  return steps;
+}
+
+// The value of `name="..."` in the first element of `text` that has it.
+std::string attribute(const std::string& text, const std::string& name) {
+  size_t at = text.find(" " + name + "=\"");
+  if (at == std::string::npos) return "";
+  size_t begin = at + name.size() + 3;
+  return text.substr(begin, text.find('"', begin) - begin);
+}
+
+TEST(BenchPlotPanels, OnePanelPerModelAndPromptWithALinePerPathAndCache) {
+  std::vector<PlotPanel> panels = plot_panels(two_model_two_path_steps());
+  ASSERT_EQ(panels.size(), 2u);
+  EXPECT_EQ(panels[0].model, "tiny");
+  EXPECT_EQ(panels[1].model, "tiny-llama");
+  for (const PlotPanel& panel : panels) {
+    EXPECT_EQ(panel.prompt, "p.ids");
+    ASSERT_EQ(panel.series.size(), 4u);
+    EXPECT_EQ(panel.series[2].attention + " " + panel.series[2].kv_cache, "candle cat");
+    for (const PlotSeries& line : panel.series) EXPECT_EQ(line.model, panel.model);
+    EXPECT_EQ(panel.first_steps.size(), 12u);  // Two paths, two caches, three runs.
+  }
+  std::string svg = render_step_plot(two_model_two_path_steps(), "title");
+  std::vector<std::string> texts = panel_texts(svg);
+  ASSERT_EQ(texts.size(), 2u);
+  EXPECT_NE(texts[1].find("data-model=\"tiny-llama\""), std::string::npos);
+  EXPECT_NE(texts[1].find("tiny-llama \u00b7 p.ids \u00b7 10-token prompt"), std::string::npos);
+  EXPECT_EQ(count_of(texts[0], "<polyline"), 4u);
+}
+
+TEST(BenchPlotPanels, LegendHasAnEntryPerPathAndCacheAndAPathKeepsItsDashes) {
+  std::string svg = render_step_plot(two_model_two_path_steps(), "title");
+  std::string entries = legend_entries(svg);
+  EXPECT_EQ(count_of(entries, "<text"), 4u);
+  for (const char* label : {">fused \u00b7 cat<", ">fused \u00b7 prealloc<", ">candle \u00b7 cat<",
+                            ">candle \u00b7 prealloc<"}) {
+    EXPECT_NE(entries.find(label), std::string::npos) << label;
+  }
+  // A cache has one colour on both paths; the candle lines are dashed, the fused ones solid.
+  std::string panel = panel_texts(svg)[0];
+  auto line_of = [&](const std::string& title) {
+    size_t end = panel.find("<title>" + title);
+    return panel.substr(panel.rfind("<polyline", end), end - panel.rfind("<polyline", end));
+  };
+  std::string fused_cat = line_of("tiny \u00b7 fused \u00b7 cat \u00b7 p.ids");
+  std::string candle_cat = line_of("tiny \u00b7 candle \u00b7 cat \u00b7 p.ids");
+  std::string candle_prealloc = line_of("tiny \u00b7 candle \u00b7 prealloc \u00b7 p.ids");
+  EXPECT_EQ(attribute(fused_cat, "stroke"), attribute(candle_cat, "stroke"));
+  EXPECT_NE(attribute(candle_cat, "stroke"), attribute(candle_prealloc, "stroke"));
+  EXPECT_EQ(attribute(fused_cat, "stroke-dasharray"), "");
+  EXPECT_NE(attribute(candle_cat, "stroke-dasharray"), "");
+  // Each path's entries fill a row of their own, and the markers one more, above the panels.
+  std::vector<double> rows;
+  const size_t legend = svg.find("<g class=\"legend\">");
+  for (size_t at = svg.find("<text x=", legend); at < svg.find("<g class=\"panel\"");
+       at = svg.find("<text x=", at + 1)) {
+    double y = std::stod(attribute(svg.substr(at), "y"));
+    if (std::find(rows.begin(), rows.end(), y) == rows.end()) rows.push_back(y);
+  }
+  EXPECT_EQ(rows.size(), 3u);
 }
 
 TEST(BenchMachine, CpuIdentityComesFromTheFirstProcessor) {

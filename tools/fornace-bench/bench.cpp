@@ -1,5 +1,5 @@
-// The parent: checks everything, measures the read bandwidth, runs one child process per KV
-// cache, shows their progress, and writes the CSVs, tables and plot.
+// The parent: checks everything, measures the read bandwidth, runs one child process per model,
+// attention path and KV cache, shows their progress, and writes the CSVs, tables and plot.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -82,6 +82,9 @@ class StopSignals {
 };
 
 struct BenchPlan : RunFlags {
+  std::vector<std::string> models;        // Directories.
+  std::vector<std::string> model_labels;  // What the tables call each model.
+  std::vector<std::string> attentions;
   std::vector<std::string> kinds;
   std::vector<std::string> prompts;
   int64_t rounds = 1;
@@ -89,9 +92,36 @@ struct BenchPlan : RunFlags {
   std::string out;
 };
 
+// What one child runs: a model, an attention path and a KV cache.
+struct ChildSpec {
+  std::string model_directory;
+  std::string model;  // Its label.
+  std::string attention;
+  std::string kind;
+  // How messages name the child: the parts that vary between the bench's children, the cache
+  // always ("cat" alone when one model and one path are measured).
+  std::string name;
+};
+
+// The children of one round, model by model, then path by path, then cache by cache.
+std::vector<ChildSpec> child_specs(const BenchPlan& plan) {
+  std::vector<ChildSpec> specs;
+  for (size_t model = 0; model < plan.models.size(); ++model) {
+    for (const std::string& attention : plan.attentions) {
+      for (const std::string& kind : plan.kinds) {
+        std::string name = kind;
+        if (plan.attentions.size() > 1) name = attention + " " + name;
+        if (plan.models.size() > 1) name = plan.model_labels[model] + " " + name;
+        specs.push_back({plan.models[model], plan.model_labels[model], attention, kind, name});
+      }
+    }
+  }
+  return specs;
+}
+
 // What one child did: its outcome and where it was.
 struct ChildOutcome {
-  std::string kind;
+  ChildSpec spec;
   pid_t pid = -1;
   bool finished = false;     // Reported "done" and exited 0.
   bool interrupted = false;  // Stopped because the bench got SIGINT or SIGTERM.
@@ -161,7 +191,13 @@ void handle_event(const std::string& line, ChildOutcome& outcome, BenchData& dat
   }
   std::string name = event["event"].get<std::string>();
   if (name == "loaded") {
-    if (data.context.dtype.empty()) data.context.dtype = event["dtype"].get<std::string>();
+    // Models of different dtypes: the context names each, "bf16/f32".
+    std::string dtype = event["dtype"].get<std::string>();
+    if (data.context.dtype.empty()) {
+      data.context.dtype = dtype;
+    } else if (("/" + data.context.dtype + "/").find("/" + dtype + "/") == std::string::npos) {
+      data.context.dtype += "/" + dtype;
+    }
     outcome.weight_bytes = event["weight_bytes"].get<int64_t>();
     outcome.kv_bytes_per_position = event["kv_bytes_per_position"].get<int64_t>();
     outcome.stage = "loaded";
@@ -174,7 +210,10 @@ void handle_event(const std::string& line, ChildOutcome& outcome, BenchData& dat
                            warmup ? plan.warmup : plan.runs);
   } else if (name == "run") {
     RunRecord run;
-    run.kv_cache = outcome.kind;
+    run.model = outcome.spec.model;
+    run.model_directory = outcome.spec.model_directory;
+    run.attention = outcome.spec.attention;
+    run.kv_cache = outcome.spec.kind;
     run.prompt = event["prompt"].get<std::string>();
     run.prompt_tokens = event["prompt_tokens"].get<int64_t>();
     run.run = outcome.run_offset + event["run"].get<int64_t>();
@@ -184,16 +223,23 @@ void handle_event(const std::string& line, ChildOutcome& outcome, BenchData& dat
     run.peak_mib = event["peak_mib"].get<double>();
     run.read_gbs = event["read_gbs"].get<double>();
     run.prefill_gflop = event["prefill_gflop"].get<double>();
+    run.kv_bytes_per_token = event["kv_bytes_per_token"].get<double>();
+    run.mean_strided_bytes_last64 = event["mean_strided_bytes_last64"].get<double>();
+    run.bytes_per_run_last64 = event["bytes_per_run_last64"].get<double>();
     std::vector<double> step_ms = event["step_ms"].get<std::vector<double>>();
     std::vector<int64_t> contiguous = event["step_copied_contiguous"].get<std::vector<int64_t>>();
     std::vector<int64_t> strided = event["step_copied_strided"].get<std::vector<int64_t>>();
+    std::vector<int64_t> strided_runs = event["step_strided_runs"].get<std::vector<int64_t>>();
     std::vector<int64_t> allocated = event["step_allocated"].get<std::vector<int64_t>>();
+    std::vector<int64_t> kv_read = event["step_kv_read"].get<std::vector<int64_t>>();
     run.decode_steps = static_cast<int64_t>(step_ms.size());
     run.weight_bytes = outcome.weight_bytes;
     run.kv_bytes_per_position = outcome.kv_bytes_per_position;
     data.runs.push_back(run);
     for (size_t i = 0; i < step_ms.size(); ++i) {
       StepRecord step;
+      step.model = run.model;
+      step.attention = run.attention;
       step.kv_cache = run.kv_cache;
       step.prompt = run.prompt;
       step.run = run.run;
@@ -202,7 +248,9 @@ void handle_event(const std::string& line, ChildOutcome& outcome, BenchData& dat
       step.ms = step_ms[i];
       step.copied_contiguous_bytes = i < contiguous.size() ? contiguous[i] : 0;
       step.copied_strided_bytes = i < strided.size() ? strided[i] : 0;
+      step.strided_runs = i < strided_runs.size() ? strided_runs[i] : 0;
       step.allocated_bytes = i < allocated.size() ? allocated[i] : 0;
+      step.kv_read_bytes = i < kv_read.size() ? kv_read[i] : 0;
       data.steps.push_back(step);
     }
     outcome.stage = concat("after run ", run.run - outcome.run_offset, " of ", plan.runs);
@@ -212,9 +260,11 @@ void handle_event(const std::string& line, ChildOutcome& outcome, BenchData& dat
   }
 }
 
-std::vector<std::string> child_arguments(const BenchPlan& plan, const std::string& kind) {
+std::vector<std::string> child_arguments(const BenchPlan& plan, const ChildSpec& spec) {
   RunFlags flags = plan;
-  flags.kv_cache = kind;
+  flags.model_directory = spec.model_directory;
+  flags.attention = spec.attention;
+  flags.kv_cache = spec.kind;
   std::vector<std::string> arguments = {"fornace-bench", "--child",
                                         "--parent-pid=" + std::to_string(getpid())};
   for (std::string& argument : run_flag_arguments(flags)) arguments.push_back(std::move(argument));
@@ -269,18 +319,18 @@ pid_t spawn_child(const std::string& executable, const std::vector<std::string>&
   return pid;
 }
 
-// Runs the child of one KV cache to its end, or until the bench is interrupted. Its results go
-// into `data`; its stderr lines are shown on ours, prefixed with the cache and pid.
-ChildOutcome run_child_process(const BenchPlan& plan, const std::string& kind, int64_t round,
+// Runs one child to its end, or until the bench is interrupted. Its results go into `data`; its
+// stderr lines are shown on ours, prefixed with its name and pid.
+ChildOutcome run_child_process(const BenchPlan& plan, const ChildSpec& spec, int64_t round,
                                const StopSignals& signals, BenchData& data) {
   ChildOutcome outcome;
-  outcome.kind = kind;
+  outcome.spec = spec;
   outcome.run_offset = round * plan.runs;
   int stdout_read = -1;
   int stderr_read = -1;
   outcome.pid =
-      spawn_child(executable_path(), child_arguments(plan, kind), stdout_read, stderr_read);
-  std::string prefix = concat("[", kind, " pid ", outcome.pid, "] ");
+      spawn_child(executable_path(), child_arguments(plan, spec), stdout_read, stderr_read);
+  std::string prefix = concat("[", spec.name, " pid ", outcome.pid, "] ");
   LineBuffer stdout_lines;
   LineBuffer stderr_lines;
   auto on_stdout_line = [&](const std::string& line) {
@@ -340,11 +390,12 @@ ChildOutcome run_child_process(const BenchPlan& plan, const std::string& kind, i
                           ? outcome.stage
                           : concat("running ", outcome.prompt, " (", outcome.stage, ")");
   if (outcome.interrupted) {
-    outcome.failure = concat("stopped the ", kind, " child (pid ", outcome.pid, ") while ", where);
+    outcome.failure =
+        concat("stopped the ", spec.name, " child (pid ", outcome.pid, ") while ", where);
   } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && outcome.reported_done) {
     outcome.finished = true;
   } else {
-    outcome.failure = concat("the ", kind, " child (pid ", outcome.pid, ") ",
+    outcome.failure = concat("the ", spec.name, " child (pid ", outcome.pid, ") ",
                              describe_wait_status(status), " while ", where);
   }
   return outcome;
@@ -361,17 +412,17 @@ void print_failure(const ChildOutcome& outcome) {
 }
 
 constexpr const char* kUsage =
-    "usage: fornace-bench --model DIR --kv-cache KIND[,KIND...] --prompts FILE[,FILE...] "
-    "[options]\n"
+    "usage: fornace-bench --model DIR[,DIR...] --kv-cache KIND[,KIND...] --prompts FILE[,FILE...]\n"
+    "                     [--attention PATH[,PATH...]] [options]\n"
     "       fornace-bench report RUNS.csv";
 
 void add_bench_flags(tools::CommandLine& app, BenchPlan& plan) {
   using tools::integer_in;
   add_run_flags(app, plan);
   app.add_option("--rounds", plan.rounds,
-                 "run the set of children N times, the caches taking turns, so that a drift in "
-                 "the machine's speed falls on every cache alike; runs are numbered on across "
-                 "rounds")
+                 "run the set of children N times, the models, paths and caches taking turns, so "
+                 "that a drift in the machine's speed falls on every one alike; runs are numbered "
+                 "on across rounds")
       ->type_name("N")
       ->transform(integer_in(1, 1000));
   app.add_option("--out", plan.out, "runs CSV; next to it go -steps.csv, .md and .svg")
@@ -387,20 +438,24 @@ void add_bench_flags(tools::CommandLine& app, BenchPlan& plan) {
 // Every check that can fail before a child starts.
 void validate_plan(const BenchPlan& plan) {
   namespace fs = std::filesystem;
-  if (!fs::is_directory(plan.model_directory)) {
-    fail("model directory ", plan.model_directory,
-         fs::exists(plan.model_directory) ? " is not a directory" : " does not exist");
+  for (const std::string& model : plan.models) {
+    if (!fs::is_directory(model)) {
+      fail("model directory ", model,
+           fs::exists(model) ? " is not a directory" : " does not exist");
+    }
+    load_model_config(model);
   }
-  load_model_config(plan.model_directory);
   bool needs_tokenizer = false;
   for (const std::string& prompt : plan.prompts) {
     read_prompt_file(prompt);
     needs_tokenizer = needs_tokenizer || !is_ids_prompt(prompt);
   }
-  fs::path tokenizer = fs::path(plan.model_directory) / "tokenizer.json";
-  if (needs_tokenizer && !fs::exists(tokenizer)) {
-    fail(tokenizer.string(),
-         " does not exist; text prompts need it (a .ids prompt file holds token ids instead)");
+  for (const std::string& model : plan.models) {
+    fs::path tokenizer = fs::path(model) / "tokenizer.json";
+    if (needs_tokenizer && !fs::exists(tokenizer)) {
+      fail(tokenizer.string(),
+           " does not exist; text prompts need it (a .ids prompt file holds token ids instead)");
+    }
   }
   fs::path out_directory = fs::path(plan.out).parent_path();
   if (!out_directory.empty()) {
@@ -453,12 +508,13 @@ int run_bench(BenchPlan& plan) {
   std::vector<ChildOutcome> failures;
   {
     StopSignals signals;
-    const int64_t children = plan.rounds * static_cast<int64_t>(plan.kinds.size());
+    const std::vector<ChildSpec> specs = child_specs(plan);
+    const int64_t per_round = static_cast<int64_t>(specs.size());
+    const int64_t children = plan.rounds * per_round;
     for (int64_t child = 0; child < children && !interrupted; ++child) {
-      const int64_t round = child / static_cast<int64_t>(plan.kinds.size());
-      const std::string& kind = plan.kinds[child % plan.kinds.size()];
-      std::cerr << "[bench] " << kind << " (" << child + 1 << " of " << children << ")\n";
-      ChildOutcome outcome = run_child_process(plan, kind, round, signals, data);
+      const ChildSpec& spec = specs[static_cast<size_t>(child % per_round)];
+      std::cerr << "[bench] " << spec.name << " (" << child + 1 << " of " << children << ")\n";
+      ChildOutcome outcome = run_child_process(plan, spec, child / per_round, signals, data);
       if (outcome.interrupted || interrupted) {
         if (outcome.failure.empty()) outcome.failure = "interrupted";
         std::cerr << "error: interrupted: " << outcome.failure << "; nothing was written\n";
@@ -493,8 +549,9 @@ int run_bench(BenchPlan& plan) {
 int bench_command(int argc, char** argv) {
   tools::CommandLine app(
       "fornace-bench", kUsage,
-      "Runs each prompt with each KV cache, one child process per cache (so that its peak memory "
-      "is its own): per prompt, warm-up runs then recorded runs, greedy with a repeat penalty of "
+      "Runs each prompt on each model with each attention path and KV cache, one child process "
+      "per model, path and cache (so that its peak memory is its own): per prompt, warm-up runs "
+      "then recorded runs, greedy with a repeat penalty of "
       "1.1 over the last 64 tokens, end-of-sequence ignored. Writes a runs CSV, a steps CSV, a "
       "Markdown table and an SVG plot, and prints the tables.");
   BenchPlan plan;
@@ -503,6 +560,9 @@ int bench_command(int argc, char** argv) {
       "`fornace-bench report RUNS.csv` prints the tables and rewrites the .md and .svg from the "
       "runs CSV and its -steps.csv alone.");
   return app.parse_and_run(argc, argv, [&] {
+    plan.models = split_list(plan.model_directory);
+    plan.model_labels = distinct_path_labels(plan.models);
+    plan.attentions = split_list(plan.attention);
     plan.kinds = split_list(plan.kv_cache);
     plan.prompts = split_list(plan.prompt_list);
     return run_bench(plan);

@@ -1,4 +1,4 @@
-// The child mode: one KV cache, the model loaded once, every prompt run and reported as JSON.
+// The child mode: one model, attention path and KV cache; every prompt run and reported as JSON.
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -17,10 +17,12 @@
 #include "cpu/roofline.h"
 #include "cpu/thread_pool.h"
 #include "engine/generator.h"
+#include "engine/trace.h"
 #include "format.h"
 #include "io/safetensors.h"
 #include "models/model.h"
 #include "prompts.h"
+#include "roofline.h"
 #include "test_fault.h"
 #include "text/tokenizer.h"
 
@@ -42,22 +44,6 @@ void progress(Parts&&... parts) {
   std::fputs(line.c_str(), stderr);
 }
 
-// Bytes of the weights that decode reads per token: every tensor once, in the dtype the model
-// holds it. A tied embedding is stored once and read in full as the lm_head. When the lm_head is
-// a tensor of its own, decode reads one row of the embedding only, so the table is left out.
-int64_t weight_bytes_read_per_token(const Checkpoint& checkpoint, DType weight_dtype) {
-  bool separate_lm_head = checkpoint.contains("lm_head.weight");
-  int64_t total = 0;
-  for (const auto& file : checkpoint.files()) {
-    for (const TensorEntry& entry : file->entries()) {
-      if (separate_lm_head && entry.name == "model.embed_tokens.weight") continue;
-      int64_t elements = static_cast<int64_t>((entry.end - entry.begin) / dtype_size(entry.dtype));
-      total += elements * static_cast<int64_t>(dtype_size(weight_dtype));
-    }
-  }
-  return total;
-}
-
 // Streaming read bandwidth over the mapped checkpoint files, the pages decode reads (best of
 // three passes each): decode's roof at this moment, on a machine whose bandwidth drifts.
 double weights_read_gbs(const Checkpoint& checkpoint) {
@@ -71,22 +57,20 @@ double weights_read_gbs(const Checkpoint& checkpoint) {
   return seconds > 0 ? bytes / seconds / 1e9 : 0.0;
 }
 
-// GFLOP of a prefill of `tokens` tokens: every layer's projections for each token (2 FLOPs per
-// weight), causal attention (scores and the weighted sum of V over the visible keys), and the
-// lm_head at the last position only.
-double prefill_gflop(const ModelConfig& config, int64_t tokens) {
-  double hidden = static_cast<double>(config.hidden_size);
-  double query_width = static_cast<double>(config.num_attention_heads * config.head_dim());
-  double kv_width = static_cast<double>(config.num_key_value_heads * config.head_dim());
-  double intermediate = static_cast<double>(config.intermediate_size);
-  double layers = static_cast<double>(config.num_hidden_layers);
-  double n = static_cast<double>(tokens);
-  double weights_per_layer =
-      2 * hidden * query_width + 2 * hidden * kv_width + 3 * hidden * intermediate;
-  double projections = 2 * weights_per_layer * layers * n;
-  double attention = 2 * 2 * layers * query_width * n * (n + 1) / 2;
-  double lm_head = 2 * hidden * static_cast<double>(config.vocab_size);
-  return (projections + attention + lm_head) / 1e9;
+// The mean ms, strided MiB and bytes per run of a run cover its last this many decode steps.
+constexpr int64_t kMeanSteps = 64;
+
+// The bytes copied over the last `count` decode steps (all of them when fewer ran).
+CopyBytes copied_in_last_steps(const GenerationResult& result, int64_t count) {
+  CopyBytes total;
+  const size_t first =
+      result.steps.size() - std::min(result.steps.size(), static_cast<size_t>(count));
+  for (size_t index = first; index < result.steps.size(); ++index) {
+    total.contiguous += result.steps[index].copied.contiguous;
+    total.strided += result.steps[index].copied.strided;
+    total.strided_runs += result.steps[index].copied.strided_runs;
+  }
+  return total;
 }
 
 double elapsed_ms(std::chrono::steady_clock::time_point start) {
@@ -120,6 +104,7 @@ int run_child(const RunFlags& flags, int64_t parent_pid) {
 
   KvCacheKind kind = parse_kv_cache_kind(kind_name);
   ModelOptions model_options;
+  model_options.attention = parse_attention_path(flags.attention);
   if (!flags.dtype.empty()) model_options.dtype = parse_dtype(flags.dtype);
   set_num_threads(static_cast<int>(flags.threads));
   TestFault fault = TestFault::from_environment();
@@ -138,11 +123,10 @@ int run_child(const RunFlags& flags, int64_t parent_pid) {
   double load_ms = elapsed_ms(load_start);
   const ModelConfig& config = model->config();
   KvCacheShape shape = model->kv_cache_shape(1);
-  int64_t kv_bytes_per_position = 2 * config.num_hidden_layers * shape.kv_heads * shape.head_dim *
-                                  static_cast<int64_t>(dtype_size(shape.dtype));
+  int64_t kv_bytes_per_position = config.num_hidden_layers * shape.bytes_per_position();
   // Opened again for its mapping: the same page-cache pages the model reads.
   Checkpoint checkpoint = Checkpoint::open_directory(model_directory);
-  int64_t weight_bytes = weight_bytes_read_per_token(checkpoint, model->weight_dtype());
+  int64_t weight_bytes = weight_bytes_read_per_token(checkpoint, config, model->weight_dtype());
   emit({{"event", "loaded"},
         {"dtype", dtype_name(model->weight_dtype())},
         {"weight_bytes", weight_bytes},
@@ -195,27 +179,40 @@ int run_child(const RunFlags& flags, int64_t parent_pid) {
                format_fixed(peak_mib, 0), " MiB");
       if (is_warmup) continue;
       std::vector<double> step_ms;
-      std::vector<int64_t> contiguous, strided, allocated;
+      std::vector<int64_t> contiguous, strided, strided_runs, allocated, kv_read;
       for (const DecodeStep& step : result.steps) {
         step_ms.push_back(step.ms);
         contiguous.push_back(step.copied.contiguous);
         strided.push_back(step.copied.strided);
+        strided_runs.push_back(step.copied.strided_runs);
         allocated.push_back(step.allocated_bytes);
+        kv_read.push_back(step.kv_read_bytes);
       }
+      const CopyBytes last_copied = copied_in_last_steps(result, kMeanSteps);
+      const int64_t last_count = std::min<int64_t>(kMeanSteps, std::ssize(result.steps));
+      const int64_t decode_steps = std::ssize(result.steps);
       emit({{"event", "run"},
             {"prompt", prompt_path},
             {"prompt_tokens", ids.size()},
             {"run", number},
             {"prefill_ms", result.prefill_ms},
             {"decode_tok_s", result.decode_tokens_per_second()},
-            {"mean_ms_last64", result.mean_step_ms_last(64)},
+            {"mean_ms_last64", result.mean_step_ms_last(kMeanSteps)},
+            {"mean_strided_bytes_last64",
+             last_count > 0 ? static_cast<double>(last_copied.strided) / last_count : 0.0},
+            {"bytes_per_run_last64", bytes_per_run(last_copied)},
+            {"kv_bytes_per_token",
+             kv_bytes_read_per_token(shape, config.num_hidden_layers,
+                                     static_cast<int64_t>(ids.size()), decode_steps)},
             {"peak_mib", peak_mib},
             {"read_gbs", read_gbs},
-            {"prefill_gflop", prefill_gflop(config, static_cast<int64_t>(ids.size()))},
+            {"prefill_gflop", prefill_gflop(config, shape, static_cast<int64_t>(ids.size()))},
             {"step_ms", step_ms},
             {"step_copied_contiguous", contiguous},
             {"step_copied_strided", strided},
-            {"step_allocated", allocated}});
+            {"step_strided_runs", strided_runs},
+            {"step_allocated", allocated},
+            {"step_kv_read", kv_read}});
       if (number == 1) apply_test_fault(fault, kind_name);
     }
   }
@@ -226,8 +223,10 @@ int run_child(const RunFlags& flags, int64_t parent_pid) {
 }  // namespace
 
 int child_command(int argc, char** argv) {
-  tools::CommandLine app("fornace-bench --child", "usage: fornace-bench --child [options]",
-                         "Started by fornace-bench, once per KV cache: not for direct use.");
+  tools::CommandLine app(
+      "fornace-bench --child", "usage: fornace-bench --child [options]",
+      "Started by fornace-bench, once per model, attention path and KV cache: not for direct "
+      "use.");
   RunFlags flags;
   int64_t parent_pid = 0;
   add_run_flags(app, flags);

@@ -11,10 +11,12 @@ class CommandLine;
 
 namespace fornace::bench {
 
-// fornace-bench --model DIR --kv-cache a,b --prompts p1,p2 [...]: validates, measures the read
-// bandwidth, runs one child per KV cache and writes the CSVs, tables and plot.
+// fornace-bench --model A,B --attention fused,candle --kv-cache a,b --prompts p1,p2 [...]:
+// validates, measures the read bandwidth, runs one child per model, attention path and KV cache
+// and writes the CSVs, tables and plot.
 int bench_command(int argc, char** argv);
-// fornace-bench --child ...: loads the model once and runs every prompt with one KV cache,
+// fornace-bench --child ...: loads one model once and runs every prompt with one attention path
+// and one KV cache,
 // reporting JSON lines on stdout and progress on stderr. Started by bench_command only; argv[0]
 // is "--child".
 int child_command(int argc, char** argv);
@@ -24,9 +26,10 @@ int report_command(int argc, char** argv);
 
 // The flags that the bench passes on to each child, defined once for both.
 struct RunFlags {
-  std::string model_directory;
-  std::string kv_cache;     // Comma-separated in the bench; one kind in a child.
-  std::string prompt_list;  // Comma-separated prompt files.
+  std::string model_directory;      // Comma-separated in the bench; one directory in a child.
+  std::string attention = "fused";  // Comma-separated in the bench; one path in a child.
+  std::string kv_cache;             // Comma-separated in the bench; one kind in a child.
+  std::string prompt_list;          // Comma-separated prompt files.
   int64_t runs = 3;
   int64_t warmup = 1;
   int64_t max_new_tokens = 128;

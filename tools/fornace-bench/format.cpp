@@ -39,4 +39,36 @@ std::string path_file_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+std::vector<std::string> distinct_path_labels(const std::vector<std::string>& paths) {
+  std::vector<std::string> trimmed;
+  for (std::string path : paths) {
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    trimmed.push_back(path);
+  }
+  // The last `count` components of a path, or all of it when it has fewer.
+  auto tail = [](const std::string& path, size_t count) {
+    size_t begin = path.size();
+    for (size_t found = 0; found < count; ++found) {
+      size_t slash = begin == 0 ? std::string::npos : path.find_last_of('/', begin - 1);
+      if (slash == std::string::npos) return path;
+      begin = slash;
+    }
+    return path.substr(begin + 1);
+  };
+  std::vector<std::string> labels;
+  for (const std::string& path : trimmed) {
+    std::string label;
+    for (size_t count = 1;; ++count) {
+      label = tail(path, count);
+      bool shared = false;
+      for (const std::string& other : trimmed) {
+        shared = shared || (other != path && tail(other, count) == label);
+      }
+      if (!shared || label == path) break;
+    }
+    labels.push_back(label);
+  }
+  return labels;
+}
+
 }  // namespace fornace::bench

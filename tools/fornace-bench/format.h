@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace fornace::bench {
 
@@ -16,5 +17,8 @@ std::string with_thousands(int64_t value);
 std::string format_range(double low, double high, int decimals, bool thousands = false);
 // The last component of a path: "bench/prompts/a.txt" -> "a.txt".
 std::string path_file_name(const std::string& path);
+// A label per path: its last component, or as many trailing components as it takes to tell it
+// from the others ({"a/m", "b/m", "c/n/"} -> {"a/m", "b/m", "n"}); trailing slashes are dropped.
+std::vector<std::string> distinct_path_labels(const std::vector<std::string>& paths);
 
 }  // namespace fornace::bench

@@ -14,14 +14,31 @@ const std::vector<std::string> kContextColumns = {
     "date",  "cpu",      "cores",       "threads",    "dtype",    "commit",
     "dirty", "read_gbs", "peak_gflops", "cpu_family", "cpu_model"};
 // Columns added after the first findings were recorded: optional when read.
-const std::set<std::string> kLaterColumns = {"peak_gflops", "run_read_gbs", "prefill_gflop",
-                                             "cpu_family", "cpu_model"};
+const std::set<std::string> kLaterColumns = {
+    "peak_gflops",         "run_read_gbs", "prefill_gflop", "cpu_family",
+    "cpu_model",           "model",        "model_dir",     "attention",
+    "kv_bytes_per_token",  "strided_runs", "kv_read_bytes", "mean_strided_bytes_last64",
+    "bytes_per_run_last64"};
 
-const std::vector<std::string> kRunColumns = {
-    "kv_cache",     "prompt",       "prompt_tokens",         "run",
-    "prefill_ms",   "decode_tok_s", "mean_ms_last64",        "peak_mib",
-    "decode_steps", "weight_bytes", "kv_bytes_per_position", "run_read_gbs",
-    "prefill_gflop"};
+const std::vector<std::string> kRunColumns = {"kv_cache",
+                                              "prompt",
+                                              "prompt_tokens",
+                                              "run",
+                                              "prefill_ms",
+                                              "decode_tok_s",
+                                              "mean_ms_last64",
+                                              "peak_mib",
+                                              "decode_steps",
+                                              "weight_bytes",
+                                              "kv_bytes_per_position",
+                                              "run_read_gbs",
+                                              "prefill_gflop",
+                                              "model",
+                                              "attention",
+                                              "model_dir",
+                                              "kv_bytes_per_token",
+                                              "mean_strided_bytes_last64",
+                                              "bytes_per_run_last64"};
 
 const std::vector<std::string> kStepColumns = {"kv_cache",
                                                "prompt",
@@ -31,7 +48,11 @@ const std::vector<std::string> kStepColumns = {"kv_cache",
                                                "ms",
                                                "copied_contiguous_bytes",
                                                "copied_strided_bytes",
-                                               "allocated_bytes"};
+                                               "allocated_bytes",
+                                               "strided_runs",
+                                               "kv_read_bytes",
+                                               "model",
+                                               "attention"};
 
 std::vector<std::string> context_fields(const BenchContext& context) {
   return {context.date,
@@ -62,6 +83,26 @@ std::string text_or_empty(const CsvTable& table, size_t row, const std::string& 
 
 double number_or_zero(const CsvTable& table, size_t row, const std::string& column) {
   return table.has_column(column) ? table.number(row, column) : 0.0;
+}
+
+int64_t integer_or_zero(const CsvTable& table, size_t row, const std::string& column) {
+  return table.has_column(column) ? table.integer(row, column) : 0;
+}
+
+// Absent or empty: not recorded.
+std::optional<double> number_if_recorded(const CsvTable& table, size_t row,
+                                         const std::string& column) {
+  if (!table.has_column(column) || table.text(row, column).empty()) return std::nullopt;
+  return table.number(row, column);
+}
+
+// Files written before the attention path was chosen measured the fused one.
+std::string attention_or_fused(const CsvTable& table, size_t row) {
+  return table.has_column("attention") ? table.text(row, "attention") : "fused";
+}
+
+std::string optional_number(const std::optional<double>& value, int decimals) {
+  return value ? format_fixed(*value, decimals) : std::string();
 }
 
 std::vector<std::string> joined(std::vector<std::string> first,
@@ -119,7 +160,13 @@ void write_runs_csv(std::ostream& out, const BenchContext& context,
                                        std::to_string(run.weight_bytes),
                                        std::to_string(run.kv_bytes_per_position),
                                        format_fixed(run.read_gbs, 2),
-                                       format_fixed(run.prefill_gflop, 3)};
+                                       format_fixed(run.prefill_gflop, 3),
+                                       run.model,
+                                       run.attention,
+                                       run.model_directory,
+                                       format_fixed(run.kv_bytes_per_token, 1),
+                                       optional_number(run.mean_strided_bytes_last64, 1),
+                                       optional_number(run.bytes_per_run_last64, 1)};
     out << csv_line(joined(fields, shared));
   }
 }
@@ -137,7 +184,11 @@ void write_steps_csv(std::ostream& out, const BenchContext& context,
                                        format_fixed(step.ms, 4),
                                        std::to_string(step.copied_contiguous_bytes),
                                        std::to_string(step.copied_strided_bytes),
-                                       std::to_string(step.allocated_bytes)};
+                                       std::to_string(step.allocated_bytes),
+                                       std::to_string(step.strided_runs),
+                                       std::to_string(step.kv_read_bytes),
+                                       step.model,
+                                       step.attention};
     out << csv_line(joined(fields, shared));
   }
 }
@@ -161,6 +212,12 @@ void read_runs_csv(const std::string& text, const std::string& source_name, Benc
     run.kv_bytes_per_position = table.integer(row, "kv_bytes_per_position");
     run.read_gbs = number_or_zero(table, row, "run_read_gbs");
     run.prefill_gflop = number_or_zero(table, row, "prefill_gflop");
+    run.model = text_or_empty(table, row, "model");
+    run.model_directory = text_or_empty(table, row, "model_dir");
+    run.attention = attention_or_fused(table, row);
+    run.kv_bytes_per_token = number_or_zero(table, row, "kv_bytes_per_token");
+    run.mean_strided_bytes_last64 = number_if_recorded(table, row, "mean_strided_bytes_last64");
+    run.bytes_per_run_last64 = number_if_recorded(table, row, "bytes_per_run_last64");
     data.runs.push_back(run);
   }
 }
@@ -179,6 +236,10 @@ void read_steps_csv(const std::string& text, const std::string& source_name, Ben
     step.copied_contiguous_bytes = table.integer(row, "copied_contiguous_bytes");
     step.copied_strided_bytes = table.integer(row, "copied_strided_bytes");
     step.allocated_bytes = table.integer(row, "allocated_bytes");
+    step.strided_runs = integer_or_zero(table, row, "strided_runs");
+    step.kv_read_bytes = integer_or_zero(table, row, "kv_read_bytes");
+    step.model = text_or_empty(table, row, "model");
+    step.attention = attention_or_fused(table, row);
     data.steps.push_back(step);
   }
 }

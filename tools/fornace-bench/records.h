@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -29,8 +30,13 @@ struct BenchContext {
 // "AMD EPYC (family 25, model 17)", or the name with "(family and model not recorded)".
 std::string cpu_description(const BenchContext& context);
 
-// One recorded run of one prompt with one KV cache.
+// One recorded run of one prompt on one model with one attention path and KV cache.
 struct RunRecord {
+  // The model's label (its directory's last component) and directory; empty in files written
+  // before several models were measured in one bench, which measured one.
+  std::string model;
+  std::string model_directory;
+  std::string attention = "fused";  // "fused" in files written before the path was chosen.
   std::string kv_cache;
   std::string prompt;  // The prompt file as given on the command line.
   int64_t prompt_tokens = 0;
@@ -46,11 +52,20 @@ struct RunRecord {
   // machine's bandwidth drifts); 0 in files written before it was recorded.
   double read_gbs = 0;
   double prefill_gflop = 0;  // Arithmetic of the prefill (matmuls, attention, one lm_head row).
+  // K and V bytes attention read per decode step, the mean over the run's steps (a sliding-window
+  // layer reads its window only); 0 in files written before it was recorded.
+  double kv_bytes_per_token = 0;
+  // Over the last 64 decode steps (all when fewer ran): the mean bytes strided copies moved per
+  // step, and their bytes per unbroken run. Absent in files written before they were recorded.
+  std::optional<double> mean_strided_bytes_last64;
+  std::optional<double> bytes_per_run_last64;
 };
 
 // One decode step of a recorded run. Step i feeds the token at position prompt_tokens + i, so
 // it reads position + 1 positions of the KV cache.
 struct StepRecord {
+  std::string model;  // As in RunRecord.
+  std::string attention = "fused";
   std::string kv_cache;
   std::string prompt;
   int64_t run = 0;
@@ -59,7 +74,11 @@ struct StepRecord {
   double ms = 0;
   int64_t copied_contiguous_bytes = 0;
   int64_t copied_strided_bytes = 0;
+  // Unbroken runs the strided bytes were copied in (bytes / runs is the run length); 0 in files
+  // written before it was recorded, as is kv_read_bytes.
+  int64_t strided_runs = 0;
   int64_t allocated_bytes = 0;
+  int64_t kv_read_bytes = 0;  // K and V bytes attention read in this step.
 };
 
 struct BenchData {

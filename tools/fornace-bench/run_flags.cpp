@@ -3,30 +3,46 @@
 
 #include "commands.h"
 #include "common/cli.h"
+#include "nn/attention.h"
 #include "nn/kv_cache.h"
 #include "prompts.h"
 
 namespace fornace::bench {
 
-void check_kv_cache_list(const std::string& text) {
-  std::set<std::string> seen;
-  for (const std::string& kind : split_list(text)) {
-    parse_kv_cache_kind(kind);
-    if (!seen.insert(kind).second) fail("lists ", kind, " twice");
-  }
+namespace {
+
+// A check of a comma-separated flag value: every item passes `parse`, and none comes twice.
+template <typename Parse>
+CLI::Validator list_of(Parse parse) {
+  return tools::parsed_by([parse](const std::string& text) {
+    std::set<std::string> seen;
+    for (const std::string& item : split_list(text)) {
+      parse(item);
+      if (!seen.insert(item).second) fail("lists ", item, " twice");
+    }
+  });
 }
+
+}  // namespace
 
 void add_run_flags(tools::CommandLine& app, RunFlags& flags) {
   using tools::integer_in;
   app.add_option("--model", flags.model_directory,
-                 "checkpoint directory (config.json, *.safetensors, tokenizer.json)")
-      ->type_name("DIR")
-      ->required();
+                 "checkpoint directories, comma-separated (config.json, *.safetensors, "
+                 "tokenizer.json)")
+      ->type_name("DIR[,DIR...]")
+      ->required()
+      ->check(list_of([](const std::string&) {}));
+  app.add_option("--attention", flags.attention,
+                 "attention paths, comma-separated: fused (Fornace's attention kernel), candle "
+                 "(Candle's op sequence: repeat_kv, contiguous, matmul, softmax, matmul)")
+      ->type_name("LIST")
+      ->check(list_of(parse_attention_path));
   app.add_option("--kv-cache", flags.kv_cache,
                  "KV cache kinds: prealloc, cat, cat-contiguous (comma-separated)")
       ->type_name("LIST")
       ->required()
-      ->check(tools::parsed_by(check_kv_cache_list));
+      ->check(list_of(parse_kv_cache_kind));
   app.add_option("--prompts", flags.prompt_list,
                  "prompt files, comma-separated: UTF-8 text, or token ids in a .ids file")
       ->type_name("LIST")
@@ -47,6 +63,7 @@ void add_run_flags(tools::CommandLine& app, RunFlags& flags) {
 
 std::vector<std::string> run_flag_arguments(const RunFlags& flags) {
   std::vector<std::string> arguments = {"--model=" + flags.model_directory,
+                                        "--attention=" + flags.attention,
                                         "--kv-cache=" + flags.kv_cache,
                                         "--prompts=" + flags.prompt_list,
                                         "--runs=" + std::to_string(flags.runs),

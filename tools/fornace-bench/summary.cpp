@@ -1,4 +1,5 @@
-// Summary tables: per prompt and cache, tok/s of each run, their mean, ranges, and the roofline.
+// Summary tables: per model and prompt, a row per attention path and cache with tok/s of each
+// run, their mean, ranges, strided copies and the roofline.
 #include "summary.h"
 
 #include <algorithm>
@@ -44,8 +45,11 @@ std::string markdown_table(const std::vector<std::string>& header,
 }  // namespace
 
 double bytes_read_per_token(const RunRecord& run) {
-  // Step i reads prompt_tokens + i + 1 positions, so the mean over the steps is
-  // prompt_tokens + (steps + 1) / 2.
+  if (run.kv_bytes_per_token > 0) {
+    return static_cast<double>(run.weight_bytes) + run.kv_bytes_per_token;
+  }
+  // Older files: step i reads prompt_tokens + i + 1 positions of every layer, so the mean over
+  // the steps is prompt_tokens + (steps + 1) / 2.
   double mean_positions =
       static_cast<double>(run.prompt_tokens) + static_cast<double>(run.decode_steps + 1) / 2.0;
   return static_cast<double>(run.weight_bytes) +
@@ -54,20 +58,25 @@ double bytes_read_per_token(const RunRecord& run) {
 
 std::vector<PromptSummary> summarize_runs(const BenchData& data) {
   std::vector<PromptSummary> prompts;
-  std::vector<std::vector<std::vector<const RunRecord*>>> grouped;  // [prompt][cache][run]
+  std::vector<std::vector<std::vector<const RunRecord*>>> grouped;  // [table][row][run]
   for (const RunRecord& run : data.runs) {
-    auto prompt = std::find_if(prompts.begin(), prompts.end(),
-                               [&](const PromptSummary& p) { return p.prompt == run.prompt; });
+    auto prompt = std::find_if(prompts.begin(), prompts.end(), [&](const PromptSummary& p) {
+      return p.model == run.model && p.prompt == run.prompt;
+    });
     if (prompt == prompts.end()) {
-      prompts.push_back(PromptSummary{run.prompt, run.prompt_tokens, run.decode_steps + 1, {}});
+      prompts.push_back(
+          PromptSummary{run.model, run.prompt, run.prompt_tokens, run.decode_steps + 1, {}});
       grouped.emplace_back();
       prompt = prompts.end() - 1;
     }
     size_t prompt_index = static_cast<size_t>(prompt - prompts.begin());
-    auto cache = std::find_if(prompt->caches.begin(), prompt->caches.end(),
-                              [&](const CacheSummary& c) { return c.kv_cache == run.kv_cache; });
+    auto cache =
+        std::find_if(prompt->caches.begin(), prompt->caches.end(), [&](const CacheSummary& c) {
+          return c.attention == run.attention && c.kv_cache == run.kv_cache;
+        });
     if (cache == prompt->caches.end()) {
       prompt->caches.push_back(CacheSummary{});
+      prompt->caches.back().attention = run.attention;
       prompt->caches.back().kv_cache = run.kv_cache;
       grouped[prompt_index].emplace_back();
       cache = prompt->caches.end() - 1;
@@ -81,7 +90,8 @@ std::vector<PromptSummary> summarize_runs(const BenchData& data) {
       std::stable_sort(runs.begin(), runs.end(),
                        [](const RunRecord* a, const RunRecord* b) { return a->run < b->run; });
       std::vector<double> tok_s, mean_ms, peak, prefill, bytes, read_gbs, bandwidth_share,
-          prefill_gflops;
+          prefill_gflops, strided_mib, bytes_per_run;
+      bool strided_recorded = true;
       for (const RunRecord* run : runs) {
         tok_s.push_back(run->decode_tok_s);
         mean_ms.push_back(run->mean_ms_last64);
@@ -98,6 +108,16 @@ std::vector<PromptSummary> summarize_runs(const BenchData& data) {
         if (run->prefill_gflop > 0 && run->prefill_ms > 0) {
           prefill_gflops.push_back(run->prefill_gflop / (run->prefill_ms / 1000.0));
         }
+        strided_recorded = strided_recorded && run->mean_strided_bytes_last64.has_value() &&
+                           run->bytes_per_run_last64.has_value();
+        if (strided_recorded) {
+          strided_mib.push_back(*run->mean_strided_bytes_last64 / (1024.0 * 1024.0));
+          bytes_per_run.push_back(*run->bytes_per_run_last64);
+        }
+      }
+      if (strided_recorded) {
+        summary.strided_mib_per_step = compute_stats(strided_mib).mean;
+        summary.bytes_per_run = compute_stats(bytes_per_run).mean;
       }
       summary.decode_tok_s = tok_s;
       summary.mean_tok_s = compute_stats(tok_s).mean;
@@ -128,8 +148,12 @@ std::string format_tables(const BenchData& data) {
   auto percent = [](double value) {
     return value > 0 ? format_fixed(value, 0) + " %" : std::string("n/a");
   };
+  auto if_recorded = [](const std::optional<double>& value, int decimals) {
+    return value ? group_thousands(format_fixed(*value, decimals)) : std::string("n/a");
+  };
   for (const PromptSummary& prompt : summarize_runs(data)) {
-    text += "### " + path_file_name(prompt.prompt) + ": " + with_thousands(prompt.prompt_tokens) +
+    text += "### " + (prompt.model.empty() ? "" : prompt.model + " \u00b7 ") +
+            path_file_name(prompt.prompt) + ": " + with_thousands(prompt.prompt_tokens) +
             " prompt tokens, " + with_thousands(prompt.new_tokens) + " new tokens\n\n";
     std::vector<std::vector<std::string>> rows;
     for (const CacheSummary& cache : prompt.caches) {
@@ -139,8 +163,10 @@ std::string format_tables(const BenchData& data) {
         runs += format_fixed(tok_s, 1);
       }
       rows.push_back(
-          {"`" + cache.kv_cache + "`", runs, format_fixed(cache.mean_tok_s, 1),
+          {"`" + cache.attention + "`", "`" + cache.kv_cache + "`", runs,
+           format_fixed(cache.mean_tok_s, 1),
            format_range(cache.min_mean_ms_last64, cache.max_mean_ms_last64, 1),
+           if_recorded(cache.strided_mib_per_step, 2), if_recorded(cache.bytes_per_run, 0),
            format_range(cache.min_peak_mib, cache.max_peak_mib, 0, true) + " MiB",
            group_thousands(format_fixed(cache.bytes_per_token / 1e6, 0)),
            format_fixed(cache.achieved_gbs, 1),
@@ -156,8 +182,9 @@ std::string format_tables(const BenchData& data) {
     const int64_t mean_steps = std::min<int64_t>(prompt.new_tokens - 1, 64);
     const std::string mean_header = "Mean ms, last " + std::to_string(mean_steps) + " steps";
     text += markdown_table(
-        {"KV cache", "Decode tok/s (runs)", "Mean", mean_header, "Peak memory", "MB read/token",
-         "GB/s", "Read GB/s", "% of read", "Prefill tok/s", "Prefill GFLOP/s", "% of BF16 peak"},
+        {"Attention", "KV cache", "Decode tok/s (runs)", "Mean", mean_header, "Strided MiB/step",
+         "B/run", "Peak memory", "MB read/token", "GB/s", "Read GB/s", "% of read", "Prefill tok/s",
+         "Prefill GFLOP/s", "% of BF16 peak"},
         rows);
     text += "\n";
   }
@@ -174,12 +201,26 @@ std::string format_markdown_report(const BenchData& data, const std::string& tit
   text += "| Machine | " + context.cpu + ", " + std::to_string(context.cores) + " cores |\n";
   text += "| Threads | " + std::to_string(context.threads) + " |\n";
   text += "| Weights | " + context.dtype + " |\n";
+  std::vector<std::string> models;
+  for (const RunRecord& run : data.runs) {
+    if (run.model.empty()) continue;
+    std::string model = "`" + run.model + "`" +
+                        (run.model_directory.empty() || run.model_directory == run.model
+                             ? ""
+                             : " (" + run.model_directory + ")");
+    if (std::find(models.begin(), models.end(), model) == models.end()) models.push_back(model);
+  }
+  if (!models.empty()) {
+    std::string list;
+    for (const std::string& model : models) list += (list.empty() ? "" : ", ") + model;
+    text += "| Models | " + list + " |\n";
+  }
   text += "| Commit | `" + context.commit + "`" + (context.dirty ? " (working tree dirty)" : "") +
           " |\n";
   text += "| Read bandwidth | " +
-          (context.read_gbs > 0 ? format_fixed(context.read_gbs, 1) +
-                                      " GB/s, measured by the bench at its start"
-                                : std::string("not measured")) +
+          (context.read_gbs > 0
+               ? format_fixed(context.read_gbs, 1) + " GB/s, measured by the bench at its start"
+               : std::string("not measured")) +
           " |\n";
   text += "| BF16 peak | " +
           (context.peak_gflops > 0 ? format_fixed(context.peak_gflops, 0) +
@@ -188,10 +229,14 @@ std::string format_markdown_report(const BenchData& data, const std::string& tit
           " |\n\n";
   text += format_tables(data);
   text +=
-      "Decode tok/s is decode steps over their total time (the first token comes from prefill). "
-      "Peak memory is the child process's high-water mark (VmHWM) when the run ended, so it "
+      "Attention is the path a run took: `fused` (Fornace's attention kernel) or `candle` "
+      "(Candle's op sequence with repeat_kv). Decode tok/s is decode steps over their total time "
+      "(the first token comes from prefill). Strided MiB/step is what the strided copies moved "
+      "per decode step and B/run the bytes of their unbroken runs, both over the steps of the mean "
+      "ms. Peak memory is the child process's high-water mark (VmHWM) when the run ended, so it "
       "includes the model, prefill and earlier prompts. MB read/token counts every weight once "
-      "plus the KV cache read at each step, averaged over the run; GB/s is that times the mean "
+      "plus the KV cache attention reads at each step (a sliding-window layer its window), "
+      "averaged over the run; GB/s is that times the mean "
       "tok/s. Read GB/s is the streaming read bandwidth over the mapped weights, measured just "
       "before each run (the machine's bandwidth drifts), and % of read is each run's GB/s over "
       "it, averaged. Prefill GFLOP/s counts the projections, causal attention and one lm_head "

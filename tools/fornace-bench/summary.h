@@ -1,8 +1,9 @@
-// The summary tables of a bench, one per prompt, in the shape of finding 0001 plus roofline
-// columns, as Markdown.
+// The summary tables of a bench, one per model and prompt, in the shape of finding 0001 plus
+// strided-copy and roofline columns, as Markdown.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,11 +12,13 @@
 namespace fornace::bench {
 
 // Bytes a decode step reads, averaged over the run's steps: every weight once (a tied embedding
-// is stored once and read once, as the lm_head) plus the KV cache up to the step's position.
+// is stored once and read once, as the lm_head) plus the KV cache that attention reads at the
+// step's position (kv_bytes_per_token; in older files, every layer's K and V up to it).
 double bytes_read_per_token(const RunRecord& run);
 
-// One row of a prompt's table: the recorded runs of one KV cache.
+// One row of a table: the recorded runs of one attention path and KV cache.
 struct CacheSummary {
+  std::string attention;
   std::string kv_cache;
   std::vector<double> decode_tok_s;  // Per run, in run order.
   double mean_tok_s = 0;
@@ -33,19 +36,27 @@ struct CacheSummary {
   double percent_of_bandwidth = 0;
   double mean_prefill_gflops = 0;  // Prefill arithmetic over prefill time; 0 when unknown.
   double percent_of_peak = 0;      // Of the context's BF16 peak; 0 when unknown.
+  // Means over the runs of their last-64-step strided MiB per step and bytes per run; absent
+  // when a run did not record them.
+  std::optional<double> strided_mib_per_step;
+  std::optional<double> bytes_per_run;
 };
 
+// One table: a prompt on one model.
 struct PromptSummary {
+  std::string model;  // Empty in files that did not record it.
   std::string prompt;
   int64_t prompt_tokens = 0;
   int64_t new_tokens = 0;            // Decode steps + 1 (the first token comes from prefill).
-  std::vector<CacheSummary> caches;  // In the order the caches first appear.
+  std::vector<CacheSummary> caches;  // In the order the (path, cache) pairs first appear.
 };
 
-// Groups the runs by prompt, then by cache, each in order of first appearance.
+// Groups the runs by (model, prompt), then by (attention path, cache), each in order of first
+// appearance.
 std::vector<PromptSummary> summarize_runs(const BenchData& data);
 
-// The tables alone: a heading per prompt and a Markdown table (padded to line up in a terminal).
+// The tables alone: a heading per model and prompt and a Markdown table (padded to line up in a
+// terminal).
 std::string format_tables(const BenchData& data);
 // A whole Markdown report: the context, the tables and, when `svg_name` is not empty, the plot.
 std::string format_markdown_report(const BenchData& data, const std::string& title,

@@ -1,7 +1,9 @@
-// Renders ms per decode step against position as a self-contained SVG, one panel per prompt.
+// Renders ms per decode step against position as a self-contained SVG, one panel per model and
+// prompt.
 #include "svg_plot.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -18,7 +20,8 @@ constexpr double kPlotWidth = kWidth - kLeft - kRight;
 constexpr double kInset = 8;  // Keeps the markers at either end clear of the axes.
 constexpr double kTitleLineHeight = 20;
 constexpr size_t kTitleLineChars = 100;  // About the plot's width at 16 px.
-constexpr double kLegendHeight = 30;
+constexpr double kLegendRowHeight = 18;
+constexpr double kLegendMargin = 10;  // A legend row may reach this close to the right edge.
 constexpr double kPanelHeader = 28;  // The panel's own title above its plot area.
 constexpr double kPlotHeight = 230;
 constexpr double kPanelFooter = 52;  // Room for the x tick labels and title.
@@ -30,6 +33,8 @@ constexpr double kLabelGap = 40;  // Minimum px between clipped-value labels on 
 
 const char* const kColors[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd",
                                "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+// Attention paths in order of first appearance: solid, dashed, dotted.
+const char* const kDashes[] = {"", "7 4", "2 3", "9 3 2 3"};
 
 std::string escape_xml(const std::string& text) {
   std::string escaped;
@@ -72,6 +77,43 @@ size_t index_of(std::vector<Key>& keys, const Key& key) {
   keys.push_back(key);
   return keys.size() - 1;
 }
+
+// The colour of each cache and the dash pattern of each attention path, and which (path, cache)
+// pairs the legend lists, all in order of first appearance in the panels.
+struct LineStyles {
+  std::vector<std::string> kv_caches;
+  std::vector<std::string> attentions;
+  std::vector<std::pair<std::string, std::string>> entries;  // (attention, cache)
+
+  explicit LineStyles(const std::vector<PlotPanel>& panels) {
+    for (const PlotPanel& panel : panels) {
+      for (const PlotSeries& line : panel.series) add(line.attention, line.kv_cache);
+      for (const FirstStep& first : panel.first_steps) add(first.attention, first.kv_cache);
+    }
+    // Grouped by path, so that a legend row holds one path's caches.
+    std::stable_sort(entries.begin(), entries.end(), [&](const auto& a, const auto& b) {
+      return index_of(attentions, a.first) < index_of(attentions, b.first);
+    });
+  }
+  void add(const std::string& attention, const std::string& kv_cache) {
+    index_of(kv_caches, kv_cache);
+    index_of(attentions, attention);
+    index_of(entries, std::pair(attention, kv_cache));
+  }
+  const char* color(const std::string& kv_cache) {
+    return kColors[index_of(kv_caches, kv_cache) % std::size(kColors)];
+  }
+  // The stroke-dasharray attribute of a path's lines, empty for the first (solid).
+  std::string dash_attribute(const std::string& attention) {
+    const char* dash = kDashes[index_of(attentions, attention) % std::size(kDashes)];
+    return *dash ? std::string(" stroke-dasharray=\"") + dash + "\"" : std::string();
+  }
+  // Names the path too unless fused is the only one (so one-path plots read as they always did).
+  bool names_attention() const { return !(attentions.size() == 1 && attentions[0] == "fused"); }
+  std::string label(const std::string& attention, const std::string& kv_cache) const {
+    return names_attention() ? attention + " \u00b7 " + kv_cache : kv_cache;
+  }
+};
 
 // Linear interpolation between the closest ranks of a sorted, non-empty list.
 double quantile(const std::vector<double>& sorted, double fraction) {
@@ -133,7 +175,7 @@ struct ClippedMarker {
   bool first_step = false;
 };
 
-std::string render_panel(const PlotPanel& panel, double top, std::vector<std::string>& caches) {
+std::string render_panel(const PlotPanel& panel, double top, LineStyles& styles) {
   const double plot_top = top + kPanelHeader;
   const double plot_bottom = plot_top + kPlotHeight;
   const double x_span = panel.last_position - panel.first_position;
@@ -146,10 +188,12 @@ std::string render_panel(const PlotPanel& panel, double top, std::vector<std::st
     return plot_bottom - (std::min(ms, y.end) - y.begin) / (y.end - y.begin) * kPlotHeight;
   };
 
-  std::string svg = "<g class=\"panel\" data-prompt=\"" + escape_xml(panel.prompt) +
-                    "\" data-first-position=\"" + format_fixed(panel.first_position, 0) +
-                    "\" data-last-position=\"" + format_fixed(panel.last_position, 0) + "\">\n";
-  std::string heading = path_file_name(panel.prompt);
+  std::string svg = "<g class=\"panel\" data-model=\"" + escape_xml(panel.model) +
+                    "\" data-prompt=\"" + escape_xml(panel.prompt) + "\" data-first-position=\"" +
+                    format_fixed(panel.first_position, 0) + "\" data-last-position=\"" +
+                    format_fixed(panel.last_position, 0) + "\">\n";
+  const std::string model_prefix = panel.model.empty() ? "" : panel.model + " \u00b7 ";
+  std::string heading = model_prefix + path_file_name(panel.prompt);
   if (!panel.first_steps.empty()) {
     heading += " \u00b7 " + position_text(panel.first_steps.front().position) + "-token prompt";
   }
@@ -163,8 +207,9 @@ std::string render_panel(const PlotPanel& panel, double top, std::vector<std::st
   if (x_span > 0) {
     AxisTicks x_ticks = axis_ticks(panel.first_position, panel.last_position, 8);
     for (double x = x_ticks.begin; x <= x_ticks.end + x_ticks.step / 2; x += x_ticks.step) {
+      // Positions are whole numbers: a step below one would repeat labels.
       if (x - panel.first_position >= x_ticks.step / 2 &&
-          panel.last_position - x >= x_ticks.step / 2) {
+          panel.last_position - x >= x_ticks.step / 2 && x == std::floor(x)) {
         x_values.push_back(x);
       }
     }
@@ -210,7 +255,7 @@ std::string render_panel(const PlotPanel& panel, double top, std::vector<std::st
   // The lines, clipped at the top; a run of consecutive clipped points gets one marker.
   std::vector<ClippedMarker> clipped;
   for (const PlotSeries& line : panel.series) {
-    const char* color = kColors[index_of(caches, line.kv_cache) % std::size(kColors)];
+    const char* color = styles.color(line.kv_cache);
     std::string points;
     bool in_clipped_run = false;
     for (const auto& [position, ms] : line.points) {
@@ -226,20 +271,23 @@ std::string render_panel(const PlotPanel& panel, double top, std::vector<std::st
         clipped.back().ms = ms;
       }
     }
-    std::string label = line.kv_cache + " \u00b7 " + path_file_name(line.prompt);
-    svg += std::string("<polyline fill=\"none\" stroke=\"") + color +
-           "\" stroke-width=\"1.5\" stroke-linejoin=\"round\" points=\"" + points + "\"><title>" +
+    std::string label = model_prefix + styles.label(line.attention, line.kv_cache) + " \u00b7 " +
+                        path_file_name(line.prompt);
+    svg += std::string("<polyline fill=\"none\" stroke=\"") + color + "\"" +
+           styles.dash_attribute(line.attention) +
+           " stroke-width=\"1.5\" stroke-linejoin=\"round\" points=\"" + points + "\"><title>" +
            escape_xml(label) + "</title></polyline>\n";
   }
   for (const FirstStep& first : panel.first_steps) {
-    const char* color = kColors[index_of(caches, first.kv_cache) % std::size(kColors)];
+    const char* color = styles.color(first.kv_cache);
     if (first.ms > y.end) {
       clipped.push_back({x_of(first.position), first.ms, color, true});
       continue;
     }
     svg += std::string("<circle class=\"first-step\" cx=\"") + number(x_of(first.position)) +
            "\" cy=\"" + number(y_of(first.ms)) + "\" r=\"3.5\" fill=\"white\" stroke=\"" + color +
-           "\" stroke-width=\"1.5\"><title>" + escape_xml(first.kv_cache) + ", run " +
+           "\" stroke-width=\"1.5\"><title>" +
+           escape_xml(styles.label(first.attention, first.kv_cache)) + ", run " +
            std::to_string(first.run) + ", first step: " + format_fixed(first.ms, 1) +
            " ms</title></circle>\n";
   }
@@ -270,46 +318,88 @@ std::string render_panel(const PlotPanel& panel, double top, std::vector<std::st
   return svg;
 }
 
-// One entry per cache (colour), then the two kinds of marker.
-std::string render_legend(const std::vector<std::string>& caches, double y) {
+// Places legend items left to right from the plot's left edge, wrapping to a new row where one
+// would pass the right edge; a new path starts a new row.
+class LegendLayout {
+ public:
+  explicit LegendLayout(double first_row_y) : y_(first_row_y) {}
+  // The x of an item `width` wide, wrapping first if needed (or if `new_row`).
+  double place(double width, bool new_row = false) {
+    if (x_ > kLeft && (new_row || x_ + width > kWidth - kLegendMargin)) {
+      x_ = kLeft;
+      y_ += kLegendRowHeight;
+      ++rows_;
+    }
+    double at = x_;
+    x_ += width;
+    return at;
+  }
+  double y() const { return y_; }
+  int rows() const { return rows_; }
+
+ private:
+  double x_ = kLeft;
+  double y_;
+  int rows_ = 1;
+};
+
+// Width of a label at the legend's 12 px, about 6.5 px a character in a sans-serif font.
+double text_width(const std::string& text) { return 6.5 * static_cast<double>(text.size()); }
+
+// One entry per (attention path, cache): a line in its colour and dash pattern; then the two kinds
+// of marker. Returns the SVG and sets `rows` to the rows it takes.
+std::string render_legend(LineStyles& styles, double y, int& rows) {
+  LegendLayout layout(y);
   std::string svg = "<g class=\"legend\">\n";
-  double x = kLeft;
-  for (size_t i = 0; i < caches.size(); ++i) {
-    const char* color = kColors[i % std::size(kColors)];
-    svg += std::string("<line x1=\"") + number(x) + "\" y1=\"" + number(y - 4) + "\" x2=\"" +
-           number(x + 24) + "\" y2=\"" + number(y - 4) + "\" stroke=\"" + color +
-           "\" stroke-width=\"2.5\"/>\n";
-    svg += "<text x=\"" + number(x + 30) + "\" y=\"" + number(y) + "\">" + escape_xml(caches[i]) +
+  std::string previous_attention;
+  for (const auto& [attention, kv_cache] : styles.entries) {
+    std::string label = styles.label(attention, kv_cache);
+    bool new_path =
+        styles.names_attention() && !previous_attention.empty() && attention != previous_attention;
+    previous_attention = attention;
+    double x = layout.place(30 + text_width(label) + 24, new_path);
+    double row_y = layout.y();
+    svg += std::string("<line x1=\"") + number(x) + "\" y1=\"" + number(row_y - 4) + "\" x2=\"" +
+           number(x + 24) + "\" y2=\"" + number(row_y - 4) + "\" stroke=\"" +
+           styles.color(kv_cache) + "\"" + styles.dash_attribute(attention) +
+           " stroke-width=\"2.5\"/>\n";
+    svg += "<text x=\"" + number(x + 30) + "\" y=\"" + number(row_y) + "\">" + escape_xml(label) +
            "</text>\n";
-    x += 30 + 7.5 * static_cast<double>(caches[i].size()) + 24;
   }
   svg += "</g>\n<g class=\"legend-markers\" fill=\"#333333\">\n";
-  x += 8;
-  svg += "<circle cx=\"" + number(x + 4) + "\" cy=\"" + number(y - 4) +
+  // Under a legend of several paths, the markers take a row of their own.
+  const std::string first_label = "first step of a run";
+  double x = layout.place(8 + 14 + text_width(first_label) + 24, layout.rows() > 1) + 8;
+  double row_y = layout.y();
+  svg += "<circle cx=\"" + number(x + 4) + "\" cy=\"" + number(row_y - 4) +
          "\" r=\"3.5\" fill=\"white\" stroke=\"#333333\" stroke-width=\"1.5\"/>\n";
-  svg += "<text x=\"" + number(x + 14) + "\" y=\"" + number(y) + "\">first step of a run</text>\n";
-  x += 14 + 7 * 19 + 24;
-  svg += "<polygon points=\"" + number(x + 4) + "," + number(y - 9) + " " + number(x - 0.5) + "," +
-         number(y - 1) + " " + number(x + 8.5) + "," + number(y - 1) + "\"/>\n";
-  svg += "<text x=\"" + number(x + 14) + "\" y=\"" + number(y) +
-         "\">above the axis, with its ms (hollow: a first step)</text>\n";
+  svg +=
+      "<text x=\"" + number(x + 14) + "\" y=\"" + number(row_y) + "\">" + first_label + "</text>\n";
+  const std::string clipped_label = "above the axis, with its ms (hollow: a first step)";
+  x = layout.place(14 + text_width(clipped_label));
+  row_y = layout.y();
+  svg += "<polygon points=\"" + number(x + 4) + "," + number(row_y - 9) + " " + number(x - 0.5) +
+         "," + number(row_y - 1) + " " + number(x + 8.5) + "," + number(row_y - 1) + "\"/>\n";
+  svg += "<text x=\"" + number(x + 14) + "\" y=\"" + number(row_y) + "\">" + clipped_label +
+         "</text>\n";
   svg += "</g>\n";
+  rows = layout.rows();
   return svg;
 }
 
 }  // namespace
 
 std::vector<PlotSeries> plot_series(const std::vector<StepRecord>& steps) {
-  std::vector<std::pair<std::string, std::string>> keys;
+  std::vector<std::array<std::string, 4>> keys;                // model, attention, cache, prompt
   std::vector<std::map<int64_t, std::vector<double>>> values;  // Per series: position -> ms.
   for (const StepRecord& step : steps) {
-    size_t index = index_of(keys, {step.kv_cache, step.prompt});
+    size_t index = index_of(keys, {step.model, step.attention, step.kv_cache, step.prompt});
     if (index == values.size()) values.emplace_back();
     values[index][step.position].push_back(step.ms);
   }
   std::vector<PlotSeries> series;
   for (size_t i = 0; i < keys.size(); ++i) {
-    PlotSeries line{keys[i].first, keys[i].second, {}};
+    PlotSeries line{keys[i][0], keys[i][1], keys[i][2], keys[i][3], {}};
     for (const auto& [position, ms] : values[i]) {
       line.points.emplace_back(static_cast<double>(position), compute_stats(ms).median);
     }
@@ -336,26 +426,26 @@ AxisTicks axis_ticks(double min, double max, int target) {
 }
 
 std::vector<PlotPanel> plot_panels(const std::vector<StepRecord>& steps) {
-  std::vector<std::string> prompts;
+  std::vector<std::pair<std::string, std::string>> keys;  // (model, prompt) of each panel
   std::vector<PlotPanel> panels;
   std::vector<StepRecord> later_steps;
   for (const StepRecord& step : steps) {
-    size_t index = index_of(prompts, step.prompt);
+    size_t index = index_of(keys, {step.model, step.prompt});
     if (index == panels.size()) {
-      panels.push_back(PlotPanel{step.prompt, INFINITY, -INFINITY, {}, {}, {}});
+      panels.push_back(PlotPanel{step.model, step.prompt, INFINITY, -INFINITY, {}, {}, {}});
     }
     PlotPanel& panel = panels[index];
     double position = static_cast<double>(step.position);
     panel.first_position = std::min(panel.first_position, position);
     panel.last_position = std::max(panel.last_position, position);
     if (step.step == 0) {
-      panel.first_steps.push_back({step.kv_cache, step.run, position, step.ms});
+      panel.first_steps.push_back({step.attention, step.kv_cache, step.run, position, step.ms});
     } else {
       later_steps.push_back(step);
     }
   }
   for (PlotSeries& line : plot_series(later_steps)) {
-    panels[index_of(prompts, line.prompt)].series.push_back(std::move(line));
+    panels[index_of(keys, {line.model, line.prompt})].series.push_back(std::move(line));
   }
   for (PlotPanel& panel : panels) panel.y = steady_state_range(panel);
   return panels;
@@ -365,7 +455,10 @@ std::string render_step_plot(const std::vector<StepRecord>& steps, const std::st
   std::vector<PlotPanel> panels = plot_panels(steps);
   std::vector<std::string> title_lines = wrap_title(title, kTitleLineChars);
   const double legend_y = 28 + kTitleLineHeight * static_cast<double>(title_lines.size());
-  const double panels_top = legend_y + kLegendHeight - 12;
+  LineStyles styles(panels);
+  int legend_rows = 0;
+  std::string legend = render_legend(styles, legend_y, legend_rows);
+  const double panels_top = legend_y + kLegendRowHeight * legend_rows;
   const double height =
       panels_top +
       (panels.empty() ? kEmptyHeight : kPanelHeight * static_cast<double>(panels.size()));
@@ -383,17 +476,16 @@ std::string render_step_plot(const std::vector<StepRecord>& steps, const std::st
   }
   svg += "</text>\n";
 
-  std::vector<std::string> caches;  // Colours follow the caches' first appearance.
   std::string body;
   for (size_t i = 0; i < panels.size(); ++i) {
-    body += render_panel(panels[i], panels_top + kPanelHeight * static_cast<double>(i), caches);
+    body += render_panel(panels[i], panels_top + kPanelHeight * static_cast<double>(i), styles);
   }
   if (panels.empty()) {
     body += "<text x=\"" + number(kLeft + kPlotWidth / 2) + "\" y=\"" +
             number(panels_top + kEmptyHeight / 2) +
             "\" text-anchor=\"middle\">no decode steps</text>\n";
   }
-  if (!panels.empty()) svg += render_legend(caches, legend_y);
+  if (!panels.empty()) svg += legend;
   svg += body + "</svg>\n";
   return svg;
 }

@@ -1,0 +1,31 @@
+// The roofline figures of a bench: bytes a decode step reads and the arithmetic of a prefill.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "io/config.h"
+#include "io/safetensors.h"
+#include "nn/kv_cache.h"
+
+namespace fornace::bench {
+
+// Bytes of the weights that decode reads per token, in the dtype the model holds them: every
+// tensor once. Tied embeddings (config tie_word_embeddings) are read in full as the lm_head, and
+// an lm_head.weight the checkpoint also stores goes unread. Untied, decode reads one row of the
+// embedding table only, so the table is left out.
+int64_t weight_bytes_read_per_token(const Checkpoint& checkpoint, const ModelConfig& config,
+                                    DType weight_dtype);
+
+// K and V bytes that attention reads per decode step, averaged over `decode_steps` steps after a
+// prompt of `prompt_tokens`: step i reads prompt_tokens + i + 1 positions of every layer, or only
+// the window of a sliding-window layer (KvCacheSet::bytes_read).
+double kv_bytes_read_per_token(const KvCacheShape& shape, int64_t num_layers, int64_t prompt_tokens,
+                               int64_t decode_steps);
+
+// GFLOP of a prefill of `tokens` tokens: every layer's projections for each token (2 FLOPs per
+// weight), causal attention over the keys each query sees (its window on a sliding-window
+// layer), and the lm_head at the last position only.
+double prefill_gflop(const ModelConfig& config, const KvCacheShape& shape, int64_t tokens);
+
+}  // namespace fornace::bench
