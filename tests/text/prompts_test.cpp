@@ -1,5 +1,6 @@
 // The benchmark prompts encode to exactly the token counts their names promise (plain encode,
-// no chat template): 512 and 2048 tokens of prompt plus one, as cut with the reference tokenizer.
+// no chat template): 512 and 2048 tokens of prompt plus one, as cut with the reference tokenizer;
+// the .ids prompts hold those ids for every family's vocabulary.
 #include <gtest/gtest.h>
 
 #include "text/tokenizer.h"
@@ -18,6 +19,22 @@ TEST(BenchPrompts, Alice512EncodesTo513Tokens) { EXPECT_EQ(prompt_tokens("alice-
 
 TEST(BenchPrompts, Alice2048EncodesTo2049Tokens) {
   EXPECT_EQ(prompt_tokens("alice-2048.txt"), 2049u);
+}
+
+// The .ids prompts, for every family's synthetic model alike: the text's Qwen ids modulo 49,152,
+// the smallest vocabulary among the presets (SmolLM2's).
+TEST(BenchPrompts, IdsPromptsAreTheTextsIdsWithinEveryPresetsVocabulary) {
+  for (const char* name : {"alice-512", "alice-2048"}) {
+    std::string text =
+        testing::read_test_file(testing::source_path(std::string("bench/prompts/") + name + ".txt"));
+    std::string expected;
+    for (uint32_t id : testing::qwen_tokenizer().encode(text)) {
+      expected += (expected.empty() ? "" : ",") + std::to_string(id % 49152);
+    }
+    std::string ids =
+        testing::read_test_file(testing::source_path(std::string("bench/prompts/") + name + ".ids"));
+    EXPECT_EQ(ids, expected + "\n") << name;
+  }
 }
 
 }  // namespace
