@@ -166,7 +166,8 @@ void PieceCache::insert(std::string_view piece, const uint32_t* ids, size_t coun
 
 void BpeModel::encode_piece(std::string_view piece, std::vector<uint32_t>& ids,
                             bool use_cache) const {
-  if (piece.size() == 1) {
+  if (piece.empty()) return;
+  if (byte_level && piece.size() == 1) {
     ids.push_back(byte_ids[static_cast<uint8_t>(piece[0])]);
     return;
   }
@@ -174,13 +175,54 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<uint32_t>& ids,
   if (use_cache && cache_.find(piece, ids)) return;
   size_t first = ids.size();
   std::optional<uint32_t> whole;
-  if (ignore_merges) whole = vocabulary.find(to_byte_level(piece));
+  if (ignore_merges)
+    whole = byte_level ? vocabulary.find(to_byte_level(piece)) : vocabulary.find(piece);
   if (whole) {
     ids.push_back(*whole);
   } else {
     merge_piece(piece, ids);
   }
   if (use_cache) cache_.insert(piece, ids.data() + first, ids.size() - first);
+}
+
+void BpeModel::append_initial_tokens(std::string_view piece, std::vector<uint32_t>& tokens) const {
+  if (byte_level) {
+    for (char byte : piece) tokens.push_back(byte_ids[static_cast<uint8_t>(byte)]);
+    return;
+  }
+  // As the Hugging Face BPE builds a word: a pending unknown token goes out before the next known
+  // character's token, but byte fallback tokens do not flush it.
+  bool unknown_pending = false;
+  size_t position = 0;
+  while (position < piece.size()) {
+    uint8_t lead = static_cast<uint8_t>(piece[position]);
+    size_t length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;  // Valid UTF-8.
+    std::string_view character = piece.substr(position, length);
+    position += length;
+    uint32_t id = no_token;
+    if (length == 1) {
+      id = ascii_ids[lead];
+    } else if (std::optional<uint32_t> found = vocabulary.find(character)) {
+      id = *found;
+    }
+    if (id != no_token) {
+      if (unknown_pending) tokens.push_back(unknown_id);
+      unknown_pending = false;
+      tokens.push_back(id);
+      continue;
+    }
+    bool all_bytes = std::all_of(character.begin(), character.end(), [&](char byte) {
+      return byte_fallback_ids[static_cast<uint8_t>(byte)] != no_token;
+    });
+    if (all_bytes) {
+      for (char byte : character) tokens.push_back(byte_fallback_ids[static_cast<uint8_t>(byte)]);
+      continue;
+    }
+    if (unknown_id == no_token) continue;  // Without an unknown token the character is dropped.
+    if (unknown_pending && !fuse_unknown) tokens.push_back(unknown_id);
+    unknown_pending = true;
+  }
+  if (unknown_pending) tokens.push_back(unknown_id);
 }
 
 void BpeModel::merge_piece(std::string_view piece, std::vector<uint32_t>& ids) const {
@@ -198,15 +240,17 @@ void BpeModel::merge_piece(std::string_view piece, std::vector<uint32_t>& ids) c
     }
   };
   static constexpr uint32_t dead = UINT32_MAX;
+  thread_local std::vector<uint32_t> initial;
   thread_local std::vector<Symbol> symbols;
   thread_local std::vector<Candidate> heap;
+  initial.clear();
   symbols.clear();
   heap.clear();
-  const int32_t count = static_cast<int32_t>(piece.size());
-  for (int32_t index = 0; index < count; ++index) {
-    symbols.push_back({byte_ids[static_cast<uint8_t>(piece[index])], index - 1,
-                       index + 1 < count ? index + 1 : -1});
-  }
+  append_initial_tokens(piece, initial);
+  const int32_t count = static_cast<int32_t>(initial.size());
+  if (count == 0) return;
+  for (int32_t index = 0; index < count; ++index)
+    symbols.push_back({initial[index], index - 1, index + 1 < count ? index + 1 : -1});
   const auto push_pair = [&](int32_t left) {
     if (left < 0) return;
     int32_t right = symbols[left].next;

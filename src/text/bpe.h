@@ -115,14 +115,25 @@ class PieceCache {
   size_t size_ = 0;
 };
 
-// Byte-level BPE over raw bytes: each byte starts as its own token, then the lowest-ranked
-// adjacent pair merges until none is left.
+// BPE: each piece starts as a list of tokens, then the lowest-ranked adjacent pair merges until
+// none is left. Byte-level BPE starts from one token per byte; SentencePiece-style BPE from one
+// token per character, a character missing from the vocabulary taking its "<0xNN>" byte tokens
+// (byte fallback) or the unknown token.
 class BpeModel {
  public:
+  static constexpr uint32_t no_token = UINT32_MAX;
+
   Vocabulary vocabulary;
   MergeTable merges;
-  std::array<uint32_t, 256> byte_ids{};  // The token of each single byte.
-  bool ignore_merges = false;            // Take a piece that is a whole token as it is.
+  bool ignore_merges = false;  // Take a piece that is a whole token as it is.
+  bool byte_level = true;
+  std::array<uint32_t, 256> byte_ids{};  // Byte-level: the token of each single byte.
+  // SentencePiece-style: the token of each ASCII character, then of each byte's "<0xNN>" (only
+  // with byte fallback), `no_token` where the vocabulary has none.
+  std::array<uint32_t, 128> ascii_ids{};
+  std::array<uint32_t, 256> byte_fallback_ids{};
+  uint32_t unknown_id = no_token;  // The unknown token, when the model names one.
+  bool fuse_unknown = false;       // Consecutive unknown characters make one unknown token.
 
   // The piece cache for one encode call; it does not own the lock while another thread holds it.
   std::unique_lock<std::mutex> lock_cache() const {
@@ -133,6 +144,8 @@ class BpeModel {
 
  private:
   mutable PieceCache cache_;
+  // Appends the tokens a piece starts as, before any merge.
+  void append_initial_tokens(std::string_view piece, std::vector<uint32_t>& tokens) const;
   void merge_piece(std::string_view piece, std::vector<uint32_t>& ids) const;
 };
 

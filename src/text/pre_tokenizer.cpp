@@ -31,7 +31,9 @@ struct MatchState {
 
 }  // namespace
 
-RegexSplitter::RegexSplitter(const std::string& pattern, const std::string& field) {
+RegexSplitter::RegexSplitter(const std::string& pattern, const std::string& field,
+                             Behavior behavior)
+    : behavior_(behavior) {
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
   code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
@@ -79,8 +81,15 @@ void RegexSplitter::split(std::string_view text, std::vector<std::string_view>& 
       }
       continue;
     }
-    if (start > gap_start) pieces.push_back(text.substr(gap_start, start - gap_start));
-    pieces.push_back(text.substr(start, end - start));
+    // MergedWithPrevious joins a match to the gap just before it (not to an earlier match).
+    size_t piece_start = start;
+    if (start > gap_start) {
+      if (behavior_ == Behavior::merged_with_previous)
+        piece_start = gap_start;
+      else
+        pieces.push_back(text.substr(gap_start, start - gap_start));
+    }
+    pieces.push_back(text.substr(piece_start, end - piece_start));
     gap_start = search_from = end;
   }
   if (gap_start < text.size()) pieces.push_back(text.substr(gap_start));

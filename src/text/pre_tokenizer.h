@@ -1,5 +1,6 @@
 // The Split pre-tokenizer: a PCRE2 regex (UTF, UCP, JIT) whose matches and the gaps between
-// them become separate pieces (the "Isolated" behaviour).
+// them become pieces, each match alone ("Isolated") or joined to the gap before it
+// ("MergedWithPrevious").
 #pragma once
 
 #include <string>
@@ -12,8 +13,11 @@ namespace fornace::text {
 
 class RegexSplitter {
  public:
+  enum class Behavior { isolated, merged_with_previous };
+
   // Compiles `pattern`; a pattern PCRE2 rejects throws Error naming `field`.
-  RegexSplitter(const std::string& pattern, const std::string& field);
+  RegexSplitter(const std::string& pattern, const std::string& field,
+                Behavior behavior = Behavior::isolated);
   ~RegexSplitter();
   RegexSplitter(const RegexSplitter&) = delete;
   RegexSplitter& operator=(const RegexSplitter&) = delete;
@@ -24,6 +28,7 @@ class RegexSplitter {
  private:
   pcre2_real_code_8* code_ = nullptr;
   bool jit_ = false;
+  Behavior behavior_;
 };
 
 // A regex that matches `literal` exactly (for a Split pattern given as {"String": ...}).

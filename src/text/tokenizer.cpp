@@ -1,4 +1,4 @@
-// Tokenizer: loading, the encode pipeline (added tokens, NFC, split, BPE), decoding, the chat
+// Tokenizer: loading, the encode pipeline (added tokens, normalizer, split, BPE), decoding, the chat
 // template (the checkpoint's own, or ChatML) and the incremental decoder.
 #include "text/tokenizer.h"
 
@@ -6,7 +6,6 @@
 
 #include "core/error.h"
 #include "io/files.h"
-#include "text/byte_level.h"
 #include "text/chat_template.h"
 #include "text/tokenizer_state.h"
 #include "text/utf8.h"
@@ -19,7 +18,7 @@ struct Tokenizer::Impl : text::TokenizerState {
 
 namespace {
 
-// Encodes text that holds no raw added token: normalization, normalized added tokens, the
+// Encodes text that holds no raw added token: the normalizer, normalized added tokens, the
 // regex splits and BPE. Buffers are kept across calls of one encode().
 class SegmentEncoder {
  public:
@@ -31,11 +30,7 @@ class SegmentEncoder {
 
   void encode(std::string_view segment) {
     if (segment.empty()) return;
-    std::string normalized;
-    if (state_.normalize_nfc && !text::is_ascii(segment)) {
-      normalized = text::to_nfc(segment);
-      segment = normalized;
-    }
+    segment = state_.normalizer.normalize(segment, normalized_);
     const text::AddedTokenMatcher& added = state_.normalized_added_tokens;
     size_t position = 0;
     if (!added.empty()) {
@@ -64,6 +59,7 @@ class SegmentEncoder {
   const text::TokenizerState& state_;
   bool parse_special_;
   std::vector<uint32_t>& ids_;
+  std::string normalized_;
   std::vector<std::string_view> pieces_, next_pieces_;
   std::unique_lock<std::mutex> cache_lock_;  // The piece cache, held for the whole call.
 };
@@ -127,22 +123,20 @@ std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool parse_specia
 }
 
 std::string Tokenizer::decode(const std::vector<uint32_t>& ids, bool skip_special) const {
-  std::string bytes;
+  std::string text, pending;
   for (uint32_t id : ids) {
     check_id(*impl_, id, "decode");
     if (skip_special && impl_->special[id]) continue;
-    text::append_from_byte_level(impl_->model.vocabulary.text(id), bytes);
+    impl_->decoder.push(impl_->model.vocabulary.text(id), pending, text);
   }
-  std::string text;
-  text.reserve(bytes.size());
-  text::append_utf8_lossy(bytes, text);
+  impl_->decoder.finish(pending, text);
   return text;
 }
 
 std::string Tokenizer::token_bytes(uint32_t id) const {
   check_id(*impl_, id, "token_bytes");
   std::string bytes;
-  text::append_from_byte_level(impl_->model.vocabulary.text(id), bytes);
+  impl_->decoder.append_bytes(impl_->model.vocabulary.text(id), bytes);
   return bytes;
 }
 
@@ -204,28 +198,14 @@ std::string IncrementalDecoder::push(uint32_t id) {
   // model output with no text.
   if (id >= impl.model.vocabulary.size() || !impl.model.vocabulary.contains(id)) return {};
   if (skip_special_ && impl.special[id]) return {};
-  text::append_from_byte_level(impl.model.vocabulary.text(id), pending_);
-  // Emit everything up to an unfinished sequence at the end; invalid bytes become U+FFFD now,
-  // exactly as decode() would replace them.
-  size_t position = 0, keep_from = pending_.size();
-  while (position < pending_.size()) {
-    size_t length = 0;
-    if (text::classify_utf8(pending_, position, length) == text::Utf8Status::incomplete) {
-      keep_from = position;
-      break;
-    }
-    position += length;
-  }
   std::string text;
-  text::append_utf8_lossy(std::string_view(pending_).substr(0, keep_from), text);
-  pending_.erase(0, keep_from);
+  impl.decoder.push(impl.model.vocabulary.text(id), pending_, text);
   return text;
 }
 
 std::string IncrementalDecoder::flush() {
   std::string text;
-  text::append_utf8_lossy(pending_, text);
-  pending_.clear();
+  tokenizer_.impl_->decoder.finish(pending_, text);
   return text;
 }
 

@@ -1,5 +1,6 @@
-// Byte-level BPE tokenizer read from a Hugging Face tokenizer.json, with added tokens, NFC,
-// the file's split regex (PCRE2), an incremental decoder and the checkpoint's chat template.
+// BPE tokenizer read from a Hugging Face tokenizer.json (byte-level as Qwen's and Llama 3's, or
+// SentencePiece-style with byte fallback as Gemma 3's), with added tokens, the file's normalizer
+// and split regexes (PCRE2), an incremental decoder and the checkpoint's chat template.
 #pragma once
 
 #include <cstdint>
@@ -28,13 +29,16 @@ class Tokenizer {
   Tokenizer& operator=(Tokenizer&&) noexcept;
   ~Tokenizer();
 
-  // Text to ids. Added tokens in the text become their ids when `parse_special` is set.
-  // Invalid UTF-8 throws Error naming the byte offset.
+  // Text to ids, as Hugging Face's encode(text, add_special_tokens=False): the post-processor's
+  // template tokens (Gemma's and Llama 3.1's BOS) are not added. Added tokens in the text become
+  // their ids (special ones only when `parse_special` is set). Invalid UTF-8 throws Error naming
+  // the byte offset.
   std::vector<uint32_t> encode(std::string_view text, bool parse_special = true) const;
   // Ids to text; ids out of range throw Error. Invalid UTF-8 from partial tokens is replaced
   // with U+FFFD.
   std::string decode(const std::vector<uint32_t>& ids, bool skip_special = false) const;
-  // The raw bytes of one token (its byte-level form decoded).
+  // The raw bytes of one token (its byte-level form decoded, or "<0xNN>" as its byte and the
+  // decoder's Replace steps applied).
   std::string token_bytes(uint32_t id) const;
 
   size_t vocab_size() const;  // Largest id + 1, added tokens included.

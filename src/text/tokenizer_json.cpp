@@ -8,6 +8,7 @@
 #include "text/hashing.h"
 #include "text/json_scanner.h"
 #include "text/tokenizer_state.h"
+#include "text/utf8.h"
 
 namespace fornace::text {
 namespace {
@@ -141,21 +142,38 @@ class TokenizerJsonReader {
   void read_normalizer(const Json& normalizer) {
     if (normalizer.is_null()) return;
     std::string type = string_member(normalizer, "type", "normalizer");
-    if (type == "NFC") {
-      state_.normalize_nfc = true;
-    } else if (type == "Sequence") {
-      const Json& steps = member(normalizer, "normalizers", "normalizer");
-      if (!steps.is_array()) error("normalizer.normalizers", "expected an array");
-      for (size_t index = 0; index < steps.size(); ++index) {
-        std::string field = concat("normalizer.normalizers[", index, "]");
-        std::string step = string_member(steps[index], "type", field);
-        if (step != "NFC")
-          error(field + ".type", concat("'", step, "' is not supported (only NFC)"));
-        state_.normalize_nfc = true;
-      }
-    } else {
-      error("normalizer.type", concat("'", type, "' is not supported (only NFC or null)"));
+    if (type != "Sequence") {
+      read_normalizer_step(normalizer, "normalizer");
+      return;
     }
+    const Json& steps = member(normalizer, "normalizers", "normalizer");
+    if (!steps.is_array()) error("normalizer.normalizers", "expected an array");
+    for (size_t index = 0; index < steps.size(); ++index) {
+      read_normalizer_step(steps[index], concat("normalizer.normalizers[", index, "]"));
+    }
+  }
+
+  void read_normalizer_step(const Json& step, const std::string& field) {
+    std::string type = string_member(step, "type", field);
+    if (type == "NFC") {
+      state_.normalizer.add_nfc();
+    } else if (type == "Replace") {
+      auto [pattern, content] = read_replace(step, field);
+      state_.normalizer.add_replace(std::move(pattern), std::move(content));
+    } else {
+      error(field + ".type", concat("'", type, "' is not supported (only NFC, Replace or null)"));
+    }
+  }
+
+  // A Replace step's literal pattern and its replacement.
+  std::pair<std::string, std::string> read_replace(const Json& step, const std::string& field) {
+    const Json& pattern = member(step, "pattern", field);
+    if (!pattern.is_object() || !pattern.contains("String")) {
+      error(field + ".pattern", "expected {\"String\": ...} (regex patterns are not supported)");
+    }
+    std::string literal = string_member(pattern, "String", field + ".pattern");
+    if (literal.empty()) error(field + ".pattern.String", "must not be empty");
+    return {literal, string_member(step, "content", field)};
   }
 
   void read_byte_level(const Json& step, const std::string& field) {
@@ -174,41 +192,45 @@ class TokenizerJsonReader {
       error(field + ".pattern", "expected {\"Regex\": ...} or {\"String\": ...}");
     }
     std::string behavior = string_member(split, "behavior", field);
-    if (behavior != "Isolated") {
-      error(field + ".behavior", concat("'", behavior, "' is not supported (only Isolated)"));
+    RegexSplitter::Behavior split_behavior = RegexSplitter::Behavior::isolated;
+    if (behavior == "MergedWithPrevious") {
+      split_behavior = RegexSplitter::Behavior::merged_with_previous;
+    } else if (behavior != "Isolated") {
+      error(field + ".behavior",
+            concat("'", behavior, "' is not supported (only Isolated or MergedWithPrevious)"));
     }
     require_flag(split, "invert", field, false);
     state_.splitters.push_back(std::make_unique<RegexSplitter>(
-        regex, concat(state_.source_name, ": ", field, ".pattern")));
+        regex, concat(state_.source_name, ": ", field, ".pattern"), split_behavior));
   }
 
+  // Split steps, then at most one ByteLevel (which makes the BPE byte-level); null is none.
   void read_pre_tokenizer(const Json& pre_tokenizer) {
-    if (pre_tokenizer.is_null())
-      error("pre_tokenizer", "must not be null (byte-level BPE needs ByteLevel)");
+    if (pre_tokenizer.is_null()) return;
     std::string type = string_member(pre_tokenizer, "type", "pre_tokenizer");
-    if (type == "ByteLevel") {
-      read_byte_level(pre_tokenizer, "pre_tokenizer");
-      return;
-    }
     if (type != "Sequence") {
-      error("pre_tokenizer.type",
-            concat("'", type, "' is not supported (only Sequence or ByteLevel)"));
+      read_pre_tokenizer_step(pre_tokenizer, "pre_tokenizer", true);
+      return;
     }
     const Json& steps = member(pre_tokenizer, "pretokenizers", "pre_tokenizer");
     if (!steps.is_array() || steps.empty())
       error("pre_tokenizer.pretokenizers", "expected a non-empty array");
     for (size_t index = 0; index < steps.size(); ++index) {
-      std::string field = concat("pre_tokenizer.pretokenizers[", index, "]");
-      std::string step = string_member(steps[index], "type", field);
-      bool last = index + 1 == steps.size();
-      if (step == "Split" && !last) {
-        read_split(steps[index], field);
-      } else if (step == "ByteLevel" && last) {
-        read_byte_level(steps[index], field);
-      } else {
-        error(field + ".type", concat("'", step, "' is not supported here (expected Split steps ",
-                                      "followed by one ByteLevel)"));
-      }
+      read_pre_tokenizer_step(steps[index], concat("pre_tokenizer.pretokenizers[", index, "]"),
+                              index + 1 == steps.size());
+    }
+  }
+
+  void read_pre_tokenizer_step(const Json& step, const std::string& field, bool last) {
+    std::string type = string_member(step, "type", field);
+    if (type == "Split" && !byte_level_pre_tokenizer_) {
+      read_split(step, field);
+    } else if (type == "ByteLevel" && last) {
+      read_byte_level(step, field);
+      byte_level_pre_tokenizer_ = true;
+    } else {
+      error(field + ".type", concat("'", type, "' is not supported here (expected Split steps, ",
+                                    "then at most one ByteLevel)"));
     }
   }
 
@@ -229,11 +251,52 @@ class TokenizerJsonReader {
     error(field + ".type", concat("'", type, "' is not supported"));
   }
 
+  // ByteLevel, or the SentencePiece-style steps: Replace steps, then ByteFallback, then Fuse
+  // (each optional, alone or in a Sequence).
   void read_decoder(const Json& decoder) {
-    if (decoder.is_null()) error("decoder", "must not be null (byte-level BPE needs ByteLevel)");
+    if (decoder.is_null()) error("decoder", "must not be null");
     std::string type = string_member(decoder, "type", "decoder");
-    if (type != "ByteLevel")
-      error("decoder.type", concat("'", type, "' is not supported (only ByteLevel)"));
+    TokenDecoder& reader = state_.decoder;
+    if (type == "ByteLevel") {
+      reader.byte_level = true;
+      return;
+    }
+    reader.byte_level = false;
+    if (type != "Sequence") {
+      read_decoder_step(decoder, "decoder", 0);
+      return;
+    }
+    const Json& steps = member(decoder, "decoders", "decoder");
+    if (!steps.is_array()) error("decoder.decoders", "expected an array");
+    int stage = 0;
+    for (size_t index = 0; index < steps.size(); ++index) {
+      stage = read_decoder_step(steps[index], concat("decoder.decoders[", index, "]"), stage);
+    }
+  }
+
+  // Reads one step that may come at `stage` (0: Replace, 1: ByteFallback, 2: Fuse) or later;
+  // returns the stage of the step after it.
+  int read_decoder_step(const Json& step, const std::string& field, int stage) {
+    std::string type = string_member(step, "type", field);
+    int step_stage = type == "Replace" ? 0 : type == "ByteFallback" ? 1 : type == "Fuse" ? 2 : -1;
+    if (step_stage < stage) {
+      error(field + ".type",
+            concat("'", type, "' is not supported here (only ByteLevel, or Replace steps, then ",
+                   "ByteFallback, then Fuse)"));
+    }
+    if (type == "Replace") {
+      auto replace = read_replace(step, field);
+      // A pattern with a non-ASCII character never touches a "<0xNN>" byte token, so replacing
+      // before or after ByteFallback gives the same text.
+      if (is_ascii(replace.first)) {
+        error(field + ".pattern.String",
+              "must hold a non-ASCII character (only those are supported)");
+      }
+      state_.decoder.replacements.push_back(std::move(replace));
+    } else if (type == "ByteFallback") {
+      state_.decoder.byte_fallback = true;
+    }
+    return step_stage == 0 ? 0 : step_stage + 1;
   }
 
   void read_model() {
@@ -253,12 +316,14 @@ class TokenizerJsonReader {
           error(field, "must be null or empty (not supported)");
         }
       } else if (key == "byte_fallback") {
-        if (scanner_.boolean("model.byte_fallback"))
-          error("model.byte_fallback", "must be false (not supported)");
+        byte_fallback_ = scanner_.boolean("model.byte_fallback");
       } else if (key == "ignore_merges") {
         state_.model.ignore_merges = scanner_.boolean("model.ignore_merges");
+      } else if (key == "fuse_unk") {
+        state_.model.fuse_unknown = scanner_.boolean("model.fuse_unk");
+      } else if (key == "unk_token") {
+        if (!scanner_.null()) unknown_token_ = std::string(scanner_.string("model.unk_token"));
       } else {
-        // unk_token, fuse_unk, ...: byte-level BPE never needs an unknown token.
         scanner_.skip_value(concat("model.", key));
       }
     });
@@ -334,24 +399,83 @@ class TokenizerJsonReader {
                                   "' has more than one id (one is ", *duplicate, ")"));
     }
     state_.special.assign(vocabulary.size(), false);
+    std::vector<AddedTokenMatcher::Token> raw, normalized;
     for (const AddedToken& token : added_tokens_) {
       state_.special[token.id] = token.special;
-      AddedTokenMatcher& matcher =
-          token.normalized ? state_.normalized_added_tokens : state_.raw_added_tokens;
-      matcher.add(token.content, token.id, token.special);
+      // A normalized token is looked for in normalized text, so it is normalized too.
+      std::string buffer;
+      std::string_view content = token.normalized && !state_.normalizer.empty()
+                                     ? state_.normalizer.normalize(token.content, buffer)
+                                     : std::string_view(token.content);
+      (token.normalized ? normalized : raw)
+          .push_back({std::string(content), token.id, token.special});
     }
-    for (int byte = 0; byte < 256; ++byte) {
-      std::string text = to_byte_level(std::string(1, static_cast<char>(byte)));
-      std::optional<uint32_t> id = vocabulary.find(text);
-      if (!id) error("model.vocab", concat("has no token for the byte ", byte, " ('", text, "')"));
-      state_.model.byte_ids[byte] = *id;
+    state_.raw_added_tokens.assign(std::move(raw));
+    state_.normalized_added_tokens.assign(std::move(normalized));
+    if (byte_level_pre_tokenizer_) {
+      read_byte_alphabet();
+    } else {
+      read_character_tokens();
     }
     resolve_merges();
   }
 
+  // Byte-level BPE: the ByteLevel pre-tokenizer and decoder, a token for every byte.
+  void read_byte_alphabet() {
+    if (!state_.decoder.byte_level) {
+      error("decoder.type", "must be ByteLevel with the ByteLevel pre-tokenizer");
+    }
+    if (byte_fallback_) {
+      error("model.byte_fallback",
+            "must be false with the ByteLevel pre-tokenizer (every byte "
+            "has a token)");
+    }
+    for (int byte = 0; byte < 256; ++byte) {
+      std::string text = to_byte_level(std::string(1, static_cast<char>(byte)));
+      std::optional<uint32_t> id = state_.model.vocabulary.find(text);
+      if (!id) error("model.vocab", concat("has no token for the byte ", byte, " ('", text, "')"));
+      state_.model.byte_ids[byte] = *id;
+    }
+  }
+
+  // SentencePiece-style BPE: characters are tokens, the rest byte fallback or the unknown token.
+  void read_character_tokens() {
+    BpeModel& model = state_.model;
+    model.byte_level = false;
+    if (state_.decoder.byte_level) {
+      error("decoder.type", "ByteLevel needs the ByteLevel pre-tokenizer");
+    }
+    if (byte_fallback_ != state_.decoder.byte_fallback) {
+      error("decoder", concat("has ", state_.decoder.byte_fallback ? "a" : "no",
+                              " ByteFallback step but model.byte_fallback is ",
+                              byte_fallback_ ? "true" : "false"));
+    }
+    model.ascii_ids.fill(BpeModel::no_token);
+    model.byte_fallback_ids.fill(BpeModel::no_token);
+    for (int code = 0; code < 128; ++code) {
+      const char character = static_cast<char>(code);
+      if (std::optional<uint32_t> id = model.vocabulary.find(std::string_view(&character, 1)))
+        model.ascii_ids[code] = *id;
+    }
+    if (byte_fallback_) {
+      static constexpr char digits[] = "0123456789ABCDEF";
+      for (int byte = 0; byte < 256; ++byte) {
+        const char name[] = {'<', '0', 'x', digits[byte >> 4], digits[byte & 15], '>'};
+        if (std::optional<uint32_t> id = model.vocabulary.find(std::string_view(name, 6)))
+          model.byte_fallback_ids[byte] = *id;
+      }
+    }
+    if (unknown_token_) {
+      std::optional<uint32_t> id = model.vocabulary.find(*unknown_token_);
+      if (!id) error("model.unk_token", concat("'", *unknown_token_, "' is not in the vocab"));
+      model.unknown_id = *id;
+    }
+  }
+
   // Turns the merge texts into ids. Lookups are the bulk of the load time, so: the merged token
   // is first guessed as the id after the previous merge's (true of vocabularies that list merge
-  // results in rank order) and checked, and the index slots are prefetched a few merges ahead.
+  // results in rank order, as Qwen's) or as that id itself (Gemma 3 lists the merges that make one
+  // token together), and checked; the index slots are prefetched a few merges ahead.
   void resolve_merges() {
     const Vocabulary& vocabulary = state_.model.vocabulary;
     const size_t count = merges_.size();
@@ -373,7 +497,7 @@ class TokenizerJsonReader {
       uint32_t left, right, merged;
     };
     std::vector<Resolved> resolved(count);
-    uint32_t guess = 0;
+    uint32_t previous = UINT32_MAX;  // The merged id of the merge before (none: -1 + 1 is 0).
     for (size_t rank = 0; rank < count; ++rank) {
       if (rank + prefetch_distance < count) {
         vocabulary.prefetch(hashes[2 * (rank + prefetch_distance)]);
@@ -383,18 +507,20 @@ class TokenizerJsonReader {
       std::optional<uint32_t> left_id = vocabulary.find(left, hashes[2 * rank]);
       std::optional<uint32_t> right_id = vocabulary.find(right, hashes[2 * rank + 1]);
       std::optional<uint32_t> merged_id;
-      if (vocabulary.contains(guess) && vocabulary.text(guess) == both) {
-        merged_id = guess;
-      } else {
-        merged_id = vocabulary.find(both);
+      for (uint32_t guess : {previous + 1, previous}) {
+        if (vocabulary.contains(guess) && vocabulary.text(guess) == both) {
+          merged_id = guess;
+          break;
+        }
       }
+      if (!merged_id) merged_id = vocabulary.find(both);
       for (auto [text, id] :
            {std::pair{left, left_id}, std::pair{right, right_id}, std::pair{both, merged_id}}) {
         if (!id)
           error(concat("model.merges[", rank, "]"), concat("'", text, "' is not in the vocab"));
       }
       resolved[rank] = {*left_id, *right_id, *merged_id};
-      guess = *merged_id + 1;
+      previous = *merged_id;
     }
     MergeTable& table = state_.model.merges;
     table.reserve(count);
@@ -419,6 +545,9 @@ class TokenizerJsonReader {
   const uint64_t id_limit_;
   bool has_vocab_ = false;
   bool has_merges_ = false;
+  bool byte_level_pre_tokenizer_ = false;
+  bool byte_fallback_ = false;
+  std::optional<std::string> unknown_token_;
 };
 
 }  // namespace
@@ -429,12 +558,21 @@ void parse_tokenizer_json(std::string_view json, TokenizerState& state) {
 
 void parse_tokenizer_config(std::string_view json, const std::string& source_name,
                             TokenizerState& state) {
-  Json config = Json::parse(json.begin(), json.end(), nullptr, false);
-  if (config.is_discarded()) fail(source_name, ": not valid JSON");
-  if (!config.is_object()) fail(source_name, ": expected an object at the top level");
-  auto found = config.find("eos_token");
-  if (found == config.end() || found->is_null()) return;
-  const Json* name = &*found;
+  // The scanner skips the rest (Gemma 3's file lists 6,000 added tokens) without building it.
+  JsonScanner scanner(json, source_name);
+  Json eos_token;
+  scanner.for_each_member("", [&](std::string_view key) {
+    if (key != "eos_token") {
+      scanner.skip_value(std::string(key));  // A copy: the key may live in the scratch buffer.
+      return;
+    }
+    std::string_view value = scanner.raw_value("eos_token");
+    eos_token = Json::parse(value.begin(), value.end(), nullptr, false);
+    if (eos_token.is_discarded()) scanner.fail_at("eos_token", "not valid JSON");
+  });
+  scanner.expect_end();
+  if (eos_token.is_null()) return;
+  const Json* name = &eos_token;
   if (name->is_object() && name->contains("content")) name = &(*name)["content"];  // Older form.
   if (!name->is_string()) fail(source_name, ": eos_token: expected a string");
   std::string eos = name->get<std::string>();

@@ -9,6 +9,8 @@
 
 #include "text/added_tokens.h"
 #include "text/bpe.h"
+#include "text/decoder.h"
+#include "text/normalizer.h"
 #include "text/pre_tokenizer.h"
 
 namespace fornace::text {
@@ -17,9 +19,10 @@ struct TokenizerState {
   std::string source_name;
   BpeModel model;
   std::vector<bool> special;  // By id: an added token marked special.
-  bool normalize_nfc = false;
-  // The Split regexes, applied in order; the ByteLevel step after them is the BPE's byte alphabet.
+  Normalizer normalizer;
+  // The Split regexes, applied in order; a ByteLevel step after them is the BPE's byte alphabet.
   std::vector<std::unique_ptr<RegexSplitter>> splitters;
+  TokenDecoder decoder;
   AddedTokenMatcher raw_added_tokens;         // Matched before normalization.
   AddedTokenMatcher normalized_added_tokens;  // Matched in the normalized text.
   std::optional<uint32_t> eos_token_id;

@@ -6,6 +6,9 @@
 // Writes (paths relative to the repository root):
 //   tests/data/tokenizer-golden.jsonl    one case per line: name, text, ids, nfc, decoded,
 //                                        decoded_skip_special, decoded_each (short cases)
+//   tests/data/tokenizer-golden-<family>.jsonl  the same (without nfc) for each tokenizer of
+//                                        models/tokenizers/ named in `families`, the last line
+//                                        the ids of alice.txt
 //   tests/data/tokenizer-alice-ids.json  the ids of tests/data/alice.txt (the benchmark corpus)
 //   tests/data/alice.txt                 a copy of the corpus
 //   bench/prompts/alice-512.txt          the start of chapter I, 513 tokens
@@ -15,6 +18,7 @@
 const fs = require('fs');
 const path = require('path');
 const {Tokenizer} = require('@anush008/tokenizers');
+const {commonCases, familyCases} = require('./tokenizer_cases.js');
 
 const repository = path.resolve(__dirname, '..', '..');
 const modelDirectory = path.resolve(process.argv[2] || path.join(repository, 'models'));
@@ -22,296 +26,61 @@ const sharedDirectory = path.resolve(process.argv[3] || path.join(repository, '.
 
 const corpus = fs.readFileSync(path.join(sharedDirectory, 'corpus', 'alice.txt'), 'utf8');
 
-// ---- The cases -------------------------------------------------------------------------------
-
-const cases = [];
-function add(name, text) {
-  cases.push({name, text});
-}
-
-// Prose: paragraphs spread evenly over the book, and a few longer runs with their line breaks.
-const paragraphs = corpus.split(/\n\n+/).filter((paragraph) => paragraph.trim().length > 0);
-const paragraphCount = 110;
-for (let index = 0; index < paragraphCount; ++index) {
-  const pick = Math.floor((index * paragraphs.length) / paragraphCount);
-  add(`alice paragraph ${pick}`, paragraphs[pick]);
-}
+const cases = commonCases(corpus);
 const chapterStart = corpus.indexOf('CHAPTER I\n');
-add('alice chapter I opening, 3000 characters', corpus.slice(chapterStart, chapterStart + 3000));
-add('alice title page', corpus.slice(0, chapterStart));
-add('alice ending', corpus.slice(corpus.length - 1500));
-add('alice lines joined with CRLF', corpus.slice(chapterStart, chapterStart + 1200).replace(/\n/g, '\r\n'));
 
-// Whitespace: every kind alone, in runs, between and around words.
-const whitespace = {
-  'space': ' ', 'tab': '\t', 'line feed': '\n', 'carriage return': '\r', 'CRLF': '\r\n',
-  'vertical tab': '\v', 'form feed': '\f', 'next line U+0085': '\u0085', 'NBSP U+00A0': '\u00a0',
-  'ogham space U+1680': '\u1680', 'en quad U+2000': '\u2000', 'em space U+2003': '\u2003',
-  'thin space U+2009': '\u2009', 'hair space U+200A': '\u200a', 'line separator U+2028': '\u2028',
-  'paragraph separator U+2029': '\u2029', 'narrow NBSP U+202F': '\u202f',
-  'math space U+205F': '\u205f', 'ideographic space U+3000': '\u3000',
-  'mongolian vowel separator U+180E': '\u180e', 'zero width space U+200B': '\u200b',
-  'BOM U+FEFF': '\ufeff', 'file separator U+001C': '\u001c',
+// The tokenizers of the other families (scripts/get-tokenizer.sh fetches them into
+// models/tokenizers/<name>/), with chat-formatted snippets in each one's own markup.
+const families = {
+  gemma3: {
+    'turns': '<bos><start_of_turn>user\nWho are you?<end_of_turn>\n<start_of_turn>model\nA rabbit.<end_of_turn>\n',
+    'image markers': 'See <start_of_image><image_soft_token><end_of_image> here.',
+    'html tokens': '<table><tr><td>1</td><td>two</td></tr></table>\n<h1>Title</h1><b>bold</b>',
+  },
+  llama3: {
+    'turns': '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nWho are you?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n',
+    'end of text': 'The end.<|end_of_text|>',
+  },
+  llama3_1: {
+    'turns': '<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>',
+    'tool call': '<|python_tag|>search("rabbit")<|eom_id|>',
+  },
+  qwen3: {
+    'turns': '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nHello.<|im_end|>',
+    'tool response': '<tool_response>\n{"ok": true}\n</tool_response>',
+  },
 };
-for (const [name, space] of Object.entries(whitespace)) {
-  add(`${name} alone`, space);
-  add(`${name} run of 3`, space.repeat(3));
-  add(`${name} between words`, `hello${space}world`);
-  add(`${name} run between words`, `hello${space.repeat(4)}world`);
-  add(`${name} around a word`, `${space}${space}word${space}`);
-  add(`${name} before a line feed`, `a${space}\nb`);
-}
-for (const [name, text] of Object.entries({
-  'mixed run': ' \t \n\n  x',
-  'CRLF pairs': 'one\r\n\r\ntwo\r\nthree\r\n',
-  'lone CR between words': 'one\rtwo\r\rthree',
-  'spaces then newline then spaces': 'end   \n   start',
-  'trailing spaces': 'trailing   ',
-  'leading spaces': '    leading',
-  'only newlines': '\n\n\n\n',
-  'tabs before code': '\t\tif (x) {\n\t\t\treturn;\n\t\t}',
-  'space before punctuation': 'wait , what ? ! ;',
-  'newline then punctuation': 'line\n!\n?\n',
-  'NBSP inside French': 'Il a dit\u00a0: «\u00a0bonjour\u00a0»\u202f!',
-  'ideographic spaces in Japanese': '日本語\u3000の\u3000文章',
-  'every whitespace in one run': Object.values(whitespace).join(''),
-  'spaces of length 1 to 9': Array.from({length: 9}, (_, n) => 'x' + ' '.repeat(n + 1)).join('') + 'x',
-  'newline runs of length 1 to 6': Array.from({length: 6}, (_, n) => 'y' + '\n'.repeat(n + 1)).join(''),
-})) {
-  add(`whitespace: ${name}`, text);
-}
-
-// Digits.
-for (const [name, text] of Object.entries({
-  'single digit': '7', 'long number': '12345678901234567890', 'decimal': 'pi is 3.14159265',
-  'thousands': '1,000,000 and 1 000 000', 'version': 'v1.2.3-rc4', 'date': '2024-01-31T12:34:56Z',
-  'phone': '+1 (555) 010-9999', 'negative and exponent': '-4.2e-10 +7E+3',
-  'arabic-indic digits': '٠١٢٣٤٥٦٧٨٩', 'devanagari digits': '०१२३४५६७८९',
-  'circled numbers': '①②③ ⑩', 'superscripts': 'x² + y³ = z⁴', 'roman numeral letters': 'Ⅻ ⅻ Ⅳ',
-  'fullwidth digits': '１２３４５', 'fractions': '½ ¾ ⅓', 'digits glued to letters': 'abc123def456',
-  'hex': '0xDEADBEEF 0b1010', 'money': '$1,234.56 €99 ¥1000',
-})) {
-  add(`digits: ${name}`, text);
-}
-
-// Contractions in every letter case, after words and alone.
-const contractions = ['s', 't', 're', 've', 'm', 'll', 'd'];
-function letterCases(suffix) {
-  const variants = new Set();
-  for (let mask = 0; mask < 1 << suffix.length; ++mask) {
-    variants.add([...suffix].map((c, i) => (mask & (1 << i) ? c.toUpperCase() : c)).join(''));
-  }
-  return [...variants];
-}
-for (const suffix of contractions) {
-  for (const variant of letterCases(suffix)) {
-    add(`contraction '${variant}`, `word'${variant} WORD'${variant} '${variant} x'${variant}y`);
-  }
-}
-for (const [name, text] of Object.entries({
-  'sentence': "I'm sure you'll see they've said it's what we'd do, and you're right; don't.",
-  'shouting': "I'M SURE YOU'LL SEE THEY'VE SAID IT'S WHAT WE'D DO, AND YOU'RE RIGHT; DON'T.",
-  'curly apostrophes': 'It’s what they’ve said; don’t',
-  'long s': "it'ſ the ſame",
-  'quotes around words': "'quoted' and 'S' and ''s",
-  'apostrophe then digit': "'70s and '99",
-  'kelvin sign': "'K and 'k 5 K",
-})) {
-  add(`contractions: ${name}`, text);
-}
-
-// Scripts.
-for (const [name, text] of Object.entries({
-  'chinese': '爱丽丝开始感到厌倦了，她和姐姐坐在河岸上，无事可做。',
-  'chinese traditional': '愛麗絲漫遊奇境記',
-  'japanese': '不思議の国のアリスは、ルイス・キャロルの小説です。',
-  'japanese halfwidth katakana': 'ｱﾘｽ ﾜﾝﾀﾞｰﾗﾝﾄﾞ',
-  'korean': '이상한 나라의 앨리스는 루이스 캐럴의 소설이다.',
-  'cyrillic': 'Алиса в Стране чудес — повесть Льюиса Кэрролла.',
-  'cyrillic upper': 'АЛИСА В СТРАНЕ ЧУДЕС',
-  'ukrainian': 'Аліса в Країні Див, ґанок, їжак, є',
-  'arabic': 'أليس في بلاد العجائب هي رواية للكاتب لويس كارول.',
-  'arabic with harakat': 'بِسْمِ اللَّهِ الرَّحْمَنِ الرَّحِيمِ',
-  'persian with ZWNJ': 'می‌خواهم کتاب‌ها را بخوانم',
-  'hebrew': 'הרפתקאות אליס בארץ הפלאות',
-  'hebrew with niqqud': 'בְּרֵאשִׁית בָּרָא אֱלֹהִים',
-  'devanagari': 'एलिस इन वंडरलैंड लुईस कैरल का उपन्यास है।',
-  'devanagari conjuncts': 'क्षत्रिय श्रीमान् द्वार',
-  'tamil': 'ஆலிஸின் அற்புத உலகம்',
-  'thai': 'อลิซในแดนมหัศจรรย์',
-  'greek': 'Η Αλίκη στη Χώρα των Θαυμάτων',
-  'armenian': 'Ալիսը Հրաշքների աշխարհում',
-  'georgian': 'ალისა საოცრებათა ქვეყანაში',
-  'amharic': 'አሊስ በድንቅ ምድር',
-  'vietnamese': 'Alice ở xứ sở thần tiên',
-  'turkish dotted i': 'İstanbul ıstakoz İI ıi',
-  'german': 'Straße, Größe, ÄÖÜ äöü ẞ',
-  'mixed scripts': 'Alice (Алиса, 爱丽丝, アリス, 앨리스, أليس) read 3 books.',
-  'cjk extension B': '𠀀𠀁𡃁',
-  'math letters': '𝐀𝐁𝐂 𝔸𝔹ℂ 𝒜',
-})) {
-  add(`script: ${name}`, text);
-}
-
-// Combining marks against precomposed letters (NFC).
-for (const [name, text] of Object.entries({
-  'e acute precomposed': 'caf\u00e9',
-  'e acute combining': 'cafe\u0301',
-  'A ring precomposed': '\u00c5ngstr\u00f6m',
-  'A ring combining': 'A\u030angstro\u0308m',
-  'angstrom sign': '\u212b',
-  'ohm sign': '\u2126',
-  'n tilde both ways': '\u00f1 n\u0303 N\u0303',
-  'stacked marks reordered': 'q\u0307\u0323 s\u0323\u0307',
-  'vietnamese decomposed': 'Vie\u0302\u0323t Nam',
-  'hangul jamo': '\u1100\u1161\u11a8 \u1112\u1161\u11ab',
-  'hangul syllables': '각 한',
-  'combining mark alone': '\u0301',
-  'combining mark after space': 'a \u0301b',
-  'combining mark after digit': '1\u0301 2\u20e3',
-  'many combining marks': 'Z\u0351\u036b\u0343\u036a\u0302\u036b\u033d\u034f\u0334\u0319\u0324\u031e\u0349\u035a\u032f\u031e\u0320\u034dA\u0334\u0335\u031c\u0330\u0354L\u0368\u0367\u0369\u0358\u0320G\u0311\u0357\u030e\u0305\u035b\u0341\u0334\u033b\u0348\u034d\u0354\u0339O\u0342\u030c\u030c\u0358\u0328\u0335\u0339\u033b\u031d\u0333',
-  'compatibility forms kept by NFC': 'ﬁ ﬀ ① ｶ ㎏',
-  'devanagari nukta': '\u0915\u093c \u0958',
-  'greek tonos': '\u03ac \u03b1\u0301',
-  'CJK compatibility ideograph': '\uf900\uf901',
-})) {
-  add(`nfc: ${name}`, text);
-}
-
-// Emoji.
-for (const [name, text] of Object.entries({
-  'thumbs up': '👍',
-  'skin tone': '👍🏽 👋🏿',
-  'family ZWJ': '👨‍👩‍👧‍👦',
-  'rainbow flag': '🏳️‍🌈',
-  'flags': '🇫🇷🇩🇪🇯🇵 🇺🇸',
-  'subdivision flag': '🏴󠁧󠁢󠁳󠁣󠁴󠁿',
-  'heart with variation selector': '❤️ ❤',
-  'keycap': '1️⃣ #️⃣',
-  'emoji in text': 'I love tea 🍵 and cake 🍰!',
-  'emoji run': '😀😃😄😁😆😅😂🤣',
-  'profession ZWJ': '👩🏽‍💻 🧑‍🚀',
-})) {
-  add(`emoji: ${name}`, text);
-}
-
-// Special and added tokens inside text, and broken ones.
-for (const [name, text] of Object.entries({
-  'chat turn': '<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n',
-  'endoftext': 'The end.<|endoftext|>',
-  'adjacent specials': '<|im_end|><|im_end|><|endoftext|>',
-  'special glued to words': 'a<|im_start|>b',
-  'special between spaces': 'a <|im_start|> b',
-  'think tags': '<think>\nreasoning\n</think>\n\nanswer',
-  'tool call': '<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>',
-  'vision tokens': '<|vision_start|><|image_pad|><|vision_end|>',
-  'fim tokens': '<|fim_prefix|>def f():<|fim_suffix|>\n<|fim_middle|>',
-  'missing closing bar': '<|im_start>',
-  'missing closing angle': '<|im_start|',
-  'missing opening': 'im_start|>',
-  'space inside': '<|im_sta rt|>',
-  'spaces around name': '<| im_start |>',
-  'doubled angles': '<<|im_start|>>',
-  'upper case': '<|IM_START|>',
-  'truncated endoftext': '<|endoftext',
-  'unknown special-looking': '<|not_a_token|>',
-  'nested': '<|im_<|im_end|>start|>',
-  'bars only': '<||> <|> |>',
-  'special at end without newline': 'hi<|im_end|>',
-  'think tag broken': '<think </think',
-})) {
-  add(`special: ${name}`, text);
-}
-
-// Code, JSON, URLs and markup.
-for (const [name, text] of Object.entries({
-  'python': 'def fib(n: int) -> int:\n    """Return the n-th number."""\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n',
-  'c++': '#include <vector>\n\nint main() {\n  std::vector<int> v{1, 2, 3};\n  for (auto& x : v) x *= 2;\n  return v[0] != 2;\n}\n',
-  'javascript': 'const f = async (x) => { await g(x?.y ?? 0); return `${x}!`; };',
-  'rust': 'fn main() { let v: Vec<u8> = vec![0xff; 4]; println!("{:?}", v); }',
-  'shell': 'for f in *.txt; do wc -l "$f" | sort -n >> out.log 2>&1; done',
-  'sql': "SELECT name, COUNT(*) FROM users WHERE age >= 18 GROUP BY name HAVING COUNT(*) > 1;",
-  'json object': '{"name": "Alice", "age": 7, "pets": ["Dinah"], "nested": {"a": [1, 2.5, null, true]}}',
-  'json compact': '{"a":1,"b":[1,2,3],"c":{"d":"e"}}',
-  'json escapes': '{"text": "line\\nbreak \\"quoted\\" \\u00e9"}',
-  'url': 'https://example.com/path/to/page?query=1&lang=en#section-2',
-  'url with percent': 'http://example.org/a%20b/%E4%B8%AD?x=%3D',
-  'email': 'alice.liddell@wonderland.example',
-  'unix path': '/usr/local/lib/python3.11/site-packages/__init__.py',
-  'windows path': 'C:\\Users\\Alice\\Documents\\rabbit-hole.txt',
-  'html': '<p class="intro">Down the <b>Rabbit</b>-Hole &amp; beyond</p>',
-  'markdown': '# Title\n\n- item *one*\n- item **two**\n\n```python\nprint(1)\n```\n',
-  'regex': '^(?:[a-z0-9!#$%&\'*+/=?^_`{|}~-]+)@\\w+\\.[a-z]{2,}$',
-  'yaml': 'key: value\nlist:\n  - a\n  - b\n',
-  'latex': '\\frac{1}{2} + \\sum_{i=0}^{n} x_i^2',
-  'punctuation soup': '!!! ??? ... --- *** ### @@@ $$$ %%% ^^^ &&& ((( ))) [[[ ]]] {{{ }}}',
-  'operators': 'a+=b; c-->d; e<=>f; g&&h||!i; j<<2>>3',
-})) {
-  add(`code: ${name}`, text);
-}
-
-// Long runs of one character.
-for (const [name, unit] of Object.entries({
-  'a': 'a', 'space': ' ', 'line feed': '\n', 'digit 1': '1', 'exclamation': '!', 'e acute': 'é',
-  'CJK 中': '中', 'tab': '\t', 'underscore': '_', 'hyphen': '-', 'ab pair': 'ab', 'emoji': '😀',
-  'CRLF': '\r\n', 'NBSP': '\u00a0',
-})) {
-  const count = [...unit].length === 1 ? 5000 : 2500;
-  add(`repeat: ${count} x ${name}`, unit.repeat(count));
-}
-add('repeat: word and space 1000 times', 'the '.repeat(1000));
-
-// Edges and odd characters.
-for (const [name, text] of Object.entries({
-  'empty': '',
-  'single letter': 'a',
-  'single space': ' ',
-  'printable ascii': Array.from({length: 95}, (_, i) => String.fromCharCode(32 + i)).join(''),
-  'control characters': Array.from({length: 32}, (_, i) => String.fromCharCode(i)).join('') + '\u007f',
-  'NUL inside text': 'a\u0000b',
-  'latin-1 supplement': Array.from({length: 96}, (_, i) => String.fromCharCode(0xa0 + i)).join(''),
-  'private use': '\ue000\uf8ff',
-  'noncharacters': '\ufdd0\ufffe\uffff',
-  'last code point': '\u{10ffff}',
-  'replacement character': '\ufffd',
-  'soft hyphen': 'co\u00adoperate',
-  'zero width joiner alone': 'a\u200db',
-  'bidi controls': '\u202eabc\u202c \u200f',
-  'variation selectors': '\u845b\udb40\udd00',
-  'tag characters': '\udb40\udc41\udb40\udc42',
-  'box drawing': '┌─┐\n│x│\n└─┘',
-  'arrows and symbols': '→ ⇒ ∀∃ ∑ ∞ ≠ ≤ ™ © ®',
-})) {
-  add(`edge: ${name}`, text);
-}
 
 // ---- Running the reference --------------------------------------------------------------------
 
-async function main() {
-  const tokenizer = Tokenizer.fromFile(path.join(modelDirectory, 'tokenizer.json'));
-  const encode = async (text) => (await tokenizer.encode(text)).getIds();
-
+// One JSON line per case: name, text, ids (add_special_tokens off: no template tokens such as a
+// BOS), the decoded text with and without special tokens, and each id decoded alone (short cases).
+async function goldenLines(tokenizer, cases, withNfc) {
   const names = new Set();
   const lines = [];
   for (const {name, text} of cases) {
     if (names.has(name)) throw new Error(`duplicate case name: ${name}`);
     names.add(name);
-    const ids = await encode(text);
-    const record = {
-      name,
-      text,
-      ids,
-      nfc: text.normalize('NFC'),
-      decoded: await tokenizer.decode(ids, false),
-      decoded_skip_special: await tokenizer.decode(ids, true),
-    };
+    const ids = (await tokenizer.encode(text, null, {addSpecialTokens: false})).getIds();
+    const record = {name, text, ids};
+    if (withNfc) record.nfc = text.normalize('NFC');
+    record.decoded = await tokenizer.decode(ids, false);
+    record.decoded_skip_special = await tokenizer.decode(ids, true);
     if (ids.length <= 64) {
       record.decoded_each = [];
       for (const id of ids) record.decoded_each.push(await tokenizer.decode([id], false));
     }
     lines.push(JSON.stringify(record));
   }
+  return lines;
+}
+
+async function main() {
+  const tokenizer = Tokenizer.fromFile(path.join(modelDirectory, 'tokenizer.json'));
+  const encode = async (text) => (await tokenizer.encode(text)).getIds();
+
   const dataDirectory = path.join(repository, 'tests', 'data');
+  const lines = await goldenLines(tokenizer, cases, true);
   fs.writeFileSync(path.join(dataDirectory, 'tokenizer-golden.jsonl'), lines.join('\n') + '\n');
 
   fs.writeFileSync(path.join(dataDirectory, 'alice.txt'), corpus);
@@ -347,6 +116,25 @@ async function main() {
     console.log(`${file}: ${cut} characters, ${target} tokens`);
   }
   console.log(`tokenizer-golden.jsonl: ${lines.length} cases; alice: ${aliceIds.length} ids`);
+
+  // Each family: the common cases and its own, then the whole corpus (its text is alice.txt).
+  for (const [family, chatSnippets] of Object.entries(families)) {
+    const file = path.join(modelDirectory, 'tokenizers', family, 'tokenizer.json');
+    const familyTokenizer = Tokenizer.fromFile(file);
+    const json = JSON.parse(fs.readFileSync(file, 'utf8'));
+    const vocab = familyTokenizer.getVocab(true);
+    const familyLines = await goldenLines(
+        familyTokenizer, [...cases, ...familyCases(json, vocab, chatSnippets)], false);
+    const corpusIds =
+        (await familyTokenizer.encode(corpus, null, {addSpecialTokens: false})).getIds();
+    const corpusDecoded = await familyTokenizer.decode(corpusIds, false);
+    if (corpusDecoded !== corpus) throw new Error(`${family}: the corpus does not decode to itself`);
+    familyLines.push(JSON.stringify(
+        {name: 'alice corpus', text_file: 'tests/data/alice.txt', ids: corpusIds, decoded_is_text: true}));
+    const output = `tokenizer-golden-${family}.jsonl`;
+    fs.writeFileSync(path.join(dataDirectory, output), familyLines.join('\n') + '\n');
+    console.log(`${output}: ${familyLines.length} cases; alice: ${corpusIds.length} ids`);
+  }
 }
 
 main().catch((error) => {

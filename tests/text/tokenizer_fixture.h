@@ -1,11 +1,14 @@
-// Shared helpers for the tokenizer tests: the Qwen tokenizer (loaded once) and test data files.
+// Shared helpers for the tokenizer tests: the Qwen tokenizer (loaded once), test data files, and
+// the golden cases of the Hugging Face tokenizers library with the checks every tokenizer shares.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "text/tokenizer.h"
 
@@ -33,6 +36,86 @@ inline const Tokenizer& qwen_tokenizer() {
     return Tokenizer::load(directory);
   }();
   return tokenizer;
+}
+
+// One line of a tests/data/tokenizer-golden*.jsonl file.
+struct GoldenCase {
+  std::string name;
+  std::string text;  // From `text`, or read from the file `text_file` names.
+  std::vector<uint32_t> ids;
+  std::string nfc;  // Only in Qwen's file.
+  std::string decoded;
+  std::string decoded_skip_special;
+  std::vector<std::string> decoded_each;  // Empty for long cases.
+};
+
+// The cases of a golden file (a path relative to the source tree). A case with a `text_file`
+// (the corpus) decodes to its text, with or without special tokens.
+inline std::vector<GoldenCase> read_golden_cases(const std::string& relative_path) {
+  std::vector<GoldenCase> cases;
+  std::istringstream lines(read_test_file(source_path(relative_path)));
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    nlohmann::json record = nlohmann::json::parse(line);
+    GoldenCase golden;
+    golden.name = record["name"];
+    golden.ids = record["ids"].get<std::vector<uint32_t>>();
+    if (record.contains("text_file")) {
+      golden.text = read_test_file(source_path(record["text_file"]));
+      golden.decoded = golden.decoded_skip_special = golden.text;
+    } else {
+      golden.text = record["text"];
+      golden.decoded = record["decoded"];
+      golden.decoded_skip_special = record["decoded_skip_special"];
+    }
+    if (record.contains("nfc")) golden.nfc = record["nfc"];
+    if (record.contains("decoded_each")) {
+      golden.decoded_each = record["decoded_each"].get<std::vector<std::string>>();
+    }
+    cases.push_back(std::move(golden));
+  }
+  return cases;
+}
+
+// decode() of the reference ids gives the reference text, with and without special tokens.
+inline void expect_reference_decodes(const Tokenizer& tokenizer,
+                                     const std::vector<GoldenCase>& cases) {
+  for (const GoldenCase& golden : cases) {
+    EXPECT_EQ(tokenizer.decode(golden.ids), golden.decoded) << "case: " << golden.name;
+    EXPECT_EQ(tokenizer.decode(golden.ids, true), golden.decoded_skip_special)
+        << "case: " << golden.name;
+  }
+}
+
+// Each id decoded alone gives the reference's text for it (U+FFFD for partial characters);
+// returns how many ids were checked.
+inline size_t expect_reference_decodes_of_each_id(const Tokenizer& tokenizer,
+                                                  const std::vector<GoldenCase>& cases) {
+  size_t checked = 0;
+  for (const GoldenCase& golden : cases) {
+    for (size_t index = 0; index < golden.decoded_each.size(); ++index) {
+      EXPECT_EQ(tokenizer.decode({golden.ids[index]}), golden.decoded_each[index])
+          << "case: " << golden.name << ", token " << index;
+      ++checked;
+    }
+  }
+  return checked;
+}
+
+// The incremental decoder's pieces concatenate to the reference text.
+inline void expect_incremental_decodes(const Tokenizer& tokenizer,
+                                       const std::vector<GoldenCase>& cases) {
+  for (const GoldenCase& golden : cases) {
+    for (bool skip_special : {false, true}) {
+      IncrementalDecoder decoder(tokenizer, skip_special);
+      std::string streamed;
+      for (uint32_t id : golden.ids) streamed += decoder.push(id);
+      streamed += decoder.flush();
+      EXPECT_EQ(streamed, skip_special ? golden.decoded_skip_special : golden.decoded)
+          << "case: " << golden.name;
+    }
+  }
 }
 
 }  // namespace fornace::testing

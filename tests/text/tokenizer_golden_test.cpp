@@ -10,42 +10,14 @@
 namespace fornace {
 namespace {
 
+using testing::GoldenCase;
 using testing::qwen_tokenizer;
 using testing::read_test_file;
 using testing::source_path;
 
-struct GoldenCase {
-  std::string name;
-  std::string text;
-  std::vector<uint32_t> ids;
-  std::string nfc;
-  std::string decoded;
-  std::string decoded_skip_special;
-  std::vector<std::string> decoded_each;  // Empty for long cases.
-};
-
 const std::vector<GoldenCase>& golden_cases() {
-  static const std::vector<GoldenCase> cases = [] {
-    std::vector<GoldenCase> loaded;
-    std::istringstream lines(read_test_file(source_path("tests/data/tokenizer-golden.jsonl")));
-    std::string line;
-    while (std::getline(lines, line)) {
-      if (line.empty()) continue;
-      nlohmann::json record = nlohmann::json::parse(line);
-      GoldenCase golden;
-      golden.name = record["name"];
-      golden.text = record["text"];
-      golden.ids = record["ids"].get<std::vector<uint32_t>>();
-      golden.nfc = record["nfc"];
-      golden.decoded = record["decoded"];
-      golden.decoded_skip_special = record["decoded_skip_special"];
-      if (record.contains("decoded_each")) {
-        golden.decoded_each = record["decoded_each"].get<std::vector<std::string>>();
-      }
-      loaded.push_back(std::move(golden));
-    }
-    return loaded;
-  }();
+  static const std::vector<GoldenCase> cases =
+      testing::read_golden_cases("tests/data/tokenizer-golden.jsonl");
   return cases;
 }
 
@@ -71,39 +43,15 @@ TEST(TokenizerGolden, DecodeOfEncodeIsTheNfcText) {
 }
 
 TEST(TokenizerGolden, DecodeMatchesTheReferenceWithAndWithoutSpecialTokens) {
-  const Tokenizer& tokenizer = qwen_tokenizer();
-  for (const GoldenCase& golden : golden_cases()) {
-    EXPECT_EQ(tokenizer.decode(golden.ids), golden.decoded) << "case: " << golden.name;
-    EXPECT_EQ(tokenizer.decode(golden.ids, true), golden.decoded_skip_special)
-        << "case: " << golden.name;
-  }
+  testing::expect_reference_decodes(qwen_tokenizer(), golden_cases());
 }
 
 TEST(TokenizerGolden, DecodingOneTokenAtATimeReplacesPartialCharactersLikeTheReference) {
-  const Tokenizer& tokenizer = qwen_tokenizer();
-  size_t checked = 0;
-  for (const GoldenCase& golden : golden_cases()) {
-    for (size_t index = 0; index < golden.decoded_each.size(); ++index) {
-      EXPECT_EQ(tokenizer.decode({golden.ids[index]}), golden.decoded_each[index])
-          << "case: " << golden.name << ", token " << index;
-      ++checked;
-    }
-  }
-  EXPECT_GT(checked, 1000u);
+  EXPECT_GT(testing::expect_reference_decodes_of_each_id(qwen_tokenizer(), golden_cases()), 1000u);
 }
 
 TEST(TokenizerGolden, IncrementalDecoderConcatenatesToTheReferenceText) {
-  const Tokenizer& tokenizer = qwen_tokenizer();
-  for (const GoldenCase& golden : golden_cases()) {
-    for (bool skip_special : {false, true}) {
-      IncrementalDecoder decoder(tokenizer, skip_special);
-      std::string streamed;
-      for (uint32_t id : golden.ids) streamed += decoder.push(id);
-      streamed += decoder.flush();
-      EXPECT_EQ(streamed, skip_special ? golden.decoded_skip_special : golden.decoded)
-          << "case: " << golden.name;
-    }
-  }
+  testing::expect_incremental_decodes(qwen_tokenizer(), golden_cases());
 }
 
 TEST(TokenizerGolden, ThreadsEncodingAtOnceAllGetTheReferenceIds) {

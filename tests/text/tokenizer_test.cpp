@@ -1,5 +1,6 @@
-// Tokenizer behaviour on a tiny hand-built tokenizer.json (expected ids worked out by hand), its
-// errors for bad input and malformed files, the incremental decoder and the ChatML template.
+// Tokenizer behaviour on tiny hand-built tokenizer.json files, byte-level and SentencePiece-style
+// (expected ids worked out by hand or given by the reference library), their errors for bad
+// input and malformed files, the incremental decoder and the ChatML template.
 #include "text/tokenizer.h"
 
 #include <gtest/gtest.h>
@@ -260,6 +261,135 @@ TEST(TokenizerErrors, UnsupportedSettingsNameTheirField) {
                "model.byte_fallback");
   expect_field(with([](Json& json) { json["model"]["dropout"] = 0.1; }), "model.dropout");
   expect_field(with([](Json& json) { json["truncation"] = Json::object(); }), "truncation");
+}
+
+// A SentencePiece-style tokenizer as Gemma 3's: spaces become U+2581, each U+2581 joins the text
+// before it (Split, MergedWithPrevious), unknown characters take their <0xNN> tokens or <unk>.
+// Ids 1 and 2 are the bytes of "é", 3 is U+2581, 11 "b▁", 12 the added token <s>.
+Json tiny_sentencepiece_json(bool fuse_unknown) {
+  const std::string lower_block = "\u2581";
+  Json vocab = {{"<unk>", 0},
+                {"<0xC3>", 1},
+                {"<0xA9>", 2},
+                {lower_block, 3},
+                {"a", 4},
+                {"b", 5},
+                {"c", 6},
+                {"ab", 7},
+                {lower_block + "a", 8},
+                {"abc", 9},
+                {lower_block + lower_block, 10},
+                {"b" + lower_block, 11}};
+  return Json{
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens",
+       {{{"id", 12},
+         {"content", "<s>"},
+         {"single_word", false},
+         {"lstrip", false},
+         {"rstrip", false},
+         {"normalized", false},
+         {"special", true}}}},
+      {"normalizer",
+       {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", lower_block}}},
+      {"pre_tokenizer",
+       {{"type", "Split"},
+        {"pattern", {{"String", lower_block}}},
+        {"behavior", "MergedWithPrevious"},
+        {"invert", false}}},
+      {"post_processor", nullptr},
+      {"decoder",
+       {{"type", "Sequence"},
+        {"decoders",
+         {{{"type", "Replace"}, {"pattern", {{"String", lower_block}}}, {"content", " "}},
+          {{"type", "ByteFallback"}},
+          {{"type", "Fuse"}}}}}},
+      {"model",
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", "<unk>"},
+        {"continuing_subword_prefix", nullptr},
+        {"end_of_word_suffix", nullptr},
+        {"fuse_unk", fuse_unknown},
+        {"byte_fallback", true},
+        {"ignore_merges", false},
+        {"vocab", vocab},
+        {"merges", Json::array({Json::array({"a", "b"}), Json::array({lower_block, "a"}),
+                                Json::array({"ab", "c"}), Json::array({lower_block, lower_block}),
+                                Json::array({"b", lower_block})})}}}};
+}
+
+// The expected ids and texts below are what the Hugging Face tokenizers library (node binding)
+// gives for the same tokenizer.json.
+TEST(SentencePieceTokenizer, SpacesBecomeLowerBlocksJoinedToTheTextBeforeThem) {
+  Tokenizer tokenizer = Tokenizer::from_json(tiny_sentencepiece_json(true).dump(), "sp.json");
+  EXPECT_EQ(tokenizer.encode("b b"), (Ids{11, 5}));        // "b▁" | "b": not "b", "▁", "b".
+  EXPECT_EQ(tokenizer.encode("a  b"), (Ids{4, 3, 3, 5}));  // "a▁" | "▁" | "b": no "▁▁".
+  EXPECT_EQ(tokenizer.encode("abc ab"), (Ids{9, 3, 7}));
+  EXPECT_EQ(tokenizer.encode(" a  abc"), (Ids{3, 4, 3, 3, 9}));
+  EXPECT_EQ(tokenizer.encode("a<s>b"), (Ids{4, 12, 5}));
+  EXPECT_EQ(tokenizer.decode({3, 4, 3, 3, 9}), " a  abc");
+}
+
+TEST(SentencePieceTokenizer, UnknownCharactersTakeByteTokensOrTheUnknownToken) {
+  Tokenizer fused = Tokenizer::from_json(tiny_sentencepiece_json(true).dump(), "sp.json");
+  Tokenizer unfused = Tokenizer::from_json(tiny_sentencepiece_json(false).dump(), "sp.json");
+  EXPECT_EQ(fused.encode("\u00e9"), (Ids{1, 2}));
+  EXPECT_EQ(fused.encode("xyz"), (Ids{0}));
+  EXPECT_EQ(unfused.encode("xyz"), (Ids{0, 0, 0}));
+  // The byte tokens of "é" go out before the pending unknown token of "x", as in the reference.
+  EXPECT_EQ(fused.encode("x\u00e9yz a"), (Ids{1, 2, 0, 3, 4}));
+  EXPECT_EQ(unfused.encode("x\u00e9yz a"), (Ids{1, 2, 0, 0, 0, 3, 4}));
+}
+
+TEST(SentencePieceTokenizer, ByteTokenRunsDecodeAsUtf8OrOneReplacementPerByte) {
+  Tokenizer tokenizer = Tokenizer::from_json(tiny_sentencepiece_json(true).dump(), "sp.json");
+  const std::string replacement = "\uFFFD";
+  EXPECT_EQ(tokenizer.decode({1, 2, 4}), "\u00e9a");
+  EXPECT_EQ(tokenizer.decode({1, 4, 2}), replacement + "a" + replacement);
+  EXPECT_EQ(tokenizer.decode({3, 8, 12, 1}), "  a<s>" + replacement);
+  EXPECT_EQ(tokenizer.decode({3, 8, 12, 1}, true), "  a" + replacement);
+  EXPECT_EQ(tokenizer.token_bytes(8), " a");
+  EXPECT_EQ(tokenizer.token_bytes(1), "\xC3");
+  IncrementalDecoder decoder(tokenizer);
+  EXPECT_EQ(decoder.push(4), "a");
+  EXPECT_EQ(decoder.push(1), "");  // A run of byte tokens is held until it ends.
+  EXPECT_EQ(decoder.push(2), "");
+  EXPECT_EQ(decoder.push(3), "\u00e9 ");
+  EXPECT_EQ(decoder.push(1), "");
+  EXPECT_EQ(decoder.flush(), replacement);
+}
+
+TEST(SentencePieceTokenizer, UnsupportedOrInconsistentSettingsNameTheirField) {
+  const auto with = [](auto&& change) {
+    Json json = tiny_sentencepiece_json(true);
+    change(json);
+    return error_message([&] { Tokenizer::from_json(json.dump(), "sp.json"); });
+  };
+  const auto expect_field = [](const std::string& message, const std::string& field) {
+    EXPECT_EQ(message.rfind("sp.json: " + field + ":", 0), 0u) << message;
+  };
+  expect_field(with([](Json& json) { json["decoder"] = {{"type", "ByteLevel"}}; }), "decoder.type");
+  expect_field(with([](Json& json) { json["model"]["byte_fallback"] = false; }), "decoder");
+  expect_field(with([](Json& json) { json["model"]["unk_token"] = "<missing>"; }),
+               "model.unk_token");
+  expect_field(with([](Json& json) {
+                 json["normalizer"]["pattern"] = {{"Regex", " +"}};
+               }),
+               "normalizer.pattern");
+  expect_field(with([](Json& json) { json["normalizer"]["type"] = "Prepend"; }), "normalizer.type");
+  expect_field(with([](Json& json) { json["decoder"]["decoders"][0]["pattern"]["String"] = "_"; }),
+               "decoder.decoders[0].pattern.String");
+  expect_field(with([](Json& json) {
+                 std::swap(json["decoder"]["decoders"][0], json["decoder"]["decoders"][1]);
+               }),
+               "decoder.decoders[1].type");
+  expect_field(with([](Json& json) { json["decoder"]["decoders"][2]["type"] = "Strip"; }),
+               "decoder.decoders[2].type");
+  expect_field(with([](Json& json) { json["pre_tokenizer"]["type"] = "Metaspace"; }),
+               "pre_tokenizer.type");
 }
 
 TEST(TokenizerErrors, MalformedFilesNameTheField) {
