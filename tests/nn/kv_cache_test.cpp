@@ -116,5 +116,26 @@ TEST(KvCache, UnknownKindIsRejectedWithTheKnownOnes) {
   }
 }
 
+// Candle's Gemma 3 appends V, the transposed view of the v projection, with slice_set and no
+// contiguous(). With one KV head (Gemma 3 270M and 1B) that view is contiguous under the rule
+// that ignores extent-1 dims, for a prompt and for one token, so the append works; with four KV
+// heads (Gemma 3 4B) a prompt's V is strided and slice_set refuses it, as in Candle.
+TEST(KvCache, SliceSetOfGemmasTransposedVFailsOnlyWithSeveralKvHeads) {
+  for (int64_t kv_heads : {1, 4}) {
+    SCOPED_TRACE(concat(kv_heads, " KV heads"));
+    Tensor buffer = zeros({1, kv_heads, 64, 256});
+    for (int64_t length : {1, 7}) {
+      Tensor value = randn({1, length, kv_heads, 256}, 3).transpose(1, 2);
+      bool strided = kv_heads > 1 && length > 1;
+      EXPECT_EQ(value.is_contiguous(), !strided) << length;
+      if (strided) {
+        EXPECT_THROW(slice_set(buffer, value, 2, 0), Error) << length;
+      } else {
+        slice_set(buffer, value, 2, 0);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fornace
