@@ -9,7 +9,10 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -53,6 +56,27 @@ bool require_gemma3(benchmark::State& state) {
   return require_file(state, gemma3_path(), "run scripts/get-tokenizer.sh");
 }
 
+double process_cpu_seconds() {
+  timespec now;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+// Run as a child (FORNACE_MICRO_LOAD_ONCE names a tokenizer directory), this program loads that
+// tokenizer once, prints the wall and CPU seconds it took and exits before benchmark's main.
+const bool load_once_child = [] {
+  const char* directory = std::getenv("FORNACE_MICRO_LOAD_ONCE");
+  if (directory == nullptr) return false;
+  auto wall_start = std::chrono::steady_clock::now();
+  double cpu_start = process_cpu_seconds();
+  size_t size = fornace::Tokenizer::load(directory).vocab_size();
+  double cpu = process_cpu_seconds() - cpu_start;
+  std::chrono::duration<double> wall = std::chrono::steady_clock::now() - wall_start;
+  std::printf("%.9f %.9f %zu\n", wall.count(), cpu, size);
+  std::fflush(stdout);
+  std::_Exit(0);
+}();
+
 void TokenizerLoad(benchmark::State& state) {
   if (!require_qwen(state)) return;
   for (auto _ : state) {
@@ -70,6 +94,34 @@ void TokenizerLoadGemma3(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(fornace::Tokenizer::load(directory).vocab_size());
 }
 BENCHMARK(TokenizerLoadGemma3)->Unit(benchmark::kMillisecond);
+
+// The same load as fornace does it, once in a fresh process (a child run of this program), where
+// every allocation is new memory: its wall time is the benchmark's time (the CPU column is the
+// parent's waiting), the child's CPU time the counter child_cpu_ms.
+void TokenizerLoadGemma3FreshProcess(benchmark::State& state) {
+  if (!require_gemma3(state)) return;
+  const std::string directory = std::filesystem::path(gemma3_path()).parent_path();
+  const std::string program = std::filesystem::read_symlink("/proc/self/exe");
+  const std::string command =
+      "FORNACE_MICRO_LOAD_ONCE='" + directory + "' '" + program + "' </dev/null";
+  double child_cpu = 0;
+  for (auto _ : state) {
+    FILE* child = ::popen(command.c_str(), "r");
+    double wall = 0, cpu = 0;
+    size_t size = 0;
+    bool read = child != nullptr && std::fscanf(child, "%lf %lf %zu", &wall, &cpu, &size) == 3;
+    if (child != nullptr) ::pclose(child);
+    if (!read || size == 0) {
+      state.SkipWithError(("the child run failed: " + command).c_str());
+      return;
+    }
+    state.SetIterationTime(wall);
+    child_cpu += cpu;
+  }
+  state.counters["child_cpu_ms"] =
+      benchmark::Counter(child_cpu * 1e3 / static_cast<double>(state.iterations()));
+}
+BENCHMARK(TokenizerLoadGemma3FreshProcess)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // The loader's walk over Gemma 3's vocab (262k entries) and merges (515k pairs), as the file has
 // them (pretty-printed): the file's "model" member alone, written to a temporary directory, so

@@ -486,51 +486,56 @@ class TokenizerJsonReader {
       return std::array<std::string_view, 3>{both.substr(0, merge.left_length),
                                              both.substr(merge.left_length), both};
     };
-    std::vector<uint64_t> hashes(2 * count);
-    for (size_t rank = 0; rank < count; ++rank) {
-      auto [left, right, both] = sides(rank);
-      hashes[2 * rank] = hash_bytes(left);
-      hashes[2 * rank + 1] = hash_bytes(right);
-    }
-    constexpr size_t prefetch_distance = 16;
+    MergeTable& table = state_.model.merges;
+    table.reserve(count);
+    // A pipeline over the ranks, `distance` apart from one stage to the next, so that no large
+    // array is filled in between: a merge's sides are hashed and their index slots prefetched,
+    // later looked up (and the table slot of the pair prefetched), later inserted. Each step runs
+    // the last stage first, since a stage reuses the ring slot that the next one has just read.
+    constexpr size_t distance = 16;
+    struct Hashed {
+      uint64_t left, right;
+    };
     struct Resolved {
       uint32_t left, right, merged;
     };
-    std::vector<Resolved> resolved(count);
+    std::array<Hashed, distance> hashed;
+    std::array<Resolved, distance> resolved;
     uint32_t previous = UINT32_MAX;  // The merged id of the merge before (none: -1 + 1 is 0).
-    for (size_t rank = 0; rank < count; ++rank) {
-      if (rank + prefetch_distance < count) {
-        vocabulary.prefetch(hashes[2 * (rank + prefetch_distance)]);
-        vocabulary.prefetch(hashes[2 * (rank + prefetch_distance) + 1]);
+    for (size_t step = 0; step < count + 2 * distance; ++step) {
+      if (step >= 2 * distance) {
+        size_t rank = step - 2 * distance;
+        const Resolved& merge = resolved[rank % distance];
+        table.insert(merge.left, merge.right, {static_cast<uint32_t>(rank), merge.merged});
       }
-      auto [left, right, both] = sides(rank);
-      std::optional<uint32_t> left_id = vocabulary.find(left, hashes[2 * rank]);
-      std::optional<uint32_t> right_id = vocabulary.find(right, hashes[2 * rank + 1]);
-      std::optional<uint32_t> merged_id;
-      for (uint32_t guess : {previous + 1, previous}) {
-        if (vocabulary.contains(guess) && vocabulary.text(guess) == both) {
-          merged_id = guess;
-          break;
+      if (step >= distance && step - distance < count) {
+        size_t rank = step - distance;
+        auto [left, right, both] = sides(rank);
+        std::optional<uint32_t> left_id = vocabulary.find(left, hashed[rank % distance].left);
+        std::optional<uint32_t> right_id = vocabulary.find(right, hashed[rank % distance].right);
+        std::optional<uint32_t> merged_id;
+        for (uint32_t guess : {previous + 1, previous}) {
+          if (vocabulary.contains(guess) && vocabulary.text(guess) == both) {
+            merged_id = guess;
+            break;
+          }
         }
+        if (!merged_id) merged_id = vocabulary.find(both);
+        for (auto [text, id] :
+             {std::pair{left, left_id}, std::pair{right, right_id}, std::pair{both, merged_id}}) {
+          if (!id)
+            error(concat("model.merges[", rank, "]"), concat("'", text, "' is not in the vocab"));
+        }
+        resolved[rank % distance] = {*left_id, *right_id, *merged_id};
+        table.prefetch(*left_id, *right_id);
+        previous = *merged_id;
       }
-      if (!merged_id) merged_id = vocabulary.find(both);
-      for (auto [text, id] :
-           {std::pair{left, left_id}, std::pair{right, right_id}, std::pair{both, merged_id}}) {
-        if (!id)
-          error(concat("model.merges[", rank, "]"), concat("'", text, "' is not in the vocab"));
+      if (step < count) {
+        auto [left, right, both] = sides(step);
+        hashed[step % distance] = {hash_bytes(left), hash_bytes(right)};
+        vocabulary.prefetch(hashed[step % distance].left);
+        vocabulary.prefetch(hashed[step % distance].right);
       }
-      resolved[rank] = {*left_id, *right_id, *merged_id};
-      previous = *merged_id;
-    }
-    MergeTable& table = state_.model.merges;
-    table.reserve(count);
-    for (size_t rank = 0; rank < count; ++rank) {
-      if (rank + prefetch_distance < count) {
-        const Resolved& ahead = resolved[rank + prefetch_distance];
-        table.prefetch(ahead.left, ahead.right);
-      }
-      const Resolved& merge = resolved[rank];
-      table.insert(merge.left, merge.right, {static_cast<uint32_t>(rank), merge.merged});
     }
   }
 
