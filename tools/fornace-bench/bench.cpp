@@ -1,5 +1,5 @@
 // The parent: checks everything, measures the read bandwidth, runs one child process per model,
-// attention path and KV cache, shows their progress, and writes the CSVs, tables and plot.
+// attention path and KV cache, shows their progress on a terminal, and writes the outputs.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -7,8 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -21,6 +23,7 @@
 
 #include "commands.h"
 #include "common/cli.h"
+#include "common/progress.h"
 #include "core/dtype.h"
 #include "cpu/roofline.h"
 #include "cpu/thread_pool.h"
@@ -90,6 +93,7 @@ struct BenchPlan : RunFlags {
   int64_t rounds = 1;
   double read_gbs = 0;  // 0: measure it.
   std::string out;
+  bool quiet = false;
 };
 
 // What one child runs: a model, an attention path and a KV cache.
@@ -133,6 +137,111 @@ struct ChildOutcome {
   int64_t run_offset = 0;    // Recorded runs of this cache in earlier rounds.
   int64_t weight_bytes = 0;  // From the child's "loaded" event.
   int64_t kv_bytes_per_position = 0;
+  // Where the current run is, for the progress line.
+  bool running = false;
+  int64_t runs_begun = 0;  // Warm-up and recorded runs started, all prompts together.
+  int64_t prefill_done = 0;
+  int64_t prefill_total = 0;
+  int64_t generated = 0;  // New tokens so far.
+  double tokens_per_second = 0;
+};
+
+// "45 s", "6 min", "2 h 5 min".
+std::string duration_text(double seconds) {
+  if (seconds < 59.5) return concat(std::llround(seconds), " s");
+  int64_t minutes = std::llround(seconds / 60);
+  if (minutes < 60) return concat(minutes, " min");
+  return concat(minutes / 60, " h ", minutes % 60, " min");
+}
+
+// The bench's one updating line on a terminal (none under a pipe or --quiet): the child and what
+// it runs, the run and its token, decode's rate, and the time left. The time left assumes that
+// every run to come takes as long as the mean of those done so far, counted from the first
+// child's start (its load included), every prompt's runs alike. Lines printed through it go
+// above the progress line.
+class BenchProgress {
+ public:
+  BenchProgress(const BenchPlan& plan, int64_t children)
+      : line_(plan.quiet),
+        quiet_(plan.quiet),
+        children_(children),
+        runs_per_child_(static_cast<int64_t>(plan.prompts.size()) * (plan.warmup + plan.runs)),
+        max_new_tokens_(plan.max_new_tokens) {}
+
+  bool shown() const { return line_.enabled(); }
+
+  // Before the children: what the bench measures now.
+  void measuring(const std::string& what) { draw("bench: measuring " + what, true); }
+
+  // Child `index` (from 0, over every round) starts.
+  void child_started(int64_t index) {
+    child_ = index;
+    if (index == 0) first_child_start_ = std::chrono::steady_clock::now();
+  }
+
+  void update(const ChildOutcome& child, bool always = false) {
+    if (!shown()) return;
+    const ChildSpec& spec = child.spec;
+    std::string text = concat("bench: child ", child_ + 1, " of ", children_, " (", spec.model,
+                              ", ", spec.attention, ", ", spec.kind, "): ");
+    if (child.prompt.empty()) {
+      text += child.stage;
+    } else {
+      text += path_file_name(child.prompt) + ", " + child.stage;
+      if (child.running && child.generated > 0) {
+        text += concat(", token ", child.generated, " of ", max_new_tokens_);
+        if (child.tokens_per_second > 0) {
+          text += ", " + group_thousands(format_fixed(child.tokens_per_second, 0)) + " tok/s";
+        }
+      } else if (child.running && child.prefill_total > 0) {
+        text += concat(", prefill ", with_thousands(child.prefill_done), " of ",
+                       with_thousands(child.prefill_total), " tokens");
+      }
+    }
+    double runs_done =
+        static_cast<double>(child_ * runs_per_child_ + std::max<int64_t>(0, child.runs_begun - 1)) +
+        static_cast<double>(child.generated) / max_new_tokens_;
+    if (runs_done >= 1) {
+      double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - first_child_start_)
+              .count();
+      double runs_left = static_cast<double>(children_ * runs_per_child_) - runs_done;
+      text += ", " + duration_text(seconds / runs_done * std::max(0.0, runs_left)) + " left";
+    }
+    draw(text, always);
+  }
+
+  // A line on stderr, shown in every mode: the progress line is erased first and drawn again.
+  void print(const std::string& line) {
+    line_.clear();
+    std::cerr << line << "\n" << std::flush;
+    if (!text_.empty()) line_.show(text_, true);
+  }
+  // A line that informs rather than warns: none under --quiet.
+  void note(const std::string& line) {
+    if (!quiet_) print(line);
+  }
+  // Erases the line, before errors or the tables.
+  void clear() {
+    line_.clear();
+    text_.clear();
+  }
+
+ private:
+  void draw(const std::string& text, bool always) {
+    if (!shown()) return;
+    text_ = text;
+    line_.show(text_, always);
+  }
+
+  tools::ProgressLine line_;
+  bool quiet_;
+  int64_t children_;
+  int64_t runs_per_child_;
+  int64_t max_new_tokens_;
+  int64_t child_ = 0;
+  std::chrono::steady_clock::time_point first_child_start_ = std::chrono::steady_clock::now();
+  std::string text_;  // The line's text, drawn again after a printed line.
 };
 
 // Splits a byte stream into lines.
@@ -204,10 +313,21 @@ void handle_event(const std::string& line, ChildOutcome& outcome, BenchData& dat
   } else if (name == "prompt") {
     outcome.prompt = event["prompt"].get<std::string>();
     outcome.stage = "preparing the prompt";
+    outcome.running = false;
   } else if (name == "run_start") {
+    outcome.running = true;
+    ++outcome.runs_begun;
+    outcome.prefill_done = outcome.prefill_total = outcome.generated = 0;
+    outcome.tokens_per_second = 0;
     bool warmup = event["warmup"].get<bool>();
     outcome.stage = concat(warmup ? "warm-up " : "run ", event["run"].get<int64_t>(), " of ",
                            warmup ? plan.warmup : plan.runs);
+  } else if (name == "prefill") {
+    outcome.prefill_done = event["done"].get<int64_t>();
+    outcome.prefill_total = event["total"].get<int64_t>();
+  } else if (name == "token") {
+    outcome.generated = event["generated"].get<int64_t>();
+    outcome.tokens_per_second = event["tok_s"].get<double>();
   } else if (name == "run") {
     RunRecord run;
     run.model = outcome.spec.model;
@@ -254,13 +374,16 @@ void handle_event(const std::string& line, ChildOutcome& outcome, BenchData& dat
       data.steps.push_back(step);
     }
     outcome.stage = concat("after run ", run.run - outcome.run_offset, " of ", plan.runs);
+    outcome.generated = plan.max_new_tokens;
+    outcome.running = false;
   } else if (name == "done") {
     outcome.reported_done = true;
     outcome.stage = "finishing";
   }
 }
 
-std::vector<std::string> child_arguments(const BenchPlan& plan, const ChildSpec& spec) {
+std::vector<std::string> child_arguments(const BenchPlan& plan, const ChildSpec& spec,
+                                         bool report_progress) {
   RunFlags flags = plan;
   flags.model_directory = spec.model_directory;
   flags.attention = spec.attention;
@@ -268,6 +391,7 @@ std::vector<std::string> child_arguments(const BenchPlan& plan, const ChildSpec&
   std::vector<std::string> arguments = {"fornace-bench", "--child",
                                         "--parent-pid=" + std::to_string(getpid())};
   for (std::string& argument : run_flag_arguments(flags)) arguments.push_back(std::move(argument));
+  if (report_progress) arguments.push_back("--progress");
   return arguments;
 }
 
@@ -319,29 +443,33 @@ pid_t spawn_child(const std::string& executable, const std::vector<std::string>&
   return pid;
 }
 
-// Runs one child to its end, or until the bench is interrupted. Its results go into `data`; its
-// stderr lines are shown on ours, prefixed with its name and pid.
+// Runs one child to its end, or until the bench is interrupted. Its results go into `data`, its
+// events into the progress line; its stderr lines are shown on ours, prefixed with its name and
+// pid.
 ChildOutcome run_child_process(const BenchPlan& plan, const ChildSpec& spec, int64_t round,
-                               const StopSignals& signals, BenchData& data) {
+                               const StopSignals& signals, BenchData& data,
+                               BenchProgress& progress) {
   ChildOutcome outcome;
   outcome.spec = spec;
   outcome.run_offset = round * plan.runs;
   int stdout_read = -1;
   int stderr_read = -1;
-  outcome.pid =
-      spawn_child(executable_path(), child_arguments(plan, spec), stdout_read, stderr_read);
+  outcome.pid = spawn_child(executable_path(), child_arguments(plan, spec, progress.shown()),
+                            stdout_read, stderr_read);
   std::string prefix = concat("[", spec.name, " pid ", outcome.pid, "] ");
+  progress.update(outcome, true);
   LineBuffer stdout_lines;
   LineBuffer stderr_lines;
   auto on_stdout_line = [&](const std::string& line) {
     try {
       handle_event(line, outcome, data, plan);
+      progress.update(outcome);
     } catch (const std::exception& error) {
       keep_tail(outcome, concat("(stdout, not understood: ", error.what(), ") ", line));
     }
   };
   auto on_stderr_line = [&](const std::string& line) {
-    std::cerr << prefix << line << "\n" << std::flush;
+    progress.print(prefix + line);
     keep_tail(outcome, line);
   };
   bool stdout_open = true;
@@ -428,6 +556,9 @@ void add_bench_flags(tools::CommandLine& app, BenchPlan& plan) {
   app.add_option("--out", plan.out, "runs CSV; next to it go -steps.csv, .md and .svg")
       ->type_name("PATH.csv")
       ->default_str("bench/runs/<YYYY-MM-DD>-<short commit>.csv in the git tree");
+  app.add_flag("--quiet", plan.quiet,
+               "errors only on stderr: no progress line and no summary lines (the tables still "
+               "go to stdout)");
   app.add_option("--read-bandwidth", plan.read_gbs,
                  "use this read bandwidth instead of measuring it (1 GiB, 5 passes)")
       ->type_name("GB/S")
@@ -490,41 +621,50 @@ int run_bench(BenchPlan& plan) {
   validate_plan(plan);
   OutputPaths paths = output_paths_for(plan.out);
 
+  const std::vector<ChildSpec> specs = child_specs(plan);
+  const int64_t per_round = static_cast<int64_t>(specs.size());
+  const int64_t children = plan.rounds * per_round;
+  BenchProgress progress(plan, children);
+
   set_num_threads(static_cast<int>(plan.threads));
   if (plan.read_gbs > 0) {
     data.context.read_gbs = plan.read_gbs;
   } else {
-    std::cerr << "[bench] measuring the read bandwidth: 1 GiB, best of " << kBandwidthPasses
-              << " passes, " << plan.threads << " threads\n";
+    progress.measuring(concat("the read bandwidth: 1 GiB, best of ", kBandwidthPasses, " passes, ",
+                              plan.threads, " threads"));
     data.context.read_gbs = cpu::measure_read_bandwidth_gbs(kBandwidthBytes, kBandwidthPasses);
-    std::cerr << "[bench] read bandwidth: " << format_fixed(data.context.read_gbs, 1) << " GB/s\n";
+    progress.clear();
+    progress.note("[bench] read bandwidth: " + format_fixed(data.context.read_gbs, 1) + " GB/s");
   }
+  progress.measuring("the BF16 dot-product peak");
   data.context.peak_gflops = cpu::measure_bf16_dot_peak_gflops();
+  progress.clear();
   if (data.context.peak_gflops > 0) {
-    std::cerr << "[bench] BF16 dot-product peak: " << format_fixed(data.context.peak_gflops, 0)
-              << " GFLOP/s\n";
+    progress.note("[bench] BF16 dot-product peak: " + format_fixed(data.context.peak_gflops, 0) +
+                  " GFLOP/s");
   }
 
   std::vector<ChildOutcome> failures;
   {
     StopSignals signals;
-    const std::vector<ChildSpec> specs = child_specs(plan);
-    const int64_t per_round = static_cast<int64_t>(specs.size());
-    const int64_t children = plan.rounds * per_round;
     for (int64_t child = 0; child < children && !interrupted; ++child) {
       const ChildSpec& spec = specs[static_cast<size_t>(child % per_round)];
-      std::cerr << "[bench] " << spec.name << " (" << child + 1 << " of " << children << ")\n";
-      ChildOutcome outcome = run_child_process(plan, spec, child / per_round, signals, data);
+      progress.child_started(child);
+      ChildOutcome outcome =
+          run_child_process(plan, spec, child / per_round, signals, data, progress);
       if (outcome.interrupted || interrupted) {
         if (outcome.failure.empty()) outcome.failure = "interrupted";
+        progress.clear();
         std::cerr << "error: interrupted: " << outcome.failure << "; nothing was written\n";
         return 130;
       }
       if (!outcome.finished) {
+        progress.clear();
         print_failure(outcome);
         failures.push_back(outcome);
       }
     }
+    progress.clear();
     if (interrupted) {
       std::cerr << "error: interrupted; nothing was written\n";
       return 130;
@@ -538,8 +678,8 @@ int run_bench(BenchPlan& plan) {
   write_bench_report_files(paths, written);
   std::cout << format_tables(written) << std::flush;
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cerr << "[bench] wrote " << paths.runs_csv << ", " << paths.steps_csv << ", "
-            << paths.markdown << ", " << paths.svg << " in " << format_fixed(seconds, 0) << " s\n";
+  progress.note(concat("[bench] wrote ", paths.runs_csv, ", ", paths.steps_csv, ", ",
+                       paths.markdown, ", ", paths.svg, " in ", format_fixed(seconds, 0), " s"));
   for (const ChildOutcome& failure : failures) print_failure(failure);
   return failures.empty() ? 0 : 1;
 }

@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "common/cli.h"
+#include "common/progress.h"
 #include "core/dtype.h"
 #include "core/memory.h"
 #include "cpu/roofline.h"
@@ -30,6 +31,7 @@ namespace fornace::bench {
 namespace {
 
 // One JSON object per line on stdout, flushed at once so the parent sees it if we die next.
+// (stderr is for errors only: the parent shows every line of it.)
 void emit(const nlohmann::json& event) {
   std::string line = event.dump() + "\n";
   if (std::fwrite(line.data(), 1, line.size(), stdout) != line.size() || std::fflush(stdout) != 0) {
@@ -37,12 +39,45 @@ void emit(const nlohmann::json& event) {
   }
 }
 
-// A progress line on stderr, which the parent shows prefixed with the cache and pid.
-template <typename... Parts>
-void progress(Parts&&... parts) {
-  std::string line = concat(std::forward<Parts>(parts)...) + "\n";
-  std::fputs(line.c_str(), stderr);
-}
+// Tells the parent how far a run's prefill and decode are, for its progress line: at most one
+// event per progress interval (FORNACE_PROGRESS_INTERVAL_MS, 100 ms by default), and none
+// unless the parent asked for them. Called between decode steps, outside their timing, and
+// between prefill chunks, inside prefill's (an event costs microseconds).
+class ProgressEvents {
+ public:
+  explicit ProgressEvents(bool enabled) : enabled_(enabled) {}
+
+  void prefill(int64_t done, int64_t total) {
+    if (due()) emit({{"event", "prefill"}, {"done", done}, {"total", total}});
+  }
+
+  // After each new token; the first comes from prefill, so decode's rate counts from it.
+  void token(int64_t generated) {
+    if (!enabled_) return;
+    auto now = std::chrono::steady_clock::now();
+    if (generated == 1) decode_start_ = now;
+    if (!due()) return;
+    double seconds = std::chrono::duration<double>(now - decode_start_).count();
+    double tokens_per_second = generated > 1 && seconds > 0 ? (generated - 1) / seconds : 0.0;
+    emit({{"event", "token"}, {"generated", generated}, {"tok_s", tokens_per_second}});
+  }
+
+ private:
+  bool due() {
+    if (!enabled_) return false;
+    auto now = std::chrono::steady_clock::now();
+    if (emitted_ && now - last_emitted_ < interval_) return false;
+    emitted_ = true;
+    last_emitted_ = now;
+    return true;
+  }
+
+  bool enabled_;
+  bool emitted_ = false;
+  std::chrono::steady_clock::time_point last_emitted_;
+  std::chrono::steady_clock::time_point decode_start_;
+  std::chrono::milliseconds interval_ = tools::progress_interval();
+};
 
 // Streaming read bandwidth over the mapped checkpoint files, the pages decode reads (best of
 // three passes each): decode's roof at this moment, on a machine whose bandwidth drifts.
@@ -81,16 +116,16 @@ double elapsed_ms(std::chrono::steady_clock::time_point start) {
 void apply_test_fault(const TestFault& fault, const std::string& kind_name) {
   if (fault.kv_cache != kind_name) return;
   if (fault.kind == TestFault::Kind::abort_child) {
-    progress("test fault (FORNACE_BENCH_TEST_FAULT): aborting");
+    std::fputs("test fault (FORNACE_BENCH_TEST_FAULT): aborting\n", stderr);
     std::abort();
   }
   if (fault.kind == TestFault::Kind::hang_child) {
-    progress("test fault (FORNACE_BENCH_TEST_FAULT): hanging");
+    std::fputs("test fault (FORNACE_BENCH_TEST_FAULT): hanging\n", stderr);
     while (true) pause();
   }
 }
 
-int run_child(const RunFlags& flags, int64_t parent_pid) {
+int run_child(const RunFlags& flags, int64_t parent_pid, bool report_progress) {
   const std::string& kind_name = flags.kv_cache;
   const std::string& model_directory = flags.model_directory;
   const std::vector<std::string> prompts = split_list(flags.prompt_list);
@@ -109,7 +144,6 @@ int run_child(const RunFlags& flags, int64_t parent_pid) {
   set_num_threads(static_cast<int>(flags.threads));
   TestFault fault = TestFault::from_environment();
 
-  progress("loading ", model_directory);
   auto load_start = std::chrono::steady_clock::now();
   std::optional<Tokenizer> tokenizer;
   std::unique_ptr<Model> model;
@@ -132,14 +166,15 @@ int run_child(const RunFlags& flags, int64_t parent_pid) {
         {"weight_bytes", weight_bytes},
         {"kv_bytes_per_position", kv_bytes_per_position},
         {"load_ms", load_ms}});
-  progress("loaded in ", format_fixed(load_ms, 0), " ms: ", dtype_name(model->weight_dtype()),
-           " weights, ", with_thousands(weight_bytes / 1000000),
-           " MB read per token plus the KV cache");
 
   SamplerOptions sampling;  // Greedy, repeat penalty 1.1 over the last 64 tokens.
   GenerationOptions generation;
   generation.max_new_tokens = max_new_tokens;
   generation.ignore_eos = true;
+  ProgressEvents progress(report_progress);
+  generation.on_prefill_progress = [&](int64_t done, int64_t total) {
+    progress.prefill(done, total);
+  };
 
   for (const std::string& prompt_path : prompts) {
     std::string text = read_prompt_file(prompt_path);
@@ -158,9 +193,7 @@ int run_child(const RunFlags& flags, int64_t parent_pid) {
            " new tokens exceed the model's max_position_embeddings of ",
            config.max_position_embeddings);
     }
-    std::string name = path_file_name(prompt_path);
     emit({{"event", "prompt"}, {"prompt", prompt_path}, {"prompt_tokens", ids.size()}});
-    progress(name, ": ", with_thousands(static_cast<int64_t>(ids.size())), " prompt tokens");
 
     Generator generator(*model, kind, context, sampling);
     for (int64_t index = 0; index < warmup + runs; ++index) {
@@ -171,12 +204,10 @@ int run_child(const RunFlags& flags, int64_t parent_pid) {
             {"warmup", is_warmup},
             {"run", number}});
       double read_gbs = is_warmup ? 0.0 : weights_read_gbs(checkpoint);
-      GenerationResult result = generator.generate(ids, generation);
+      int64_t generated = 0;
+      GenerationResult result =
+          generator.generate(ids, generation, [&](uint32_t) { progress.token(++generated); });
       double peak_mib = static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0);
-      progress(name, ": ", is_warmup ? "warm-up " : "run ", number, " of ",
-               is_warmup ? warmup : runs, ": ", format_fixed(result.decode_tokens_per_second(), 1),
-               " tok/s, prefill ", format_fixed(result.prefill_ms, 0), " ms, peak ",
-               format_fixed(peak_mib, 0), " MiB");
       if (is_warmup) continue;
       std::vector<double> step_ms;
       std::vector<int64_t> contiguous, strided, strided_runs, allocated, kv_read;
@@ -229,11 +260,15 @@ int child_command(int argc, char** argv) {
       "use.");
   RunFlags flags;
   int64_t parent_pid = 0;
+  bool report_progress = false;
   add_run_flags(app, flags);
   app.add_option("--parent-pid", parent_pid, "exit at once unless this is the parent's pid")
       ->type_name("PID")
       ->transform(tools::integer_in(0, INT32_MAX));
-  return app.parse_and_run(argc, argv, [&] { return run_child(flags, parent_pid); });
+  app.add_flag("--progress", report_progress,
+               "report prefill and decode progress as JSON events, for the parent's progress line");
+  return app.parse_and_run(argc, argv,
+                           [&] { return run_child(flags, parent_pid, report_progress); });
 }
 
 }  // namespace fornace::bench

@@ -16,9 +16,8 @@ namespace fornace::bench {
 // and writes the CSVs, tables and plot.
 int bench_command(int argc, char** argv);
 // fornace-bench --child ...: loads one model once and runs every prompt with one attention path
-// and one KV cache,
-// reporting JSON lines on stdout and progress on stderr. Started by bench_command only; argv[0]
-// is "--child".
+// and one KV cache, reporting JSON lines on stdout (with --progress, how far each run is too) and
+// errors only on stderr. Started by bench_command only; argv[0] is "--child".
 int child_command(int argc, char** argv);
 // fornace-bench report CSV: the tables and the plot again, from the CSVs alone; argv[0] is
 // "report".

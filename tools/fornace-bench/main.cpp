@@ -1,4 +1,4 @@
-// fornace-bench: measures decode speed and memory per KV cache kind; `report` redraws a CSV.
+// fornace-bench: speed and memory per model, attention path and KV cache; `report` redraws a CSV.
 #include <csignal>
 #include <string_view>
 
