@@ -76,9 +76,9 @@ def config_seeds(models, out):
     write(out, target, "eos-list-defaults", json.dumps(eos_list))
 
 
-def reduced_qwen_tokenizer(tokenizer, keep_ids):
-    """The Qwen tokenizer.json with the vocabulary cut to ids below keep_ids and the merges that
-    stay inside it; the added tokens and the rest of the file are kept as they are."""
+def reduced_tokenizer(tokenizer, keep_ids):
+    """A tokenizer.json with the vocabulary cut to ids below keep_ids and the merges that stay
+    inside it; the added tokens and the rest of the file are kept as they are."""
     vocab = {token: id for token, id in tokenizer["model"]["vocab"].items() if id < keep_ids}
     merges = []
     for merge in tokenizer["model"]["merges"]:
@@ -94,7 +94,7 @@ def tokenizer_json_seeds(source, out):
     target = "tokenizer_json"
     with open(f"{source}/models/tokenizer.json", encoding="utf-8") as file:
         tokenizer = json.load(file)
-    reduced = reduced_qwen_tokenizer(tokenizer, 300)
+    reduced = reduced_tokenizer(tokenizer, 300)
     write(out, target, "qwen-reduced-pair-merges", json.dumps(reduced, ensure_ascii=False))
     string_merges = dict(reduced, model=dict(
         reduced["model"], merges=[" ".join(merge) for merge in reduced["model"]["merges"]]))
@@ -112,6 +112,12 @@ def tokenizer_json_seeds(source, out):
     tiny["model"]["merges"] = []
     tiny["added_tokens"] = tiny["added_tokens"][:3]
     write(out, target, "tiny", json.dumps(tiny, ensure_ascii=False))
+    # Gemma 3's SentencePiece style: Replace normalizer, MergedWithPrevious split, byte fallback
+    # (ids 238 to 493 are <0x00> to <0xFF>), the Replace / ByteFallback / Fuse decoder.
+    with open(f"{source}/models/tokenizers/gemma3/tokenizer.json", encoding="utf-8") as file:
+        gemma = reduced_tokenizer(json.load(file), 600)
+    gemma["added_tokens"] = [token for token in gemma["added_tokens"] if token["id"] < 600]
+    write(out, target, "gemma3-reduced", json.dumps(gemma, ensure_ascii=False))
 
 
 def text_seeds(source, out):
