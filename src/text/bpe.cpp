@@ -86,7 +86,7 @@ size_t MergeTable::slot_of(uint32_t left, uint32_t right) const {
 
 void MergeTable::insert(uint32_t left, uint32_t right, Merge merge) {
   if ((size_ + 1) * 3 > slots_.size() * 2) {
-    std::vector<Slot> old = std::move(slots_);
+    auto old = std::move(slots_);
     reserve(std::max<size_t>(old.size(), 16));
     for (const Slot& entry : old) {
       if (entry.key != empty_key) {

@@ -542,8 +542,8 @@ class TokenizerJsonReader {
   JsonScanner scanner_;
   TokenizerState& state_;
   std::vector<AddedToken> added_tokens_;
-  std::string merge_text_;
-  std::vector<MergeText> merges_;
+  HugePageString merge_text_;
+  std::vector<MergeText, HugePageAllocator<MergeText>> merges_;
   // Ids index a table of the largest id's size (8 bytes an id), so they stay below the larger
   // of 2^20 and the file's size in bytes: a file's ids could go no higher without more holes than
   // tokens, and the table stays within 8 MiB or 8 bytes per byte of the file.
