@@ -37,6 +37,7 @@ class LlamaModel : public DecoderModel {
         config.max_position_embeddings);
     AttentionShape shape = attention_shape(1.0 / std::sqrt(static_cast<double>(head_dim)));
     shape.candle_f32_operands = variant.candle_f32_operands;
+    shape.contiguous_value = variant.contiguous_value;
     memory::OpScope scope("load_weights");
     for (int64_t index = 0; index < config.num_hidden_layers; ++index) {
       const std::string layer = "model.layers." + std::to_string(index) + ".";

@@ -93,6 +93,7 @@ Tensor SelfAttention::forward(const Tensor& input, KvCache& cache, int64_t start
     value_cached = converted;
   }
   Tensor value = split_heads(value_cached, shape_.kv_heads);
+  if (shape_.contiguous_value) value = contiguous(value);
   auto [all_keys, all_values] = cache.append(key, value);
   memory::record_attention_read(
       (all_keys.numel() + all_values.numel()) * static_cast<int64_t>(all_keys.element_size()));

@@ -23,6 +23,9 @@ struct AttentionShape {
   int64_t window = 0;  // A sliding-window layer sees the last `window` positions; 0: all.
   AttentionPath path = AttentionPath::fused;
   bool candle_f32_operands = false;  // The candle path converts K and V to f32 (llama.rs).
+  // V goes to the cache contiguous, as Candle's qwen3.rs makes it (kv_cache.append(&k.contiguous()?,
+  // &v.contiguous()?)); the other families' Candle code hands the cache the transposed view.
+  bool contiguous_value = false;
   DType kv_dtype = DType::f32;
 };
 

@@ -181,6 +181,11 @@ bool Tokenizer::is_special(uint32_t id) const {
 
 std::optional<uint32_t> Tokenizer::eos_token_id() const { return impl_->eos_token_id; }
 
+std::optional<uint32_t> Tokenizer::prefix_token_id() const {
+  if (!impl_->template_prefix_token) return std::nullopt;
+  return token_to_id(*impl_->template_prefix_token);
+}
+
 std::string Tokenizer::apply_chat_template(const std::vector<ChatMessage>& messages,
                                            bool add_generation_prompt,
                                            std::optional<bool> enable_thinking) const {

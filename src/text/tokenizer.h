@@ -46,6 +46,9 @@ class Tokenizer {
   bool is_special(uint32_t id) const;
   // The eos token named by tokenizer_config.json, when there is one.
   std::optional<uint32_t> eos_token_id() const;
+  // The token that tokenizer.json's post-processor puts before a single text (Gemma's <bos>),
+  // which Hugging Face's encode adds by default; none for Qwen.
+  std::optional<uint32_t> prefix_token_id() const;
 
   // The prompt text for `messages`: tokenizer_config.json's chat_template rendered as transformers
   // renders it (`enable_thinking`, when given, is passed to the template as Qwen3's is). Without

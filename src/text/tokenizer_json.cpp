@@ -234,12 +234,22 @@ class TokenizerJsonReader {
     }
   }
 
-  // Post-processors only add template tokens (a BOS) on request; encode() never adds them, so
-  // ByteLevel and TemplateProcessing are accepted and have no effect.
+  // Post-processors only add template tokens (a BOS) on request; encode() never adds them. The
+  // special token that TemplateProcessing puts before a single sequence is kept for callers that
+  // ask for it (Tokenizer::prefix_token_id).
   void read_post_processor(const Json& processor, const std::string& field) {
     if (processor.is_null()) return;
     std::string type = string_member(processor, "type", field);
-    if (type == "ByteLevel" || type == "TemplateProcessing") return;
+    if (type == "ByteLevel") return;
+    if (type == "TemplateProcessing") {
+      const Json& single = member(processor, "single", field);
+      if (single.is_array() && !single.empty() && single[0].is_object() &&
+          single[0].contains("SpecialToken") && single[0]["SpecialToken"].is_object() &&
+          single[0]["SpecialToken"].contains("id") && single[0]["SpecialToken"]["id"].is_string()) {
+        state_.template_prefix_token = single[0]["SpecialToken"]["id"].get<std::string>();
+      }
+      return;
+    }
     if (type == "Sequence") {
       const Json& steps = member(processor, "processors", field);
       if (!steps.is_array()) error(field + ".processors", "expected an array");

@@ -26,6 +26,9 @@ struct TokenizerState {
   AddedTokenMatcher raw_added_tokens;         // Matched before normalization.
   AddedTokenMatcher normalized_added_tokens;  // Matched in the normalized text.
   std::optional<uint32_t> eos_token_id;
+  // The special token that the post-processor's template puts before a single sequence (Gemma's
+  // <bos>): what Hugging Face's encode adds with add_special_tokens=True.
+  std::optional<std::string> template_prefix_token;
 };
 
 // Fills `state` from tokenizer.json text; errors name `state.source_name` and the field.

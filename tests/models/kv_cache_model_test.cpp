@@ -54,8 +54,10 @@ void expect_all_kinds_return_the_same_tensors(const std::string& preset, DType d
         expect_same(to_f32_vector(keys), to_f32_vector(reference_keys), what);
         expect_same(to_f32_vector(values), to_f32_vector(reference_values), what);
         EXPECT_EQ(values.dtype(), dtype);
+        // V reaches the cache as Candle's code of the family leaves it: a transposed view,
+        // which cat keeps strided, except in Qwen3, whose Candle code makes it contiguous.
         if (kinds[kind] == KvCacheKind::cat && step > 0) {
-          EXPECT_FALSE(values.is_contiguous()) << "layer " << layer;
+          EXPECT_EQ(values.is_contiguous(), preset == "tiny-qwen3") << "layer " << layer;
         }
       }
     }

@@ -108,6 +108,15 @@ TEST(GemmaTokenizer, CharactersMissingFromTheVocabularyBecomeByteTokens) {
   EXPECT_EQ(tokenizer.token_bytes(*tokenizer.token_to_id("\xE2\x96\x81the")), " the");
 }
 
+// tokenizer.json's post-processor names the token that Hugging Face's encode puts first by
+// default: Gemma's TemplateProcessing starts with <bos>; Qwen3's ByteLevel adds nothing.
+TEST(GemmaTokenizer, ThePostProcessorsLeadingTokenIsBos) {
+  EXPECT_EQ(family_tokenizer("gemma3").prefix_token_id(),
+            family_tokenizer("gemma3").token_to_id("<bos>"));
+  EXPECT_TRUE(family_tokenizer("gemma3").prefix_token_id().has_value());
+  EXPECT_FALSE(family_tokenizer("qwen3").prefix_token_id().has_value());
+}
+
 TEST(GemmaTokenizer, AppliesItsChatTemplateAsJinja2RendersIt) {
   Tokenizer tokenizer = Tokenizer::load(source_path("models/tokenizers/gemma3"));
   std::string prompt = tokenizer.apply_chat_template(

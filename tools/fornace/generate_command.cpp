@@ -241,6 +241,10 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
       text = tokenizer->apply_chat_template(messages, true);
     }
     prompt = tokenizer->encode(text);
+    // As Hugging Face's encode by default: the post-processor's leading token (Gemma's <bos>),
+    // unless a chat template already wrote it.
+    std::optional<uint32_t> prefix = tokenizer->prefix_token_id();
+    if (prefix && (prompt.empty() || prompt.front() != *prefix)) prompt.insert(prompt.begin(), *prefix);
   }
   if (prompt.empty()) fail("the prompt encodes to no tokens");
   for (uint32_t id : prompt) {
