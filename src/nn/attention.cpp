@@ -23,8 +23,9 @@ AttentionPath parse_attention_path(std::string_view name) {
 
 Tensor repeat_kv(const Tensor& x, int64_t repeats) {
   if (repeats == 1) return x;
-  // utils.rs repeat_kv: Tensor::cat(&vec![&xs; n_rep], 2)?.reshape((b, n_kv_head * n_rep, seq,
-  // head_dim)); Candle's reshape copies any non-contiguous input.
+  // candle-transformers/src/utils.rs (commit 14d4d92), fn repeat_kv:
+  //   Tensor::cat(&vec![&xs; n_rep], 2)?.reshape((b_sz, n_kv_head * n_rep, seq_len, head_dim))
+  // and candle-core's Tensor::reshape copies any non-contiguous input (copy_strided_src).
   std::vector<Tensor> copies(static_cast<size_t>(repeats), x);
   return reshape(cat(copies, 2), {x.dim(0), x.dim(1) * repeats, x.dim(2), x.dim(3)},
                  ReshapeViews::only_when_contiguous);
@@ -32,8 +33,9 @@ Tensor repeat_kv(const Tensor& x, int64_t repeats) {
 
 namespace {
 
-// qwen2.rs prepare_causal_attention_mask: 0 where query i (at position start + i) may see key
-// j, -inf after it, and with a window also before its last `window` positions; [1, 1, Sq, Skv].
+// qwen2.rs (commit 07c6edb) Model::prepare_causal_attention_mask: 0 where query i (at position
+// start + i) may see key j, -inf after it, and with a window also before its last `window`
+// positions; [1, 1, Sq, Skv].
 Tensor causal_mask(int64_t query_length, int64_t key_length, int64_t window) {
   int64_t start = key_length - query_length;
   std::vector<float> values(static_cast<size_t>(query_length * key_length), 0.0f);
@@ -57,7 +59,8 @@ Tensor candle_attention(const Tensor& query, const Tensor& key, const Tensor& va
   }
   memory::OpScope scope("attention");
   int64_t groups = query.dim(1) / key.dim(1);
-  // qwen2.rs Attention::forward, after the cache append:
+  // candle-transformers/src/models/qwen2.rs (commit 07c6edb), Attention::forward, after the
+  // cache append (the same steps in gemma3.rs and qwen3.rs; llama.rs converts K and V to f32):
   //   let key_states = repeat_kv(key_states, self.num_kv_groups)?.contiguous()?;
   //   let value_states = repeat_kv(value_states, self.num_kv_groups)?.contiguous()?;
   Tensor keys = contiguous(repeat_kv(key, groups));
