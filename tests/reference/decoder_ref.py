@@ -82,7 +82,6 @@ Semantics taken from transformers:
     before RoPE; scores scaled by head_dim^-0.5.
 """
 
-import argparse
 import json
 import math
 import os
@@ -91,7 +90,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from qwen2_ref import Checkpoint, parse_ids, save_npy_atomically, self_test  # noqa: E402
+from qwen2_ref import Checkpoint, run_command_line, self_test  # noqa: E402
 
 FAMILIES = ("llama", "qwen2", "qwen3", "gemma3_text")
 FULL = "full_attention"
@@ -520,47 +519,24 @@ def default_prompt(vocab):
     return [(37 * i + 11) % vocab for i in range(12)]
 
 
-def main(argv):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", required=True, help="checkpoint directory")
-    parser.add_argument("--prompt-ids", default="", help="comma-separated token ids")
-    parser.add_argument("--continuation-ids", default="", help="comma-separated token ids")
-    parser.add_argument("--out", help="write teacher-forced logits to this .npy")
-    parser.add_argument("--print-greedy", type=int, metavar="N", help="print N greedy ids")
-    parser.add_argument("--self-test", action="store_true")
-    args = parser.parse_args(argv)
+def describe_self_test(model, prompt):
+    a = model.arch
+    windows = sorted({w for w in a.windows if w is not None})
+    print(f"{a.family}: {a.layers} layers {' '.join(k[0] for k in a.layer_types)} "
+          f"(f = full, s = sliding), windows {windows}, prompt length {len(prompt)}, "
+          f"embedding scale {model.embedding_scale!r}")
 
+
+def load_reference(directory):
     try:
-        model = DecoderReference(args.model)
+        return DecoderReference(directory)
     except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    prompt = parse_ids(args.prompt_ids)
-    continuation = parse_ids(args.continuation_ids)
-    for token in prompt + continuation:
-        if not 0 <= token < model.vocab:
-            parser.error(f"token id {token} is outside the vocabulary [0, {model.vocab})")
+        raise ValueError(str(error)) from error
 
-    if args.self_test:
-        a = model.arch
-        prompt = prompt or default_prompt(model.vocab)
-        windows = sorted({w for w in a.windows if w is not None})
-        print(f"{a.family}: {a.layers} layers {' '.join(k[0] for k in a.layer_types)} "
-              f"(f = full, s = sliding), windows {windows}, prompt length {len(prompt)}, "
-              f"embedding scale {model.embedding_scale!r}")
-        problems = self_test(model, prompt)
-        for problem in problems:
-            print(f"error: {problem}", file=sys.stderr)
-        return 1 if problems else 0
-    if not prompt:
-        parser.error("--prompt-ids needs at least one id")
-    if args.out is None and args.print_greedy is None:
-        parser.error("nothing to do: give --out, --print-greedy or --self-test")
-    if args.print_greedy is not None:
-        print(json.dumps(model.greedy(prompt, args.print_greedy)))
-    if args.out:
-        save_npy_atomically(args.out, model.teacher_forced_logits(prompt, continuation))
-    return 0
+
+def main(argv):
+    return run_command_line(argv, __doc__.splitlines()[0], load_reference, default_prompt,
+                            describe_self_test)
 
 
 if __name__ == "__main__":

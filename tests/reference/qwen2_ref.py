@@ -293,8 +293,11 @@ def save_npy_atomically(path, array):
             os.unlink(temporary)
 
 
-def main(argv):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_command_line(argv, description, load, default_prompt, describe=None):
+    """The command line that qwen2_ref.py and decoder_ref.py share. `load(directory)` returns the
+    model or raises ValueError with a message; `describe(model, prompt)` prints a self-test's
+    header."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--model", required=True, help="checkpoint directory")
     parser.add_argument("--prompt-ids", default="", help="comma-separated token ids")
     parser.add_argument("--continuation-ids", default="", help="comma-separated token ids")
@@ -303,7 +306,11 @@ def main(argv):
     parser.add_argument("--self-test", action="store_true")
     args = parser.parse_args(argv)
 
-    model = Qwen2Reference(args.model)
+    try:
+        model = load(args.model)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     prompt = parse_ids(args.prompt_ids)
     continuation = parse_ids(args.continuation_ids)
     for token in prompt + continuation:
@@ -311,19 +318,27 @@ def main(argv):
             parser.error(f"token id {token} is outside the vocabulary [0, {model.vocab})")
 
     if args.self_test:
-        problems = self_test(model, prompt or [9707, 11, 1879, 0, 151644, 872, 198])
+        prompt = prompt or default_prompt(model.vocab)
+        if describe:
+            describe(model, prompt)
+        problems = self_test(model, prompt)
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
         return 1 if problems else 0
     if not prompt:
         parser.error("--prompt-ids needs at least one id")
+    if args.out is None and args.print_greedy is None:
+        parser.error("nothing to do: give --out, --print-greedy or --self-test")
     if args.print_greedy is not None:
         print(json.dumps(model.greedy(prompt, args.print_greedy)))
     if args.out:
         save_npy_atomically(args.out, model.teacher_forced_logits(prompt, continuation))
-    if args.out is None and args.print_greedy is None:
-        parser.error("nothing to do: give --out, --print-greedy or --self-test")
     return 0
+
+
+def main(argv):
+    return run_command_line(argv, __doc__.splitlines()[0], Qwen2Reference,
+                            lambda vocab: [9707, 11, 1879, 0, 151644, 872, 198])
 
 
 if __name__ == "__main__":
