@@ -1,0 +1,69 @@
+// Block-quantized weights (GGUF's Q4_0 ... Q6_K): row conversion, reference quantizers, and the
+// dot-product kernels and matrix products that decode and prefill run on the blocks as stored.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/block_type.h"
+#include "cpu/cpu_features.h"
+
+namespace fornace::cpu {
+
+// The most activation rows one dot_rows call takes.
+constexpr int64_t kQuantMaxColumns = 4;
+
+// What a weight type needs from the kernels. Rows hold `n` elements, a multiple of the block.
+struct BlockKernels {
+  // Widens one row to f32, exactly as the format defines its values.
+  void (*dequantize_row)(const void* blocks, float* out, int64_t n) = nullptr;
+  // Rounds one f32 row into blocks, as llama.cpp's reference quantizer does (for `fornace
+  // quantize` and tests); null for types Fornace only reads.
+  void (*quantize_row)(const float* in, void* blocks, int64_t n) = nullptr;
+
+  // Activations quantized to 8-bit blocks for integer dot products: the bytes a row of `n`
+  // takes, and the conversion. The layout is the kernels' own (not a file format).
+  size_t (*activation_row_bytes)(int64_t n) = nullptr;
+  void (*quantize_activations)(const float* in, void* out, int64_t n) = nullptr;
+
+  // out[c * out_stride + r] = dot(weight row r, activation row c) for r < rows, c < columns
+  // (columns <= kQuantMaxColumns). Weight rows are weight_row_bytes apart, activation rows
+  // (from quantize_activations) activation_row_bytes apart.
+  void (*dot_rows)(const void* weights, size_t weight_row_bytes, int64_t rows,
+                   const void* activations, size_t activation_row_bytes, int64_t columns,
+                   int64_t n, float* out, int64_t out_stride) = nullptr;
+  // The same with f32 activations (rows `activation_stride` floats apart): the weights are
+  // widened in registers and multiplied in f32, with no rounding of the activations.
+  void (*dot_rows_f32)(const void* weights, size_t weight_row_bytes, int64_t rows,
+                       const float* activations, int64_t activation_stride, int64_t columns,
+                       int64_t n, float* out, int64_t out_stride) = nullptr;
+};
+
+// The kernels of `type` for `isa` (the active ISA by default). Throws Error for a type without
+// kernels (q8_k, or plain floats, which run through cpu/gemm.h).
+const BlockKernels& block_kernels(BlockType type, Isa isa);
+const BlockKernels& block_kernels(BlockType type);
+
+// output[m][r] = sum_k input[m][k] * W[r][k] + bias[r] for a block-quantized W [outputs, depth].
+struct QuantizedLinearProblem {
+  const float* input = nullptr;
+  int64_t input_stride = 0;
+  int64_t rows = 0;     // M: tokens
+  int64_t depth = 0;    // K
+  int64_t outputs = 0;  // N
+  const void* weight = nullptr;
+  BlockType weight_type = BlockType::q8_0;
+  size_t weight_row_bytes = 0;
+  const float* bias = nullptr;
+  float* output = nullptr;
+  int64_t output_stride = 0;
+  // true: activations rounded to 8-bit blocks and integer dot products (the fast path);
+  // false: f32 activations against weights widened in registers.
+  bool quantize_input = true;
+};
+
+// Runs the problem on the global thread pool: the input is quantized once, then weight rows are
+// split across threads, each block of rows reused from cache for every group of input rows.
+void quantized_linear(const QuantizedLinearProblem& problem);
+
+}  // namespace fornace::cpu
