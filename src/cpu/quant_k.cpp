@@ -1,0 +1,8 @@
+// Placeholder table until the kernels land.
+#include "cpu/quant_internal.h"
+
+namespace fornace::cpu {
+
+const BlockKernels* k_block_kernels(BlockType, Isa) { return nullptr; }
+
+}  // namespace fornace::cpu
