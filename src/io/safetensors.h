@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "io/weight_source.h"
 
 namespace fornace {
 
@@ -60,11 +61,13 @@ class SafetensorsFile {
 
 // The weights of a checkpoint directory: model.safetensors, or the shards listed by
 // model.safetensors.index.json.
-class Checkpoint {
+class Checkpoint : public WeightSource {
  public:
   static Checkpoint open_directory(const std::string& directory);
 
-  bool contains(const std::string& name) const;
+  const std::string& origin() const override { return directory_; }
+  bool contains(const std::string& name) const override;
+  StoredWeight weight(const std::string& name) const override { return {tensor(name), {}}; }
   // Throws Error naming the directory and the tensor when it is missing.
   Tensor tensor(const std::string& name) const;
   std::vector<std::string> names() const;

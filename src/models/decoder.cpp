@@ -10,15 +10,16 @@ void DecoderModel::load_ends(const WeightReader& weights, RmsNorm final_norm,
                              double embedding_scale) {
   memory::OpScope scope("load_weights");
   const int64_t hidden = config_.hidden_size;
-  Tensor table = weights.tensor("model.embed_tokens.weight", {config_.vocab_size, hidden});
-  weight_dtype_ = table.dtype();
-  embedding_ = Embedding(table);
+  embedding_ = weights.embedding("model.embed_tokens.weight", config_.vocab_size, hidden);
+  // A quantized model computes in f32 and keeps its KV cache in bf16.
+  const bool quantized = embedding_.quantized_table().has_value();
+  weight_dtype_ = quantized ? DType::f32 : embedding_.table().dtype();
+  kv_dtype_ = options_.kv_dtype.value_or(quantized ? DType::bf16 : weight_dtype_);
   embedding_scale_ = embedding_scale;
   final_norm_ = std::move(final_norm);
-  Tensor head = config_.tie_word_embeddings
-                    ? table
-                    : weights.tensor("lm_head.weight", {config_.vocab_size, hidden});
-  lm_head_ = Linear(head, std::nullopt);
+  lm_head_ = config_.tie_word_embeddings
+                 ? weights.linear_of(embedding_)
+                 : weights.linear("lm_head", config_.vocab_size, hidden, false);
   step_buffers_.reserve(Slot::hidden, {1, 1, hidden});
   step_buffers_.reserve(Slot::normed, {1, 1, hidden});
   step_buffers_.reserve(Slot::logits, {1, 1, config_.vocab_size});
@@ -37,7 +38,7 @@ AttentionShape DecoderModel::attention_shape(double scale, int64_t window) const
   shape.scale = scale;
   shape.window = window;
   shape.path = options_.attention;
-  shape.kv_dtype = weight_dtype_;
+  shape.kv_dtype = kv_dtype_;
   return shape;
 }
 

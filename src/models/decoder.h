@@ -17,7 +17,7 @@ class DecoderModel : public Model {
   const ModelConfig& config() const override { return config_; }
   DType weight_dtype() const override { return weight_dtype_; }
   DType activation_dtype() const override { return DType::f32; }
-  DType kv_dtype() const override { return weight_dtype_; }
+  DType kv_dtype() const override { return kv_dtype_; }
   // In a decode step the returned logits live in a buffer that the next forward overwrites.
   Tensor forward(const Tensor& ids, KvCacheSet& cache, Logits wanted) override;
 
@@ -43,6 +43,7 @@ class DecoderModel : public Model {
 
  private:
   DType weight_dtype_ = DType::bf16;
+  DType kv_dtype_ = DType::bf16;
   Embedding embedding_;
   double embedding_scale_ = 0;
   RmsNorm final_norm_;

@@ -45,14 +45,13 @@ struct Gemma3Layer {
 
 class Gemma3Model : public DecoderModel {
  public:
-  Gemma3Model(const ModelConfig& config, const Checkpoint& checkpoint, const ModelOptions& options)
+  Gemma3Model(const ModelConfig& config, const WeightSource& source, const ModelOptions& options)
       : DecoderModel(config, options) {
-    WeightReader weights(checkpoint, options.dtype);
+    WeightReader weights(source, options.dtype, options.quantize_activations);
     const int64_t hidden = config.hidden_size;
     const int64_t head_dim = config.head_dim();
     const double eps = config.rms_norm_eps;
-    DType embedding_dtype = options.dtype.value_or(
-        checkpoint.tensor("model.embed_tokens.weight").dtype());
+    DType embedding_dtype = options.dtype.value_or(weights.stored_dtype("model.embed_tokens.weight"));
     load_ends(weights, gemma_norm(weights, "model.norm.weight", hidden, eps),
               embedding_scale(hidden, embedding_dtype));
     auto local_rotary = std::make_shared<RotaryEmbedding>(
@@ -109,9 +108,9 @@ class Gemma3Model : public DecoderModel {
 
 }  // namespace
 
-std::unique_ptr<Model> load_gemma3(const ModelConfig& config, const Checkpoint& checkpoint,
+std::unique_ptr<Model> load_gemma3(const ModelConfig& config, const WeightSource& source,
                                    const ModelOptions& options) {
-  return std::make_unique<Gemma3Model>(config, checkpoint, options);
+  return std::make_unique<Gemma3Model>(config, source, options);
 }
 
 }  // namespace fornace

@@ -24,10 +24,10 @@ struct LlamaLayer {
 
 class LlamaModel : public DecoderModel {
  public:
-  LlamaModel(const ModelConfig& config, const Checkpoint& checkpoint, const ModelOptions& options,
+  LlamaModel(const ModelConfig& config, const WeightSource& source, const ModelOptions& options,
              LlamaVariant variant)
       : DecoderModel(config, options) {
-    WeightReader weights(checkpoint, options.dtype);
+    WeightReader weights(source, options.dtype, options.quantize_activations);
     const int64_t hidden = config.hidden_size;
     const int64_t head_dim = config.head_dim();
     const double eps = config.rms_norm_eps;
@@ -79,14 +79,14 @@ class LlamaModel : public DecoderModel {
 
 }  // namespace
 
-std::unique_ptr<Model> load_llama_variant(const ModelConfig& config, const Checkpoint& checkpoint,
+std::unique_ptr<Model> load_llama_variant(const ModelConfig& config, const WeightSource& source,
                                           const ModelOptions& options, LlamaVariant variant) {
-  return std::make_unique<LlamaModel>(config, checkpoint, options, variant);
+  return std::make_unique<LlamaModel>(config, source, options, variant);
 }
 
-std::unique_ptr<Model> load_llama(const ModelConfig& config, const Checkpoint& checkpoint,
+std::unique_ptr<Model> load_llama(const ModelConfig& config, const WeightSource& source,
                                   const ModelOptions& options) {
-  return load_llama_variant(config, checkpoint, options, {.candle_f32_operands = true});
+  return load_llama_variant(config, source, options, {.candle_f32_operands = true});
 }
 
 }  // namespace fornace

@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "io/safetensors.h"
+#include "io/weight_source.h"
 #include "models/model.h"
 
 namespace fornace {
@@ -17,7 +17,7 @@ struct LlamaVariant {
   bool contiguous_value = false;     // Candle's qwen3.rs makes V contiguous before its cache.
 };
 
-std::unique_ptr<Model> load_llama_variant(const ModelConfig& config, const Checkpoint& checkpoint,
+std::unique_ptr<Model> load_llama_variant(const ModelConfig& config, const WeightSource& source,
                                           const ModelOptions& options, LlamaVariant variant);
 
 }  // namespace fornace

@@ -39,6 +39,11 @@ class Model {
 struct ModelOptions {
   std::optional<DType> dtype;  // Weights in this dtype (converted at load); default: as stored.
   AttentionPath attention = AttentionPath::fused;
+  // Quantized weights: round activations to 8-bit blocks for integer dot products (true), or
+  // keep them f32 against weights widened in registers.
+  bool quantize_activations = true;
+  // The KV cache's dtype; default: the weights' float dtype (bf16 for quantized weights).
+  std::optional<DType> kv_dtype;
 };
 
 // Loads the checkpoint in `directory`; the architecture comes from config.json's model_type.

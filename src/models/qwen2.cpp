@@ -5,9 +5,9 @@
 
 namespace fornace {
 
-std::unique_ptr<Model> load_qwen2(const ModelConfig& config, const Checkpoint& checkpoint,
+std::unique_ptr<Model> load_qwen2(const ModelConfig& config, const WeightSource& source,
                                   const ModelOptions& options) {
-  return load_llama_variant(config, checkpoint, options, {.output_bias = false});
+  return load_llama_variant(config, source, options, {.output_bias = false});
 }
 
 }  // namespace fornace

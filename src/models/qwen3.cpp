@@ -6,9 +6,9 @@
 
 namespace fornace {
 
-std::unique_ptr<Model> load_qwen3(const ModelConfig& config, const Checkpoint& checkpoint,
+std::unique_ptr<Model> load_qwen3(const ModelConfig& config, const WeightSource& source,
                                   const ModelOptions& options) {
-  return load_llama_variant(config, checkpoint, options,
+  return load_llama_variant(config, source, options,
                             {.query_key_norms = true, .contiguous_value = true});
 }
 

@@ -9,7 +9,7 @@
 namespace fornace {
 namespace {
 
-using Loader = std::function<std::unique_ptr<Model>(const ModelConfig&, const Checkpoint&,
+using Loader = std::function<std::unique_ptr<Model>(const ModelConfig&, const WeightSource&,
                                                     const ModelOptions&)>;
 
 struct Architecture {

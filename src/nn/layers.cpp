@@ -10,22 +10,43 @@
 #include "cpu/thread_pool.h"
 #include "ops/copy.h"
 #include "ops/math.h"
+#include "ops/quantized.h"
 
 namespace fornace {
 
 Tensor Embedding::forward(const Tensor& ids, DType dtype) const {
   memory::OpScope scope("embedding");
+  if (quantized_) {
+    Tensor rows = Tensor::empty({ids.dim(0), ids.dim(1), quantized_->columns}, DType::f32);
+    quantized_rows_into(rows, *quantized_, ids);
+    return to_dtype(rows, dtype);
+  }
   return to_dtype(index_select(table_, ids), dtype);
 }
 
 void Embedding::forward_into(const Tensor& output, const Tensor& ids) const {
-  index_select_into(output, table_, ids);
+  if (quantized_) {
+    quantized_rows_into(output, *quantized_, ids);
+  } else {
+    index_select_into(output, table_, ids);
+  }
 }
 
-Tensor Linear::forward(const Tensor& input) const { return linear(input, weight_, bias_); }
+Tensor Linear::forward(const Tensor& input) const {
+  if (!quantized_) return linear(input, weight_, bias_);
+  Dims shape = input.shape();
+  shape[shape.size() - 1] = quantized_->rows;
+  Tensor output = Tensor::empty(shape, DType::f32);
+  quantized_linear_into(output, to_dtype(input, DType::f32), *quantized_, bias_, quantize_input_);
+  return input.dtype() == DType::f32 ? output : to_dtype(output, input.dtype());
+}
 
 void Linear::forward_into(const Tensor& output, const Tensor& input) const {
-  linear_into(output, input, weight_, bias_);
+  if (quantized_) {
+    quantized_linear_into(output, input, *quantized_, bias_, quantize_input_);
+  } else {
+    linear_into(output, input, weight_, bias_);
+  }
 }
 
 void forward_together(const Tensor& input,
@@ -35,6 +56,10 @@ void forward_together(const Tensor& input,
   std::array<LinearLayerInto, kMaxLayers> targets;
   size_t count = 0;
   for (const auto& [layer, output] : layers) {
+    if (layer->quantized_weight()) {  // Quantized layers run one by one.
+      for (const auto& [each, each_output] : layers) each->forward_into(*each_output, input);
+      return;
+    }
     targets[count++] = LinearLayerInto{output, &layer->weight(), &layer->bias()};
   }
   linear_group_into(input, std::span<const LinearLayerInto>(targets.data(), count));

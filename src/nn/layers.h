@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "core/quantized_matrix.h"
 #include "core/tensor.h"
 #include "io/config.h"
 
@@ -16,28 +17,41 @@ class Embedding {
  public:
   Embedding() = default;
   explicit Embedding(Tensor table) : table_(std::move(table)) {}
+  // A block-quantized table: rows are widened to f32 as they are looked up.
+  explicit Embedding(QuantizedMatrix table) : quantized_(std::move(table)) {}
   // ids [B, S] (u32) -> [B, S, hidden] in `dtype`.
   Tensor forward(const Tensor& ids, DType dtype) const;
-  // The same into `output` [B, S, hidden], converted to its dtype.
+  // The same into `output` [B, S, hidden], converted to its dtype (f32 for a quantized table).
   void forward_into(const Tensor& output, const Tensor& ids) const;
   const Tensor& table() const { return table_; }
+  const std::optional<QuantizedMatrix>& quantized_table() const { return quantized_; }
 
  private:
   Tensor table_;
+  std::optional<QuantizedMatrix> quantized_;
 };
 
 class Linear {
  public:
   Linear() = default;
   Linear(Tensor weight, std::optional<Tensor> bias) : weight_(std::move(weight)), bias_(std::move(bias)) {}
+  // Block-quantized weights, used as stored; `quantize_input` rounds the input to 8-bit blocks
+  // for integer dot products (see ops/quantized.h).
+  Linear(QuantizedMatrix weight, std::optional<Tensor> bias, bool quantize_input)
+      : quantized_(std::move(weight)), bias_(std::move(bias)), quantize_input_(quantize_input) {}
   Tensor forward(const Tensor& input) const;
   void forward_into(const Tensor& output, const Tensor& input) const;
+  int64_t outputs() const { return quantized_ ? quantized_->rows : weight_.dim(0); }
+  // The float weight [out, in]; undefined when the weights are quantized.
   const Tensor& weight() const { return weight_; }
+  const std::optional<QuantizedMatrix>& quantized_weight() const { return quantized_; }
   const std::optional<Tensor>& bias() const { return bias_; }
 
  private:
   Tensor weight_;  // [out, in]
+  std::optional<QuantizedMatrix> quantized_;
   std::optional<Tensor> bias_;
+  bool quantize_input_ = true;
 };
 
 // Runs Linear layers that share `input` at once, each into its output (Q, K and V; gate and up):

@@ -11,20 +11,20 @@ GatedMlp GatedMlp::read(const WeightReader& weights, const std::string& prefix, 
 }
 
 void GatedMlp::reserve(StepBuffers& buffers) const {
-  int64_t intermediate = gate_.weight().dim(0);
+  int64_t intermediate = gate_.outputs();
   buffers.reserve(Slot::gate, {1, 1, intermediate});
   buffers.reserve(Slot::up, {1, 1, intermediate});
-  buffers.reserve(Slot::projected, {1, 1, down_.weight().dim(0)});
+  buffers.reserve(Slot::projected, {1, 1, down_.outputs()});
 }
 
 Tensor GatedMlp::forward(const Tensor& input, Activations& activations) const {
-  Dims shape{1, input.dim(1), gate_.weight().dim(0)};
+  Dims shape{1, input.dim(1), gate_.outputs()};
   Tensor gate = activations.get(Slot::gate, shape, "linear");
   Tensor up = activations.get(Slot::up, shape, "linear");
   forward_together(input, {{&gate_, &gate}, {&up_, &up}});
   gated_activation_into(gate, gate, up, activation_);
   Tensor output =
-      activations.get(Slot::projected, {1, input.dim(1), down_.weight().dim(0)}, "linear");
+      activations.get(Slot::projected, {1, input.dim(1), down_.outputs()}, "linear");
   down_.forward_into(output, gate);
   return output;
 }

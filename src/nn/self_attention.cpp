@@ -46,7 +46,7 @@ void SelfAttention::reserve(StepBuffers& buffers) const {
   buffers.reserve(Slot::query_rotated, {1, shape_.query_heads, 1, shape_.head_dim});
   buffers.reserve(Slot::key_rotated, {1, shape_.kv_heads, 1, shape_.head_dim}, shape_.kv_dtype);
   buffers.reserve(Slot::attended, {1, shape_.query_heads, 1, shape_.head_dim});
-  buffers.reserve(Slot::projected, {1, 1, output_.weight().dim(0)});
+  buffers.reserve(Slot::projected, {1, 1, output_.outputs()});
 }
 
 Tensor SelfAttention::forward(const Tensor& input, KvCache& cache, int64_t start,
@@ -111,7 +111,7 @@ Tensor SelfAttention::forward(const Tensor& input, KvCache& cache, int64_t start
     // [1, H, S, D] -> [1, S, H * D]: a view for one token, a copy for a prompt.
     merged = reshape(attended.transpose(1, 2), {1, length, -1});
   }
-  Tensor output = activations.get(Slot::projected, {1, length, output_.weight().dim(0)}, "linear");
+  Tensor output = activations.get(Slot::projected, {1, length, output_.outputs()}, "linear");
   output_.forward_into(output, merged);
   return output;
 }

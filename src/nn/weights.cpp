@@ -3,27 +3,65 @@
 
 #include "core/error.h"
 #include "ops/copy.h"
+#include "ops/quantized.h"
 
 namespace fornace {
 
-Tensor WeightReader::tensor(const std::string& name, const Dims& shape) const {
-  Tensor tensor = checkpoint_.tensor(name);
+StoredWeight WeightReader::checked(const std::string& name, const Dims& shape) const {
+  StoredWeight stored = source_.weight(name);
+  if (stored.quantized) {
+    const QuantizedMatrix& matrix = *stored.quantized;
+    Dims stored_shape{matrix.rows, matrix.columns};
+    if (!(stored_shape == shape)) {
+      fail(source_.origin(), ": tensor ", name, " has shape ", stored_shape.to_string(),
+           " but the config needs ", shape.to_string());
+    }
+    if (!dtype_) return stored;
+    return {dequantize(matrix, *dtype_), {}};
+  }
+  const Tensor& tensor = stored.tensor;
   if (!(tensor.shape() == shape)) {
-    fail(checkpoint_.directory(), ": tensor ", name, " has shape ", tensor.shape().to_string(),
+    fail(source_.origin(), ": tensor ", name, " has shape ", tensor.shape().to_string(),
          " but the config needs ", shape.to_string());
   }
   if (!is_float(tensor.dtype())) {
-    fail(checkpoint_.directory(), ": tensor ", name, " has dtype ", dtype_name(tensor.dtype()));
+    fail(source_.origin(), ": tensor ", name, " has dtype ", dtype_name(tensor.dtype()));
   }
-  if (dtype_ && tensor.dtype() != *dtype_) return to_dtype(tensor, *dtype_);
-  return tensor;
+  if (dtype_ && tensor.dtype() != *dtype_) return {to_dtype(tensor, *dtype_), {}};
+  return stored;
+}
+
+DType WeightReader::stored_dtype(const std::string& name) const {
+  StoredWeight stored = source_.weight(name);
+  return stored.quantized ? DType::f32 : stored.tensor.dtype();
+}
+
+Tensor WeightReader::tensor(const std::string& name, const Dims& shape) const {
+  StoredWeight stored = checked(name, shape);
+  if (stored.quantized) return dequantize(*stored.quantized, DType::f32);
+  return stored.tensor;
 }
 
 Linear WeightReader::linear(const std::string& name, int64_t outputs, int64_t inputs,
                             bool bias) const {
   std::optional<Tensor> bias_values;
   if (bias) bias_values = to_dtype(tensor(name + ".bias", {outputs}), DType::f32);
-  return Linear(tensor(name + ".weight", {outputs, inputs}), bias_values);
+  StoredWeight weight = checked(name + ".weight", {outputs, inputs});
+  if (weight.quantized) return Linear(*weight.quantized, bias_values, quantize_input_);
+  return Linear(weight.tensor, bias_values);
+}
+
+Embedding WeightReader::embedding(const std::string& name, int64_t rows, int64_t width) const {
+  StoredWeight table = checked(name, {rows, width});
+  if (table.quantized) return Embedding(*table.quantized);
+  return Embedding(table.tensor);
+}
+
+Linear WeightReader::linear_of(const Embedding& embedding) const {
+  if (embedding.quantized_table()) {
+    return Linear(*embedding.quantized_table(), std::nullopt, quantize_input_);
+  }
+  return Linear(embedding.table(), std::nullopt);
 }
 
 RmsNorm WeightReader::rms_norm(const std::string& name, int64_t size, double eps) const {

@@ -1,33 +1,46 @@
-// Reads a model's tensors from its checkpoint: checked against the shapes its config implies and
-// converted to the dtype the user asked for.
+// Reads a model's tensors from its checkpoint or GGUF file: checked against the shapes its config
+// implies and converted to the dtype the user asked for; quantized blocks are kept as stored.
 #pragma once
 
 #include <optional>
 #include <string>
 
-#include "io/safetensors.h"
+#include "io/weight_source.h"
 #include "nn/layers.h"
 
 namespace fornace {
 
 class WeightReader {
  public:
-  WeightReader(const Checkpoint& checkpoint, std::optional<DType> dtype)
-      : checkpoint_(checkpoint), dtype_(dtype) {}
+  // `dtype`: convert every weight to it (quantized ones are widened); none keeps them as stored.
+  // `quantize_input`: quantized linear layers round their input to 8-bit blocks.
+  WeightReader(const WeightSource& source, std::optional<DType> dtype, bool quantize_input = true)
+      : source_(source), dtype_(dtype), quantize_input_(quantize_input) {}
 
   // Throws Error naming the checkpoint and the tensor when it is missing, has another shape
-  // than `shape`, or is not a float tensor.
+  // than `shape`, or is not a float tensor. A quantized tensor is widened (to f32 by default).
   Tensor tensor(const std::string& name, const Dims& shape) const;
-  bool contains(const std::string& name) const { return checkpoint_.contains(name); }
+  bool contains(const std::string& name) const { return source_.contains(name); }
+  // The dtype a weight computes in as stored: its own, or f32 for quantized blocks.
+  DType stored_dtype(const std::string& name) const;
   // <name>.weight [outputs, inputs] and, with `bias`, <name>.bias [outputs], widened to f32 once
-  // here rather than at every forward pass.
+  // here rather than at every forward pass. Quantized weights stay quantized unless a dtype
+  // was asked for.
   Linear linear(const std::string& name, int64_t outputs, int64_t inputs, bool bias) const;
+  // A token embedding table [rows, width], quantized or float as linear() keeps weights.
+  Embedding embedding(const std::string& name, int64_t rows, int64_t width) const;
+  // The same weight as the lm_head (a tied embedding).
+  Linear linear_of(const Embedding& embedding) const;
   // <name> [size] as an RMSNorm weight.
   RmsNorm rms_norm(const std::string& name, int64_t size, double eps) const;
 
  private:
-  const Checkpoint& checkpoint_;
+  // The stored weight, its shape checked; quantized only when it stays so.
+  StoredWeight checked(const std::string& name, const Dims& shape) const;
+
+  const WeightSource& source_;
   std::optional<DType> dtype_;
+  bool quantize_input_ = true;
 };
 
 }  // namespace fornace

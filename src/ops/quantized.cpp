@@ -1,0 +1,84 @@
+// Block-quantized linear layers, embedding rows and widening, on the block kernels.
+#include "ops/quantized.h"
+
+#include <vector>
+
+#include "core/error.h"
+#include "core/memory.h"
+#include "cpu/quant.h"
+#include "cpu/thread_pool.h"
+#include "ops/copy.h"
+#include "ops/math.h"
+
+namespace fornace {
+namespace {
+
+void dequantize_row(const QuantizedMatrix& matrix, int64_t row, float* out) {
+  cpu::block_kernels(matrix.type).dequantize_row(matrix.row(row), out, matrix.columns);
+}
+
+}  // namespace
+
+void quantized_linear_into(const Tensor& output, const Tensor& input, const QuantizedMatrix& weight,
+                           const std::optional<Tensor>& bias, bool quantize_input) {
+  if (input.dtype() != DType::f32 || input.rank() < 1 || input.dim(-1) != weight.columns) {
+    fail("quantized_linear_into: input ", input.describe(), " must be f32 [..., ",
+         weight.columns, "] for ", block_format(weight.type).name, " weight [", weight.rows, ", ",
+         weight.columns, "]");
+  }
+  if (bias && (bias->dtype() != DType::f32 || bias->rank() != 1 || bias->dim(0) != weight.rows ||
+               !bias->is_contiguous())) {
+    fail("quantized_linear_into: bias ", bias->describe(), " must be contiguous f32 [",
+         weight.rows, "]");
+  }
+  Dims output_shape = input.shape();
+  output_shape[output_shape.size() - 1] = weight.rows;
+  require_output(output, output_shape, DType::f32, "quantized_linear_into");
+  memory::OpScope scope("linear");
+  Tensor rows = contiguous(input);
+  cpu::QuantizedLinearProblem problem;
+  problem.input = rows.data<float>();
+  problem.input_stride = weight.columns;
+  problem.rows = rows.numel() / weight.columns;
+  problem.depth = weight.columns;
+  problem.outputs = weight.rows;
+  problem.weight = weight.data;
+  problem.weight_type = weight.type;
+  problem.weight_row_bytes = weight.row_bytes;
+  problem.bias = bias ? bias->data<float>() : nullptr;
+  problem.output = output.data<float>();
+  problem.output_stride = weight.rows;
+  problem.quantize_input = quantize_input;
+  cpu::quantized_linear(problem);
+}
+
+void quantized_rows_into(const Tensor& output, const QuantizedMatrix& table, const Tensor& ids) {
+  if (ids.dtype() != DType::u32 || ids.rank() != 2) {
+    fail("quantized_rows_into: ids ", ids.describe(), " must be u32 [B, S]");
+  }
+  require_output(output, {ids.dim(0), ids.dim(1), table.columns}, DType::f32,
+                 "quantized_rows_into");
+  memory::OpScope scope("index_select");
+  Tensor flat_ids = contiguous(ids);
+  const uint32_t* id_data = flat_ids.data<uint32_t>();
+  float* out = output.data<float>();
+  for (int64_t index = 0; index < flat_ids.numel(); ++index) {
+    if (id_data[index] >= static_cast<uint64_t>(table.rows)) {
+      fail("quantized_rows_into: id ", id_data[index], " is past the table's ", table.rows,
+           " rows");
+    }
+    dequantize_row(table, id_data[index], out + index * table.columns);
+  }
+}
+
+Tensor dequantize(const QuantizedMatrix& matrix, DType dtype) {
+  memory::OpScope scope("dequantize");
+  Tensor widened = Tensor::empty({matrix.rows, matrix.columns}, DType::f32);
+  float* out = widened.data<float>();
+  ThreadPool::global().run(matrix.rows, 64, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) dequantize_row(matrix, row, out + row * matrix.columns);
+  });
+  return dtype == DType::f32 ? widened : to_dtype(widened, dtype);
+}
+
+}  // namespace fornace
