@@ -44,6 +44,9 @@ struct ModelConfig {
   std::vector<bool> sliding_layers;  // Per layer: a sliding-window (local) layer. Empty: none.
   double rope_local_base_freq = 10000.0;
   double final_logit_softcapping = 0;  // 0: none
+  // GGUF's rope_freqs tensor (llama.cpp's form of llama3 scaling): each inverse frequency is
+  // divided by its entry. Empty: none.
+  std::vector<double> rope_frequency_divisors;
 
   int64_t head_dim() const {
     return explicit_head_dim ? explicit_head_dim : hidden_size / num_attention_heads;

@@ -33,7 +33,8 @@ class LlamaModel : public DecoderModel {
     const double eps = config.rms_norm_eps;
     load_ends(weights, weights.rms_norm("model.norm.weight", hidden, eps));
     auto rotary = std::make_shared<RotaryEmbedding>(
-        rope_inverse_frequencies(head_dim, config.rope_theta, config.rope_scaling),
+        rope_inverse_frequencies(head_dim, config.rope_theta, config.rope_scaling,
+                                 config.rope_frequency_divisors),
         config.max_position_embeddings);
     AttentionShape shape = attention_shape(1.0 / std::sqrt(static_cast<double>(head_dim)));
     shape.candle_f32_operands = variant.candle_f32_operands;

@@ -46,8 +46,11 @@ struct ModelOptions {
   std::optional<DType> kv_dtype;
 };
 
-// Loads the checkpoint in `directory`; the architecture comes from config.json's model_type.
+// Loads the checkpoint in `directory` (the architecture from config.json's model_type), or the
+// GGUF file at that path (the architecture from general.architecture).
 std::unique_ptr<Model> load_model(const std::string& directory, const ModelOptions& options = {});
+// Whether `path` names a file (a GGUF model) rather than a checkpoint directory.
+bool is_gguf_path(const std::string& path);
 std::vector<std::string> supported_model_types();
 
 }  // namespace fornace

@@ -1,10 +1,12 @@
 // The model registry: model_type -> loader. A new architecture adds one file and one line here.
+#include <filesystem>
 #include <functional>
 
 #include "core/error.h"
 #include "io/safetensors.h"
 #include "models/model.h"
 #include "models/architectures.h"
+#include "models/gguf_model.h"
 
 namespace fornace {
 namespace {
@@ -27,6 +29,19 @@ const std::vector<Architecture>& architectures() {
   return table;
 }
 
+const Architecture& architecture_of(const ModelConfig& config, const std::string& directory) {
+  for (const Architecture& architecture : architectures()) {
+    if (config.model_type == architecture.model_type) return architecture;
+  }
+  std::string supported;
+  for (const std::string& name : supported_model_types()) {
+    supported += (supported.empty() ? "" : ", ") + name;
+  }
+  fail(directory, "/config.json: unsupported model_type '", config.model_type,
+       "' (supported: ", supported, ")");
+}
+
+
 }  // namespace
 
 KvCacheShape Model::kv_cache_shape(int64_t max_length) const {
@@ -45,19 +60,22 @@ std::vector<std::string> supported_model_types() {
 }
 
 std::unique_ptr<Model> load_model(const std::string& directory, const ModelOptions& options) {
+  if (is_gguf_path(directory)) {
+    std::shared_ptr<const GgufFile> file = GgufFile::open(directory);
+    ModelConfig config = model_config_from_gguf(*file);
+    GgufWeights weights(file, config);
+    return architecture_of(config, directory).load(config, weights, options);
+  }
   ModelConfig config = load_model_config(directory);
-  for (const Architecture& architecture : architectures()) {
-    if (config.model_type == architecture.model_type) {
-      Checkpoint checkpoint = Checkpoint::open_directory(directory);
-      return architecture.load(config, checkpoint, options);
-    }
-  }
-  std::string supported;
-  for (const std::string& name : supported_model_types()) {
-    supported += (supported.empty() ? "" : ", ") + name;
-  }
-  fail(directory, "/config.json: unsupported model_type '", config.model_type,
-       "' (supported: ", supported, ")");
+  const Architecture& architecture = architecture_of(config, directory);
+  Checkpoint checkpoint = Checkpoint::open_directory(directory);
+  return architecture.load(config, checkpoint, options);
 }
+
+bool is_gguf_path(const std::string& path) {
+  std::error_code error;
+  return std::filesystem::is_regular_file(path, error);
+}
+
 
 }  // namespace fornace

@@ -72,11 +72,19 @@ void RmsNorm::forward_into(const Tensor& output, const Tensor& input) const {
 }
 
 std::vector<double> rope_inverse_frequencies(int64_t head_dim, double theta,
-                                             const std::optional<RopeScaling>& scaling) {
+                                             const std::optional<RopeScaling>& scaling,
+                                             const std::vector<double>& divisors) {
   if (head_dim % 2 != 0) fail("rotary embedding: head_dim ", head_dim, " is odd");
   std::vector<double> frequencies(head_dim / 2);
   for (size_t i = 0; i < frequencies.size(); ++i) {
     frequencies[i] = std::pow(theta, -2.0 * static_cast<double>(i) / head_dim);
+  }
+  if (!divisors.empty()) {
+    if (divisors.size() != frequencies.size()) {
+      fail("rotary embedding: ", divisors.size(), " frequency divisors for ", frequencies.size(),
+           " frequencies");
+    }
+    for (size_t i = 0; i < frequencies.size(); ++i) frequencies[i] /= divisors[i];
   }
   if (!scaling) return frequencies;
   if (scaling->type == "linear") {

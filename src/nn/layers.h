@@ -75,7 +75,8 @@ class RmsNorm {
 // the low frequencies by the factor and blends the band between (Llama 3.1/3.2), linear divides
 // them all (Gemma 3's global layers).
 std::vector<double> rope_inverse_frequencies(int64_t head_dim, double theta,
-                                             const std::optional<RopeScaling>& scaling = {});
+                                             const std::optional<RopeScaling>& scaling = {},
+                                             const std::vector<double>& divisors = {});
 
 // cos and sin of position * inverse frequency i for i < D/2, computed in double, stored as f32.
 class RotaryEmbedding {

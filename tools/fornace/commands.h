@@ -8,6 +8,7 @@ namespace fornace::tools {
 int generate_command(int argc, char** argv);  // fornace --model DIR --prompt ... (the default)
 int synth_command(int argc, char** argv);     // fornace synth --preset NAME --out DIR
 int tokenize_command(int argc, char** argv);  // fornace tokenize --model DIR [--decode]
+int quantize_command(int argc, char** argv);  // fornace quantize --type T --model P --out F
 
 // `fornace NAME ...` runs `run` with argv[0] == NAME; `fornace --help` lists the summaries.
 struct Subcommand {
@@ -19,6 +20,7 @@ struct Subcommand {
 inline constexpr Subcommand kSubcommands[] = {
     {"synth", "write a synthetic checkpoint (seeded random weights) from a preset", synth_command},
     {"tokenize", "encode JSON strings to ids, or decode ids, one per line", tokenize_command},
+    {"quantize", "write a GGUF file (bf16, q8_0, q4_0, q4_k_m, ...) from a model", quantize_command},
 };
 
 }  // namespace fornace::tools

@@ -206,7 +206,7 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
   set_num_threads(static_cast<int>(threads));
 
   namespace fs = std::filesystem;
-  if (!fs::is_directory(model_directory)) {
+  if (!fs::is_directory(model_directory) && !is_gguf_path(model_directory)) {
     fail("model directory ", model_directory,
          (fs::exists(model_directory) ? " is not a directory" : " does not exist"));
   }
