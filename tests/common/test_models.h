@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "models/gguf_export.h"
 #include "models/synthetic.h"
+#include "text/gguf_metadata.h"
 
 namespace fornace {
 
@@ -36,6 +38,23 @@ inline std::string synthetic_model_directory(const std::string& preset, DType dt
   ::flock(lock, LOCK_UN);
   ::close(lock);
   return directory;
+}
+
+// <build>/test-models/<preset>-<dtype>.<type>.gguf: the synthetic checkpoint written as a GGUF
+// file of `type` with its tokenizer, on first use.
+inline std::string synthetic_gguf_file(const std::string& preset, DType dtype, const std::string& type) {
+  std::string directory = synthetic_model_directory(preset, dtype);
+  std::string path = directory + "." + type + ".gguf";
+  int lock = ::open((directory + ".gguf.lock").c_str(), O_CREAT | O_RDWR, 0644);
+  ::flock(lock, LOCK_EX);
+  if (!std::filesystem::exists(path)) {
+    export_gguf(directory, path, *parse_gguf_file_type(type), [&](const ModelConfig& config) {
+      return gguf_tokenizer_metadata(directory, config.vocab_size);
+    });
+  }
+  ::flock(lock, LOCK_UN);
+  ::close(lock);
+  return path;
 }
 
 inline std::string tiny_model_directory(DType dtype) { return synthetic_model_directory("tiny", dtype); }

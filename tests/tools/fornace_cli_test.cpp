@@ -166,10 +166,26 @@ TEST_F(FornaceCli, NoArgumentsIsAUsageError) {
 TEST_F(FornaceCli, SubcommandsWithoutArgumentsAreUsageErrors) {
   expect_error(run_fornace("synth"), 2, "--preset is required");
   expect_error(run_fornace("tokenize"), 2, "--model is required");
+  expect_error(run_fornace("quantize"), 2, "--type is required");
+}
+
+TEST_F(FornaceCli, QuantizeRefusesAnUnknownTypeAndAMissingModel) {
+  expect_error(run_fornace("quantize --type q3_k --model x --out y.gguf"), 2,
+               "--type must be one of f32|bf16|q8_0|q4_0|q4_k_m|q5_k_m, got 'q3_k'");
+  std::string out = std::string(FORNACE_BINARY_DIR) + "/quantize-missing.gguf";
+  expect_error(run_fornace("quantize --type q8_0 --model /nonexistent/model --out " + out), 1,
+               "/nonexistent/model");
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST_F(FornaceCli, AGgufThatIsNotOneIsOneErrorLine) {
+  std::string path = std::string(FORNACE_BINARY_DIR) + "/not-a-model.gguf";
+  std::ofstream(path) << "GGUF but not really";
+  expect_error(run_fornace("--model " + path + " --prompt-ids 1,2"), 1, "not-a-model.gguf");
 }
 
 TEST_F(FornaceCli, HelpOfEachCommandGoesToStdoutWithExitCodeZero) {
-  for (const char* command : {"--help", "synth --help", "tokenize --help", "-h"}) {
+  for (const char* command : {"--help", "synth --help", "tokenize --help", "quantize --help", "-h"}) {
     Outcome outcome = run_fornace(command);
     EXPECT_EQ(outcome.exit_code, 0) << command;
     EXPECT_EQ(outcome.err, "") << command;
