@@ -60,6 +60,7 @@ GenerationResult Generator::generate(const std::vector<uint32_t>& prompt,
   cache_.clear();
   GenerationResult result;
   result.prompt = prompt;
+  result.weights_read_per_token = model_.weights_read_per_token();
   std::vector<uint32_t> history = prompt;
   std::vector<float> logits;
 

@@ -39,6 +39,8 @@ struct GenerationResult {
   std::vector<DecodeStep> steps;  // One per decode forward (the first token comes from prefill).
   std::vector<std::vector<float>> logits;
   bool stopped_at_eos = false;
+  // The model's weight bytes read per decode step, by storage format.
+  WeightTally weights_read_per_token;
 
   double prefill_tokens_per_second() const;
   double decode_tokens_per_second() const;

@@ -34,6 +34,12 @@ std::string format_trace(const GenerationResult& result) {
   text += line("trace: weights mapped %.1f MiB resident, %.0f%% in 2 MiB pages\n",
                mapped.resident / kMiB,
                mapped.resident ? 100.0 * mapped.huge_pages / mapped.resident : 0.0);
+  std::string formats;
+  for (const auto& [format, bytes] : result.weights_read_per_token.bytes) {
+    formats += line("%s%s %.1f", formats.empty() ? "" : ", ", format.c_str(), bytes / kMiB);
+  }
+  text += line("trace: weights read per decode step %.1f MiB (%s)\n",
+               result.weights_read_per_token.total() / kMiB, formats.c_str());
   text += line("trace: prefill copied %.2f MiB contiguous, %.2f MiB strided in runs of %.0f B\n",
                result.prefill_copied.contiguous / kMiB, result.prefill_copied.strided / kMiB,
                bytes_per_run(result.prefill_copied));
@@ -86,6 +92,7 @@ nlohmann::json trace_to_json(const GenerationResult& result) {
   }
   MappedBytes mapped = memory::mapped_bytes();
   return {{"phases", phases},
+          {"weights_read_per_token", result.weights_read_per_token.bytes},
           {"weights_mapped", {{"resident_bytes", mapped.resident},
                               {"huge_page_bytes", mapped.huge_pages}}},
           {"prefill_copied", {{"contiguous_bytes", result.prefill_copied.contiguous},

@@ -208,6 +208,8 @@ class GgufFile {
 
   // Keeps the mapping alive (for Storage::borrow of tensor data); null after parse().
   const std::shared_ptr<const void>& mapping() const { return mapping_; }
+  // The bytes of the whole file (mapped from mapping().get()).
+  size_t mapped_size() const { return file_size_; }
   // Throws Error naming the file when its size changed since it was opened (the mapping would
   // then run past the end of the file). Does nothing after parse().
   void check_unchanged() const;

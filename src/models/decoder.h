@@ -18,6 +18,7 @@ class DecoderModel : public Model {
   DType weight_dtype() const override { return weight_dtype_; }
   DType activation_dtype() const override { return DType::f32; }
   DType kv_dtype() const override { return kv_dtype_; }
+  const WeightTally& weights_read_per_token() const override { return weights_read_; }
   // In a decode step the returned logits live in a buffer that the next forward overwrites.
   Tensor forward(const Tensor& ids, KvCacheSet& cache, Logits wanted) override;
 
@@ -25,6 +26,11 @@ class DecoderModel : public Model {
   DecoderModel(const ModelConfig& config, const ModelOptions& options)
       : config_(config), options_(options) {}
 
+  // A reader of `source` with the options' dtype and activation rounding, counting into
+  // weights_read_per_token().
+  WeightReader weight_reader(const WeightSource& source) {
+    return WeightReader(source, options_.dtype, options_.quantize_activations, &weights_read_);
+  }
   // Reads model.embed_tokens.weight and the lm_head (the embedding when tied), takes the final
   // norm, and makes the buffers around the layers. `embedding_scale` multiplies the embedded
   // tokens (0: none).
@@ -44,6 +50,7 @@ class DecoderModel : public Model {
  private:
   DType weight_dtype_ = DType::bf16;
   DType kv_dtype_ = DType::bf16;
+  WeightTally weights_read_;
   Embedding embedding_;
   double embedding_scale_ = 0;
   RmsNorm final_norm_;

@@ -21,7 +21,7 @@ namespace {
 // Gemma's RMSNorm multiplies by (1 + w), computed in f32: kept as one f32 weight.
 RmsNorm gemma_norm(const WeightReader& weights, const std::string& name, int64_t size,
                    double eps) {
-  std::vector<float> values = to_f32_vector(weights.tensor(name, {size}));
+  std::vector<float> values = to_f32_vector(weights.norm_weight(name, size));
   for (float& value : values) value += 1.0f;
   return RmsNorm(from_vector(values, {size}), eps);
 }
@@ -47,7 +47,7 @@ class Gemma3Model : public DecoderModel {
  public:
   Gemma3Model(const ModelConfig& config, const WeightSource& source, const ModelOptions& options)
       : DecoderModel(config, options) {
-    WeightReader weights(source, options.dtype, options.quantize_activations);
+    WeightReader weights = weight_reader(source);
     const int64_t hidden = config.hidden_size;
     const int64_t head_dim = config.head_dim();
     const double eps = config.rms_norm_eps;

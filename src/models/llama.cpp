@@ -27,7 +27,7 @@ class LlamaModel : public DecoderModel {
   LlamaModel(const ModelConfig& config, const WeightSource& source, const ModelOptions& options,
              LlamaVariant variant)
       : DecoderModel(config, options) {
-    WeightReader weights(source, options.dtype, options.quantize_activations);
+    WeightReader weights = weight_reader(source);
     const int64_t hidden = config.hidden_size;
     const int64_t head_dim = config.head_dim();
     const double eps = config.rms_norm_eps;

@@ -10,6 +10,7 @@
 #include "io/config.h"
 #include "nn/attention.h"
 #include "nn/kv_cache.h"
+#include "nn/weights.h"
 
 namespace fornace {
 
@@ -27,6 +28,8 @@ class Model {
   // The dtype of the KV cache: the weights' dtype, as Candle keeps it (bf16 for a bf16
   // checkpoint), so K and V take half the memory and bandwidth of f32.
   virtual DType kv_dtype() const = 0;
+  // The weight bytes a decode step reads, by storage format.
+  virtual const WeightTally& weights_read_per_token() const = 0;
   // Runs `ids` [1, S] (u32) at the positions after what `cache` holds, appends their keys and
   // values to it, and returns f32 logits: [S, vocab] for Logits::all, [1, vocab] of the last
   // position for Logits::last, and an undefined tensor for Logits::none (a prompt chunk that is
@@ -51,6 +54,8 @@ struct ModelOptions {
 std::unique_ptr<Model> load_model(const std::string& directory, const ModelOptions& options = {});
 // Whether `path` names a file (a GGUF model) rather than a checkpoint directory.
 bool is_gguf_path(const std::string& path);
+// The config of the model at `path`: config.json of a directory, or a GGUF file's metadata.
+ModelConfig model_config_at(const std::string& path);
 std::vector<std::string> supported_model_types();
 
 }  // namespace fornace

@@ -72,6 +72,11 @@ std::unique_ptr<Model> load_model(const std::string& directory, const ModelOptio
   return architecture.load(config, checkpoint, options);
 }
 
+ModelConfig model_config_at(const std::string& path) {
+  if (is_gguf_path(path)) return model_config_from_gguf(*GgufFile::open(path));
+  return load_model_config(path);
+}
+
 bool is_gguf_path(const std::string& path) {
   std::error_code error;
   return std::filesystem::is_regular_file(path, error);

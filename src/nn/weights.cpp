@@ -7,6 +7,20 @@
 
 namespace fornace {
 
+int64_t WeightTally::total() const {
+  int64_t sum = 0;
+  for (const auto& [format, count] : bytes) sum += count;
+  return sum;
+}
+
+void WeightReader::count(const Tensor& tensor) const {
+  if (tally_) tally_->add(dtype_name(tensor.dtype()), tensor.numel() * tensor.element_size());
+}
+
+void WeightReader::count(const QuantizedMatrix& matrix) const {
+  if (tally_) tally_->add(block_format(matrix.type).name, static_cast<int64_t>(matrix.bytes()));
+}
+
 StoredWeight WeightReader::checked(const std::string& name, const Dims& shape) const {
   StoredWeight stored = source_.weight(name);
   if (stored.quantized) {
@@ -45,9 +59,16 @@ Tensor WeightReader::tensor(const std::string& name, const Dims& shape) const {
 Linear WeightReader::linear(const std::string& name, int64_t outputs, int64_t inputs,
                             bool bias) const {
   std::optional<Tensor> bias_values;
-  if (bias) bias_values = to_dtype(tensor(name + ".bias", {outputs}), DType::f32);
+  if (bias) {
+    bias_values = to_dtype(tensor(name + ".bias", {outputs}), DType::f32);
+    count(*bias_values);
+  }
   StoredWeight weight = checked(name + ".weight", {outputs, inputs});
-  if (weight.quantized) return Linear(*weight.quantized, bias_values, quantize_input_);
+  if (weight.quantized) {
+    count(*weight.quantized);
+    return Linear(*weight.quantized, bias_values, quantize_input_);
+  }
+  count(weight.tensor);
   return Linear(weight.tensor, bias_values);
 }
 
@@ -59,13 +80,21 @@ Embedding WeightReader::embedding(const std::string& name, int64_t rows, int64_t
 
 Linear WeightReader::linear_of(const Embedding& embedding) const {
   if (embedding.quantized_table()) {
+    count(*embedding.quantized_table());
     return Linear(*embedding.quantized_table(), std::nullopt, quantize_input_);
   }
+  count(embedding.table());
   return Linear(embedding.table(), std::nullopt);
 }
 
 RmsNorm WeightReader::rms_norm(const std::string& name, int64_t size, double eps) const {
-  return RmsNorm(tensor(name, {size}), eps);
+  return RmsNorm(norm_weight(name, size), eps);
+}
+
+Tensor WeightReader::norm_weight(const std::string& name, int64_t size) const {
+  Tensor weight = tensor(name, {size});
+  count(weight);
+  return weight;
 }
 
 }  // namespace fornace

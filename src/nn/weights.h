@@ -2,6 +2,7 @@
 // implies and converted to the dtype the user asked for; quantized blocks are kept as stored.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -10,12 +11,22 @@
 
 namespace fornace {
 
+// The bytes of weights a decode step reads, by storage format ("bf16", "Q4_K", ...).
+struct WeightTally {
+  std::map<std::string, int64_t> bytes;
+  void add(const std::string& format, int64_t count) { bytes[format] += count; }
+  int64_t total() const;
+};
+
 class WeightReader {
  public:
   // `dtype`: convert every weight to it (quantized ones are widened); none keeps them as stored.
   // `quantize_input`: quantized linear layers round their input to 8-bit blocks.
-  WeightReader(const WeightSource& source, std::optional<DType> dtype, bool quantize_input = true)
-      : source_(source), dtype_(dtype), quantize_input_(quantize_input) {}
+  // `tally`, when given, counts what each layer's forward pass reads: every linear and norm
+  // weight, and the embedding only when it is also the lm_head (otherwise decode reads a row).
+  WeightReader(const WeightSource& source, std::optional<DType> dtype, bool quantize_input = true,
+               WeightTally* tally = nullptr)
+      : source_(source), dtype_(dtype), quantize_input_(quantize_input), tally_(tally) {}
 
   // Throws Error naming the checkpoint and the tensor when it is missing, has another shape
   // than `shape`, or is not a float tensor. A quantized tensor is widened (to f32 by default).
@@ -31,16 +42,21 @@ class WeightReader {
   Embedding embedding(const std::string& name, int64_t rows, int64_t width) const;
   // The same weight as the lm_head (a tied embedding).
   Linear linear_of(const Embedding& embedding) const;
+  // <name> [size]: a norm's weight, counted as read per token.
+  Tensor norm_weight(const std::string& name, int64_t size) const;
   // <name> [size] as an RMSNorm weight.
   RmsNorm rms_norm(const std::string& name, int64_t size, double eps) const;
 
  private:
   // The stored weight, its shape checked; quantized only when it stays so.
   StoredWeight checked(const std::string& name, const Dims& shape) const;
+  void count(const Tensor& tensor) const;
+  void count(const QuantizedMatrix& matrix) const;
 
   const WeightSource& source_;
   std::optional<DType> dtype_;
   bool quantize_input_ = true;
+  WeightTally* tally_ = nullptr;
 };
 
 }  // namespace fornace

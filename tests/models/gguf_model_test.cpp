@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "common/relative_error.h"
 #include "common/test_models.h"
@@ -237,6 +238,44 @@ TEST(GgufQuantize, AFailedExportLeavesNoFile) {
       error_of([&] { export_gguf(missing_config.string(), target.string(), GgufFileType::q8_0); });
   EXPECT_NE(message.find("config.json"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(target));
+}
+
+// Decode reads every tensor once, the embedding only when it is also the lm_head: the sum over
+// the checkpoint's tensors, and over a GGUF file's (quantized bytes as stored).
+TEST(WeightsReadPerToken, EveryTensorOnceAndTheEmbeddingOnlyAsTheLmHead) {
+  for (const char* preset : {"tiny", "tiny-llama", "tiny-gemma3"}) {
+    ModelConfig config = synthetic_preset(preset);
+    for (bool tied : {true, false}) {
+      config.tie_word_embeddings = tied;
+      // Biases are widened to f32 at load, so a forward pass reads them in f32.
+      int64_t expected = 0;
+      std::vector<TensorSpec> specs = checkpoint_tensor_specs(config, DType::bf16);
+      for (const TensorSpec& spec : specs) {
+        if (spec.name == "model.embed_tokens.weight" && !tied) continue;
+        bool bias = spec.name.size() > 5 && spec.name.substr(spec.name.size() - 5) == ".bias";
+        expected += spec.shape.product() * (bias ? 4 : 2);
+      }
+      fs::path directory = fs::path(FORNACE_BINARY_DIR) / "test-models" /
+                           (std::string(preset) + (tied ? "-tied" : "-untied"));
+      fs::create_directories(directory);
+      std::ofstream(directory / "config.json") << model_config_to_json(config);
+      write_safetensors_streamed((directory / "model.safetensors").string(), specs,
+                                 [&](size_t index) { return synthetic_tensor(specs[index], 3); });
+      std::unique_ptr<Model> model = load_model(directory.string());
+      EXPECT_EQ(model->weights_read_per_token().total(), expected) << preset << " tied " << tied;
+
+      fs::path gguf = directory.string() + ".gguf";
+      export_gguf(directory.string(), gguf.string(), GgufFileType::bf16);
+      std::shared_ptr<GgufFile> file = GgufFile::open(gguf.string());
+      int64_t stored = 0;
+      for (const GgufTensorInfo& info : file->tensors()) {
+        if ((info.name == "token_embd.weight" && !tied) || info.name == "rope_freqs.weight") continue;
+        stored += static_cast<int64_t>(info.bytes);
+      }
+      std::unique_ptr<Model> from_gguf = load_model(gguf.string());
+      EXPECT_EQ(from_gguf->weights_read_per_token().total(), stored) << preset << " tied " << tied;
+    }
+  }
 }
 
 }  // namespace

@@ -408,36 +408,6 @@ TEST(BenchRoofline, PrefillAttentionOnALocalLayerCountsTheKeysInItsWindow) {
               (2.0 * (128 + 64 + 384) * 10 + 4 * 8 * 55 + 2 * 8 * 32) / 1e9, 1e-15);
 }
 
-// A checkpoint directory holding `names`, each an [8, 4] f32 tensor, and a [4] norm.
-std::string checkpoint_with(const std::vector<std::string>& names) {
-  char pattern[] = "/tmp/fornace-bench-weights-XXXXXX";
-  std::string directory = mkdtemp(pattern);
-  std::vector<std::pair<std::string, Tensor>> tensors;
-  for (const std::string& name : names) tensors.emplace_back(name, zeros({8, 4}, DType::f32));
-  tensors.emplace_back("model.norm.weight", zeros({4}, DType::f32));
-  write_safetensors(directory + "/model.safetensors", tensors);
-  return directory;
-}
-
-TEST(BenchRoofline, TiedEmbeddingsAreReadOnceAsTheLmHeadAndUntiedOnesNotAtAll) {
-  ModelConfig tied;
-  tied.tie_word_embeddings = true;
-  ModelConfig untied;
-  // In bf16: the 32-value table (or head) and the 4-value norm, 2 bytes each.
-  const int64_t table_and_norm = (32 + 4) * 2;
-  std::string embedding_only = checkpoint_with({"model.embed_tokens.weight"});
-  EXPECT_EQ(
-      weight_bytes_read_per_token(Checkpoint::open_directory(embedding_only), tied, DType::bf16),
-      table_and_norm);
-  std::string both = checkpoint_with({"model.embed_tokens.weight", "lm_head.weight"});
-  Checkpoint with_head = Checkpoint::open_directory(both);
-  // Untied: decode reads one row of the table, and the whole head.
-  EXPECT_EQ(weight_bytes_read_per_token(with_head, untied, DType::bf16), table_and_norm);
-  // Tied, a stored lm_head goes unread; in f32 every value takes 4 bytes.
-  EXPECT_EQ(weight_bytes_read_per_token(with_head, tied, DType::f32), (32 + 4) * 4);
-  std::filesystem::remove_all(embedding_only);
-  std::filesystem::remove_all(both);
-}
 
 TEST(BenchSummary, OneTablePerModelAndPromptWithARowPerAttentionPathAndCache) {
   BenchData data;

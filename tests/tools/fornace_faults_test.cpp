@@ -152,9 +152,10 @@ TEST(FornaceFaults, PromptFileThatIsADirectoryIsARuntimeError) {
                scratch.path() + ": is a directory");
 }
 
-TEST(FornaceFaults, ModelPathThatIsAFileIsARuntimeError) {
+// A file is read as a GGUF model; one that is not says so.
+TEST(FornaceFaults, ModelPathThatIsAFileButNotGgufIsARuntimeError) {
   std::string config = tiny_model_directory(DType::f32) + "/config.json";
-  expect_error(run_fornace("--model " + config + " --prompt-ids 1"), 1, "is not a directory");
+  expect_error(run_fornace("--model " + config + " --prompt-ids 1"), 1, "config.json: not a GGUF file");
 }
 
 // ---- A file without read permission ------------------------------------------------------------

@@ -29,6 +29,7 @@
 #include "cpu/thread_pool.h"
 #include "format.h"
 #include "io/config.h"
+#include "models/model.h"
 #include "machine.h"
 #include "nn/kv_cache.h"
 #include "outputs.h"
@@ -570,11 +571,11 @@ void add_bench_flags(tools::CommandLine& app, BenchPlan& plan) {
 void validate_plan(const BenchPlan& plan) {
   namespace fs = std::filesystem;
   for (const std::string& model : plan.models) {
-    if (!fs::is_directory(model)) {
+    if (!fs::is_directory(model) && !is_gguf_path(model)) {
       fail("model directory ", model,
            fs::exists(model) ? " is not a directory" : " does not exist");
     }
-    load_model_config(model);
+    model_config_at(model);
   }
   bool needs_tokenizer = false;
   for (const std::string& prompt : plan.prompts) {
@@ -583,7 +584,7 @@ void validate_plan(const BenchPlan& plan) {
   }
   for (const std::string& model : plan.models) {
     fs::path tokenizer = fs::path(model) / "tokenizer.json";
-    if (needs_tokenizer && !fs::exists(tokenizer)) {
+    if (needs_tokenizer && !is_gguf_path(model) && !fs::exists(tokenizer)) {
       fail(tokenizer.string(),
            " does not exist; text prompts need it (a .ids prompt file holds token ids instead)");
     }

@@ -2,11 +2,13 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,7 @@
 #include "engine/generator.h"
 #include "engine/trace.h"
 #include "format.h"
+#include "io/gguf.h"
 #include "io/safetensors.h"
 #include "models/model.h"
 #include "prompts.h"
@@ -79,17 +82,53 @@ class ProgressEvents {
   std::chrono::milliseconds interval_ = tools::progress_interval();
 };
 
-// Streaming read bandwidth over the mapped checkpoint files, the pages decode reads (best of
-// three passes each): decode's roof at this moment, on a machine whose bandwidth drifts.
-double weights_read_gbs(const Checkpoint& checkpoint) {
+// The mapped weight files of a model (a GGUF file, or a checkpoint's safetensors files), kept open.
+struct MappedWeights {
+  std::shared_ptr<const GgufFile> gguf;
+  std::optional<Checkpoint> checkpoint;
+  std::vector<std::pair<const void*, size_t>> regions;
+};
+
+MappedWeights map_weights(const std::string& model_path) {
+  MappedWeights mapped;
+  if (is_gguf_path(model_path)) {
+    mapped.gguf = GgufFile::open(model_path);
+    mapped.regions.emplace_back(mapped.gguf->mapping().get(), mapped.gguf->mapped_size());
+  } else {
+    mapped.checkpoint = Checkpoint::open_directory(model_path);
+    for (const auto& file : mapped.checkpoint->files()) {
+      mapped.regions.emplace_back(file->mapped_data(), file->mapped_size());
+    }
+  }
+  return mapped;
+}
+
+// Streaming read bandwidth over the mapped weight files, the pages decode reads (best of three
+// passes each): decode's roof at this moment, on a machine whose bandwidth drifts.
+double weights_read_gbs(const MappedWeights& weights) {
   double bytes = 0;
   double seconds = 0;
-  for (const auto& file : checkpoint.files()) {
-    double gbs = cpu::read_bandwidth_gbs(file->mapped_data(), file->mapped_size(), 3);
-    bytes += static_cast<double>(file->mapped_size());
-    seconds += static_cast<double>(file->mapped_size()) / (gbs * 1e9);
+  for (const auto& [data, size] : weights.regions) {
+    double gbs = cpu::read_bandwidth_gbs(data, size, 3);
+    bytes += static_cast<double>(size);
+    seconds += static_cast<double>(size) / (gbs * 1e9);
   }
   return seconds > 0 ? bytes / seconds / 1e9 : 0.0;
+}
+
+// "bf16" for float weights; quantized ones by the formats that hold them, most bytes first
+// ("Q5_0+Q8_0+Q6_K+Q4_K"), leaving out the f32 norms and biases.
+std::string weight_formats(const Model& model) {
+  std::vector<std::pair<int64_t, std::string>> formats;
+  for (const auto& [format, bytes] : model.weights_read_per_token().bytes) {
+    if (format != "f32" || model.weights_read_per_token().bytes.size() == 1) {
+      formats.emplace_back(-bytes, format);
+    }
+  }
+  std::sort(formats.begin(), formats.end());
+  std::string joined;
+  for (const auto& [bytes, format] : formats) joined += (joined.empty() ? "" : "+") + format;
+  return joined;
 }
 
 // The mean ms, strided MiB and bytes per run of a run cover its last this many decode steps.
@@ -159,10 +198,10 @@ int run_child(const RunFlags& flags, int64_t parent_pid, bool report_progress) {
   KvCacheShape shape = model->kv_cache_shape(1);
   int64_t kv_bytes_per_position = config.num_hidden_layers * shape.bytes_per_position();
   // Opened again for its mapping: the same page-cache pages the model reads.
-  Checkpoint checkpoint = Checkpoint::open_directory(model_directory);
-  int64_t weight_bytes = weight_bytes_read_per_token(checkpoint, config, model->weight_dtype());
+  MappedWeights mapped_weights = map_weights(model_directory);
+  int64_t weight_bytes = model->weights_read_per_token().total();
   emit({{"event", "loaded"},
-        {"dtype", dtype_name(model->weight_dtype())},
+        {"dtype", weight_formats(*model)},
         {"weight_bytes", weight_bytes},
         {"kv_bytes_per_position", kv_bytes_per_position},
         {"load_ms", load_ms}});
@@ -203,7 +242,7 @@ int run_child(const RunFlags& flags, int64_t parent_pid, bool report_progress) {
             {"prompt", prompt_path},
             {"warmup", is_warmup},
             {"run", number}});
-      double read_gbs = is_warmup ? 0.0 : weights_read_gbs(checkpoint);
+      double read_gbs = is_warmup ? 0.0 : weights_read_gbs(mapped_weights);
       int64_t generated = 0;
       GenerationResult result =
           generator.generate(ids, generation, [&](uint32_t) { progress.token(++generated); });

@@ -1,22 +1,7 @@
-// Bytes per decode step and prefill FLOPs, from the checkpoint, the config and the cache shape.
+// KV bytes per decode step and prefill FLOPs, from the config and the cache shape.
 #include "roofline.h"
 
 namespace fornace::bench {
-
-int64_t weight_bytes_read_per_token(const Checkpoint& checkpoint, const ModelConfig& config,
-                                    DType weight_dtype) {
-  const std::string unread =
-      config.tie_word_embeddings ? "lm_head.weight" : "model.embed_tokens.weight";
-  int64_t total = 0;
-  for (const auto& file : checkpoint.files()) {
-    for (const TensorEntry& entry : file->entries()) {
-      if (entry.name == unread) continue;
-      int64_t elements = static_cast<int64_t>((entry.end - entry.begin) / dtype_size(entry.dtype));
-      total += elements * static_cast<int64_t>(dtype_size(weight_dtype));
-    }
-  }
-  return total;
-}
 
 double kv_bytes_read_per_token(const KvCacheShape& shape, int64_t num_layers, int64_t prompt_tokens,
                                int64_t decode_steps) {

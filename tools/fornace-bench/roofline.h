@@ -5,17 +5,9 @@
 
 #include "core/dtype.h"
 #include "io/config.h"
-#include "io/safetensors.h"
 #include "nn/kv_cache.h"
 
 namespace fornace::bench {
-
-// Bytes of the weights that decode reads per token, in the dtype the model holds them: every
-// tensor once. Tied embeddings (config tie_word_embeddings) are read in full as the lm_head, and
-// an lm_head.weight the checkpoint also stores goes unread. Untied, decode reads one row of the
-// embedding table only, so the table is left out.
-int64_t weight_bytes_read_per_token(const Checkpoint& checkpoint, const ModelConfig& config,
-                                    DType weight_dtype);
 
 // K and V bytes that attention reads per decode step, averaged over `decode_steps` steps after a
 // prompt of `prompt_tokens`: step i reads prompt_tokens + i + 1 positions of every layer, or only
