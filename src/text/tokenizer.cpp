@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "io/files.h"
 #include "text/chat_template.h"
+#include "text/gguf_vocabulary.h"
 #include "text/tokenizer_state.h"
 #include "text/utf8.h"
 
@@ -115,6 +116,17 @@ Tokenizer Tokenizer::from_json(std::string_view json, const std::string& source_
   auto impl = std::make_unique<Impl>();
   impl->source_name = source_name;
   text::parse_tokenizer_json(json, *impl);
+  return Tokenizer(std::move(impl));
+}
+
+Tokenizer Tokenizer::from_gguf_vocabulary(const text::GgufVocabulary& vocabulary,
+                                          const std::string& source_name) {
+  auto impl = std::make_unique<Impl>();
+  impl->source_name = source_name;
+  text::build_from_gguf_vocabulary(vocabulary, *impl);
+  impl->chat.chat_template = vocabulary.chat_template;
+  if (vocabulary.bos_token_id) impl->chat.bos_token = vocabulary.tokens[*vocabulary.bos_token_id];
+  if (vocabulary.eos_token_id) impl->chat.eos_token = vocabulary.tokens[*vocabulary.eos_token_id];
   return Tokenizer(std::move(impl));
 }
 
