@@ -97,16 +97,14 @@ class GgufVocabularyWriter {
          " (no GGUF vocabulary, model gpt2 or llama, gives the same tokens)");
   }
 
-  // tokenizer.ggml.model llama is SentencePiece: spaces become "▁" (after a prefix "▁", or not)
-  // and back, the text between added tokens is one piece, unknown characters fuse.
+  // tokenizer.ggml.model llama is SentencePiece: spaces become "▁" and back, the text between
+  // added tokens is one piece, unknown characters fuse. (tokenizer.json has no prefix "▁" here:
+  // its Prepend normalizer is not read.)
   void check_sentencepiece_form() {
     const std::string marker(space_marker);
-    Normalizer replace, prepend_and_replace;
-    prepend_and_replace.add_prepend(marker);
-    for (Normalizer* normalizer : {&replace, &prepend_and_replace})
-      normalizer->add_replace(" ", marker);
-    if (state_.normalizer != replace && state_.normalizer != prepend_and_replace)
-      error("normalizer", "expected Replace(' ', '▁'), after Prepend('▁') or not");
+    Normalizer replace;
+    replace.add_replace(" ", marker);
+    if (state_.normalizer != replace) error("normalizer", "expected Replace(' ', '▁')");
     // A split at spaces changes nothing once the normalizer has replaced them all.
     if (!state_.splitters.empty() &&
         (state_.splitters.size() > 1 || state_.splitters[0]->pattern() != escape_regex(" "))) {
@@ -118,7 +116,7 @@ class GgufVocabularyWriter {
     if (model.ignore_merges) error("model.ignore_merges", "must be false");
     if (model.unknown_id != BpeModel::no_token && !model.fuse_unknown)
       error("model.fuse_unk", "must be true with an unk_token");
-    vocabulary_.add_space_prefix = state_.normalizer == prepend_and_replace;
+    vocabulary_.add_space_prefix = false;
   }
 
   // Tokens and their types, as the converter types them: added tokens are control when special

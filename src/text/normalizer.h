@@ -1,5 +1,5 @@
-// The normalizer steps of tokenizer.json that Fornace supports: NFC, Replace of a literal string
-// and Prepend.
+// The normalizer steps of tokenizer.json that Fornace supports (NFC and Replace of a literal
+// string), and SentencePiece's prefix "▁" for GGUF vocabularies (Hugging Face's Prepend).
 #pragma once
 
 #include <string>

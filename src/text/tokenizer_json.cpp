@@ -143,11 +143,8 @@ class TokenizerJsonReader {
     } else if (type == "Replace") {
       auto [pattern, content] = read_replace(step, field);
       state_.normalizer.add_replace(std::move(pattern), std::move(content));
-    } else if (type == "Prepend") {
-      state_.normalizer.add_prepend(string_member(step, "prepend", field));
     } else {
-      error(field + ".type",
-            concat("'", type, "' is not supported (only NFC, Replace, Prepend or null)"));
+      error(field + ".type", concat("'", type, "' is not supported (only NFC, Replace or null)"));
     }
   }
 
