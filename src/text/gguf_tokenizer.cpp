@@ -1,5 +1,6 @@
 // Builds the tokenizer's state from a GGUF file's tokenizer.ggml.* values: byte-level BPE for the
 // gpt2 model, SentencePiece-style BPE merging by score for the llama model.
+#include <array>
 #include <cmath>
 
 #include "core/error.h"
@@ -157,10 +158,25 @@ class GgufTokenizerBuilder {
     if (vocabulary_.unknown_token_id) model.unknown_id = *vocabulary_.unknown_token_id;
     model.find_character_tokens(byte_fallback);
     model.fuse_unknown = true;
+    // The table's slots miss the cache: each is prefetched `distance` merges before its insert.
+    constexpr size_t distance = 16;
+    struct Merge {
+      uint32_t left, right, merged;
+    };
+    std::array<Merge, distance> pending;
+    size_t found = 0;
+    const auto insert = [&](const Merge& merge) {
+      model.merges.insert(merge.left, merge.right,
+                          {rank_of_score(vocabulary_.scores[merge.merged]), merge.merged});
+    };
     model.merges.reserve(2 * count);
     for_each_split(model.vocabulary, mergeable, [&](uint32_t left, uint32_t right, uint32_t merged) {
-      model.merges.insert(left, right, {rank_of_score(vocabulary_.scores[merged]), merged});
+      if (found >= distance) insert(pending[found % distance]);
+      pending[found++ % distance] = {left, right, merged};
+      model.merges.prefetch(left, right);
     });
+    for (size_t index = found > distance ? found - distance : 0; index < found; ++index)
+      insert(pending[index % distance]);
     state_.decoder = TokenDecoder{};
     state_.decoder.byte_level = false;
     state_.decoder.replacements = {{std::string(space_marker), " "}};
