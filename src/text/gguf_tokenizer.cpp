@@ -135,8 +135,8 @@ class GgufTokenizerBuilder {
   bool build_sentencepiece_bpe() {
     const size_t count = vocabulary_.tokens.size();
     if (vocabulary_.scores.empty()) error(gguf_key::scores, "missing (model llama merges by score)");
-    if (vocabulary_.add_space_prefix.value_or(true))
-      state_.normalizer.add_prepend(std::string(space_marker));
+    const bool add_space_prefix = vocabulary_.add_space_prefix.value_or(true);
+    if (add_space_prefix) state_.normalizer.add_prepend(std::string(space_marker));
     state_.normalizer.add_replace(" ", std::string(space_marker));
     BpeModel& model = state_.model;
     std::vector<bool> mergeable(count, false);
@@ -181,6 +181,7 @@ class GgufTokenizerBuilder {
     state_.decoder.byte_level = false;
     state_.decoder.replacements = {{std::string(space_marker), " "}};
     state_.decoder.byte_fallback = byte_fallback;
+    state_.decoder.strip_leading_space = add_space_prefix;  // As llama.cpp's detokenize does.
     return true;
   }
 

@@ -171,6 +171,8 @@ std::string Tokenizer::decode(const std::vector<uint32_t>& ids, bool skip_specia
     impl_->decoder.push(impl_->model.vocabulary.text(id), pending, text);
   }
   impl_->decoder.finish(pending, text);
+  bool at_start = true;
+  impl_->decoder.strip_start(text, at_start);
   return text;
 }
 
@@ -246,12 +248,14 @@ std::string IncrementalDecoder::push(uint32_t id) {
   if (skip_special_ && impl.special[id]) return {};
   std::string text;
   impl.decoder.push(impl.model.vocabulary.text(id), pending_, text);
+  impl.decoder.strip_start(text, at_start_);
   return text;
 }
 
 std::string IncrementalDecoder::flush() {
   std::string text;
   tokenizer_.impl_->decoder.finish(pending_, text);
+  tokenizer_.impl_->decoder.strip_start(text, at_start_);
   return text;
 }
 

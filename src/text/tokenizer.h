@@ -91,6 +91,7 @@ class IncrementalDecoder {
  private:
   const Tokenizer& tokenizer_;
   bool skip_special_;
+  bool at_start_ = true;  // No text has come out yet.
   std::string pending_;
 };
 

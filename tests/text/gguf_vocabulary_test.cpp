@@ -320,6 +320,14 @@ TEST(GgufSentencePieceVocabulary, SpacesBecomeTheMarkerWithAPrefixWhenAsked) {
   EXPECT_EQ(prefixed.encode("a"), (std::vector<uint32_t>{9}));
   // And after each added token, since each text between them is prefixed.
   EXPECT_EQ(prefixed.encode("a</s>a"), (std::vector<uint32_t>{9, 2, 9}));
+  // Decoding drops the prefix's space: "▁a▁b" is ▁a, ▁, b.
+  std::vector<uint32_t> ids = prefixed.encode("a b");
+  EXPECT_EQ(ids, (std::vector<uint32_t>{9, 3, 5}));
+  EXPECT_EQ(prefixed.decode(ids), "a b");
+  IncrementalDecoder streamed(prefixed, true);
+  std::string text;
+  for (uint32_t id : std::vector<uint32_t>{1, 9, 3, 5}) text += streamed.push(id);
+  EXPECT_EQ(text + streamed.flush(), "a b");
 }
 
 TEST(GgufSentencePieceVocabulary, CharactersWithoutATokenFallBackToBytesOrTheUnknownToken) {
