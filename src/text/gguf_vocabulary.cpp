@@ -110,7 +110,8 @@ class GgufVocabularyWriter {
         (state_.splitters.size() > 1 || state_.splitters[0]->pattern() != escape_regex(" "))) {
       error("pre_tokenizer", "expected none, or a Split at ' '");
     }
-    if (state_.decoder.replacements != decltype(state_.decoder.replacements){{marker, " "}})
+    const std::vector<std::pair<std::string, std::string>> marker_to_space = {{marker, " "}};
+    if (state_.decoder.replacements != marker_to_space)
       error("decoder", "expected Replace('▁', ' ') (then ByteFallback and Fuse, or not)");
     const BpeModel& model = state_.model;
     if (model.ignore_merges) error("model.ignore_merges", "must be false");

@@ -153,6 +153,12 @@ TEST_P(GgufFamily, BosEosAndPrefixFollowTheConfig) {
   }
 }
 
+TEST_P(GgufFamily, ChatTemplateRendersAsFromTheJson) {
+  std::vector<ChatMessage> messages = {{"system", "Be brief."}, {"user", "Hi"}};
+  EXPECT_EQ(tokenizer().apply_chat_template(messages, true),
+            tokenizers().from_json.apply_chat_template(messages, true));
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, GgufFamily, ::testing::ValuesIn(families()),
                          [](const ::testing::TestParamInfo<Family>& info) {
                            return std::string(info.param.name);
