@@ -200,7 +200,8 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<uint32_t>& ids,
 
 std::optional<uint8_t> BpeModel::find_byte_tokens() {
   for (int byte = 0; byte < 256; ++byte) {
-    std::optional<uint32_t> id = vocabulary.find(to_byte_level(std::string(1, static_cast<char>(byte))));
+    std::optional<uint32_t> id =
+        vocabulary.find(to_byte_level(std::string(1, static_cast<char>(byte))));
     if (!id) return static_cast<uint8_t>(byte);
     byte_ids[byte] = *id;
   }

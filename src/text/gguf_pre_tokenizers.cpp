@@ -56,8 +56,8 @@ void apply_gguf_pre_tokenizer(const GgufPreTokenizer& pre_tokenizer, TokenizerSt
   state.splitters.clear();
   for (std::string_view regex : pre_tokenizer.regexes) {
     state.splitters.push_back(std::make_unique<RegexSplitter>(
-        std::string(regex), concat(state.source_name, ": ", gguf_key::pre, " '",
-                                   pre_tokenizer.names.front(), "'")));
+        std::string(regex),
+        concat(state.source_name, ": ", gguf_key::pre, " '", pre_tokenizer.names.front(), "'")));
   }
 }
 

@@ -52,8 +52,9 @@ class GgufTokenizerBuilder {
   }
 
   GgufTokenType type(size_t id) const {
-    return vocabulary_.token_types.empty() ? GgufTokenType::normal
-                                           : static_cast<GgufTokenType>(vocabulary_.token_types[id]);
+    return vocabulary_.token_types.empty()
+               ? GgufTokenType::normal
+               : static_cast<GgufTokenType>(vocabulary_.token_types[id]);
   }
 
   // The vocabulary, and the control, unknown and user-defined tokens as raw added tokens.
@@ -101,8 +102,9 @@ class GgufTokenizerBuilder {
     const std::string& name = vocabulary_.pre;
     const GgufPreTokenizer* pre_tokenizer = find_gguf_pre_tokenizer(name);
     if (pre_tokenizer == nullptr) {
-      error(gguf_key::pre, concat(name.empty() ? "missing" : "'" + name + "' is not supported",
-                                  " (supported with model gpt2: ", supported_gguf_pre_names(), ")"));
+      error(gguf_key::pre,
+            concat(name.empty() ? "missing" : "'" + name + "' is not supported",
+                   " (supported with model gpt2: ", supported_gguf_pre_names(), ")"));
     }
     apply_gguf_pre_tokenizer(*pre_tokenizer, state_);
     BpeModel& model = state_.model;
@@ -134,7 +136,8 @@ class GgufTokenizerBuilder {
   // tokens), and normal tokens merge by score. Returns llama.cpp's add_bos default.
   bool build_sentencepiece_bpe() {
     const size_t count = vocabulary_.tokens.size();
-    if (vocabulary_.scores.empty()) error(gguf_key::scores, "missing (model llama merges by score)");
+    if (vocabulary_.scores.empty())
+      error(gguf_key::scores, "missing (model llama merges by score)");
     const bool add_space_prefix = vocabulary_.add_space_prefix.value_or(true);
     if (add_space_prefix) state_.normalizer.add_prepend(std::string(space_marker));
     state_.normalizer.add_replace(" ", std::string(space_marker));
@@ -158,6 +161,18 @@ class GgufTokenizerBuilder {
     if (vocabulary_.unknown_token_id) model.unknown_id = *vocabulary_.unknown_token_id;
     model.find_character_tokens(byte_fallback);
     model.fuse_unknown = true;
+    insert_merges_by_score(mergeable);
+    state_.decoder = TokenDecoder{};
+    state_.decoder.byte_level = false;
+    state_.decoder.replacements = {{std::string(space_marker), " "}};
+    state_.decoder.byte_fallback = byte_fallback;
+    state_.decoder.strip_leading_space = add_space_prefix;  // As llama.cpp's detokenize does.
+    return true;
+  }
+
+  // Every split of a mergeable token into two mergeable tokens, ranked by the token's score.
+  void insert_merges_by_score(const std::vector<bool>& mergeable) {
+    MergeTable& merges = state_.model.merges;
     // The table's slots miss the cache: each is prefetched `distance` merges before its insert.
     constexpr size_t distance = 16;
     struct Merge {
@@ -166,23 +181,18 @@ class GgufTokenizerBuilder {
     std::array<Merge, distance> pending;
     size_t found = 0;
     const auto insert = [&](const Merge& merge) {
-      model.merges.insert(merge.left, merge.right,
-                          {rank_of_score(vocabulary_.scores[merge.merged]), merge.merged});
+      merges.insert(merge.left, merge.right,
+                    {rank_of_score(vocabulary_.scores[merge.merged]), merge.merged});
     };
-    model.merges.reserve(2 * count);
-    for_each_split(model.vocabulary, mergeable, [&](uint32_t left, uint32_t right, uint32_t merged) {
-      if (found >= distance) insert(pending[found % distance]);
-      pending[found++ % distance] = {left, right, merged};
-      model.merges.prefetch(left, right);
-    });
+    merges.reserve(2 * mergeable.size());
+    for_each_split(state_.model.vocabulary, mergeable,
+                   [&](uint32_t left, uint32_t right, uint32_t merged) {
+                     if (found >= distance) insert(pending[found % distance]);
+                     pending[found++ % distance] = {left, right, merged};
+                     merges.prefetch(left, right);
+                   });
     for (size_t index = found > distance ? found - distance : 0; index < found; ++index)
       insert(pending[index % distance]);
-    state_.decoder = TokenDecoder{};
-    state_.decoder.byte_level = false;
-    state_.decoder.replacements = {{std::string(space_marker), " "}};
-    state_.decoder.byte_fallback = byte_fallback;
-    state_.decoder.strip_leading_space = add_space_prefix;  // As llama.cpp's detokenize does.
-    return true;
   }
 
   const GgufVocabulary& vocabulary_;

@@ -31,9 +31,10 @@ SpecialTokenConfig read_special_token_config(std::string_view json,
     std::string name(key);
     if (name == "bos_token" || name == "eos_token" || name == "unk_token" || name == "pad_token") {
       std::optional<std::string> token = read_token_name(scanner, name);
-      (name[0] == 'b' ? config.bos : name[0] == 'e' ? config.eos : name[0] == 'u' ? config.unk
-                                                                                  : config.pad) =
-          std::move(token);
+      (name[0] == 'b'   ? config.bos
+       : name[0] == 'e' ? config.eos
+       : name[0] == 'u' ? config.unk
+                        : config.pad) = std::move(token);
     } else if ((name == "add_bos_token" || name == "add_eos_token") && !scanner.null()) {
       (name == "add_bos_token" ? config.add_bos : config.add_eos) = scanner.boolean(name);
     } else {
@@ -198,9 +199,9 @@ class GgufVocabularyWriter {
     }
     for_each_split(vocabulary, mergeable_, [&](uint32_t left, uint32_t right, uint32_t merged) {
       if (state_.model.merges.find(left, right) == nullptr) {
-        error("model.merges", concat("'", vocabulary.text(left), "' + '", vocabulary.text(right),
-                                     "' makes the token '", vocabulary.text(merged),
-                                     "' but is no merge"));
+        error("model.merges",
+              concat("'", vocabulary.text(left), "' + '", vocabulary.text(right),
+                     "' makes the token '", vocabulary.text(merged), "' but is no merge"));
       }
     });
   }

@@ -42,7 +42,7 @@ enum class GgufTokenType : int32_t {
 struct GgufVocabulary {
   std::string model;  // "gpt2" (byte-level BPE) or "llama" (SentencePiece).
   std::string pre;    // The pre-tokenizer's name ("qwen2", "llama-bpe", ...): gpt2 only.
-  std::vector<std::string> tokens;  // By id.
+  std::vector<std::string> tokens;   // By id.
   std::vector<int32_t> token_types;  // GgufTokenType by id; empty: all normal.
   std::vector<std::string> merges;   // "left right", by rank: gpt2 only.
   std::vector<float> scores;         // By id: llama only (the higher merges first).

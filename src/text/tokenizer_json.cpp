@@ -460,7 +460,8 @@ void index_added_tokens(TokenizerState& state) {
     std::string_view content = token.normalized && !state.normalizer.empty()
                                    ? state.normalizer.normalize(token.content, buffer)
                                    : std::string_view(token.content);
-    (token.normalized ? normalized : raw).push_back({std::string(content), token.id, token.special});
+    (token.normalized ? normalized : raw)
+        .push_back({std::string(content), token.id, token.special});
   }
   state.raw_added_tokens.assign(std::move(raw));
   state.normalized_added_tokens.assign(std::move(normalized));

@@ -108,7 +108,8 @@ TEST_P(GgufFamily, EncodeGivesTheJsonTokenizersIdsForTheGoldenTextsAndTheCorpus)
   std::vector<std::string> texts;
   for (const char* file :
        {"tests/data/tokenizer-golden-qwen3.jsonl", "tests/data/tokenizer-golden-gemma3.jsonl"}) {
-    for (const GoldenCase& golden : testing::cached_golden_cases(file)) texts.push_back(golden.text);
+    for (const GoldenCase& golden : testing::cached_golden_cases(file))
+      texts.push_back(golden.text);
   }
   std::string corpus = testing::read_test_file(source_path("tests/data/alice.txt"));
   std::istringstream lines(corpus);
@@ -177,9 +178,9 @@ TEST(GgufVocabularyFromJson, GemmaTokensAreTypedAsTheConverterTypesThem) {
   EXPECT_EQ(type_of("<start_of_turn>"), GgufTokenType::control);
   EXPECT_EQ(type_of("<unused0>"), GgufTokenType::control);  // Not special, but looks it.
   EXPECT_EQ(type_of("\n"), GgufTokenType::user_defined);
-  EXPECT_EQ(type_of("\xE2\x96\x81the"), GgufTokenType::normal);
+  EXPECT_EQ(type_of("\u2581the"), GgufTokenType::normal);
   // A user-defined run of "▁" is written with spaces, as llama.cpp matches it in the raw text.
-  uint32_t run = *json.token_to_id("\xE2\x96\x81\xE2\x96\x81");
+  uint32_t run = *json.token_to_id("\u2581\u2581");
   EXPECT_EQ(vocabulary.tokens[run], "  ");
   EXPECT_EQ(static_cast<GgufTokenType>(vocabulary.token_types[run]), GgufTokenType::user_defined);
   EXPECT_EQ(vocabulary.bos_token_id, json.token_to_id("<bos>"));
@@ -188,22 +189,21 @@ TEST(GgufVocabularyFromJson, GemmaTokensAreTypedAsTheConverterTypesThem) {
   EXPECT_EQ(vocabulary.add_bos_token, true);
   EXPECT_EQ(vocabulary.add_space_prefix, false);
   // "▁t" merges before "▁the" (its parts come first), so it scores higher.
-  EXPECT_GT(vocabulary.scores[*json.token_to_id("\xE2\x96\x81t")],
-            vocabulary.scores[*json.token_to_id("\xE2\x96\x81the")]);
+  EXPECT_GT(vocabulary.scores[*json.token_to_id("\u2581t")],
+            vocabulary.scores[*json.token_to_id("\u2581the")]);
 }
 
 TEST(GgufVocabularyFromJson, QwenMergesAreTheJsonsInOrderAndItsAddedTokensControl) {
   const GgufVocabulary& vocabulary = family_tokenizers("qwen3").vocabulary;
   const Tokenizer& json = family_tokenizers("qwen3").from_json;
-  nlohmann::json file = nlohmann::json::parse(
-      testing::read_test_file(family_directory("qwen3") + "/tokenizer.json"));
+  nlohmann::json file =
+      nlohmann::json::parse(testing::read_test_file(family_directory("qwen3") + "/tokenizer.json"));
   const nlohmann::json& merges = file["model"]["merges"];
   ASSERT_EQ(vocabulary.merges.size(), merges.size());
   for (size_t rank : {size_t{0}, size_t{1}, merges.size() / 2, merges.size() - 1}) {
-    std::string expected = merges[rank].is_string()
-                               ? merges[rank].get<std::string>()
-                               : merges[rank][0].get<std::string>() + " " +
-                                     merges[rank][1].get<std::string>();
+    std::string expected = merges[rank].is_string() ? merges[rank].get<std::string>()
+                                                    : merges[rank][0].get<std::string>() + " " +
+                                                          merges[rank][1].get<std::string>();
     EXPECT_EQ(vocabulary.merges[rank], expected) << "rank " << rank;
   }
   // <|fim_prefix|> is not special in tokenizer.json; the converter makes it control all the same.
@@ -238,12 +238,12 @@ GgufVocabulary tiny_gpt2() {
   vocabulary.pre = "gpt-2";
   for (int byte = 0; byte < 256; ++byte)
     vocabulary.tokens.push_back(testing::byte_level_character(byte));
-  for (const char* token : {"th", "the", "\xC4\xA0" "c", "at", "\xC4\xA0" "cat", "<|end|>", "<u>"})
+  for (const char* token : {"th", "the", "\u0120c", "at", "\u0120cat", "<|end|>", "<u>"})
     vocabulary.tokens.push_back(token);
   vocabulary.token_types.assign(vocabulary.tokens.size(), 1);
   vocabulary.token_types[261] = 3;
   vocabulary.token_types[262] = 4;
-  vocabulary.merges = {"t h", "th e", "\xC4\xA0 c", "a t", "\xC4\xA0" "c at"};
+  vocabulary.merges = {"t h", "th e", "\u0120 c", "a t", "\u0120c at"};
   vocabulary.eos_token_id = 261;
   return vocabulary;
 }
@@ -291,8 +291,8 @@ TEST(GgufGpt2Vocabulary, SmollmSplitsDigitsOneByOne) {
 GgufVocabulary tiny_sentencepiece() {
   GgufVocabulary vocabulary;
   vocabulary.model = "llama";
-  vocabulary.tokens = {"<unk>", "<s>", "</s>",   "\xE2\x96\x81", "a",      "b", "c",
-                       "ab",    "bc",  "\xE2\x96\x81" "a", "<0xC3>", "<0xA9>", "  "};
+  vocabulary.tokens = {"<unk>", "<s>", "</s>",    "\u2581", "a",      "b", "c",
+                       "ab",    "bc",  "\u2581a", "<0xC3>", "<0xA9>", "  "};
   vocabulary.token_types = {2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 6, 6, 4};
   vocabulary.scores = {0, 0, 0, -1, -1, -1, -1, -3, -2, -4, 0, 0, 0};
   vocabulary.bos_token_id = 1;
@@ -353,8 +353,7 @@ TEST(GgufSentencePieceVocabulary, ControlTokensMatchOnlyWhenParsedAndUserDefined
   // Two spaces are the user-defined token, in the raw text before any "▁".
   EXPECT_EQ(tokenizer.encode("a  b", false), (std::vector<uint32_t>{4, 12, 5}));
   // Written with "▁" too, as SentencePiece and Hugging Face match it.
-  EXPECT_EQ(tokenizer.encode("a\xE2\x96\x81\xE2\x96\x81" "b", false),
-            (std::vector<uint32_t>{4, 12, 5}));
+  EXPECT_EQ(tokenizer.encode("a\u2581\u2581b", false), (std::vector<uint32_t>{4, 12, 5}));
   EXPECT_EQ(tokenizer.decode({1, 4, 12, 5}), "<s>a  b");
   EXPECT_EQ(tokenizer.decode({1, 4, 12, 5}, true), "a  b");
   // llama.cpp adds the bos for llama by default.
@@ -381,13 +380,15 @@ TEST(GgufVocabularyErrors, NameTheKeyAndTheValue) {
        "262 values for 263 tokens"},
       {tiny_gpt2, [](V v) { v.token_types[262] = 9; }, "tokenizer.ggml.token_type[262]", "9"},
       {tiny_gpt2, [](V v) { v.merges.push_back("c x"); }, "tokenizer.ggml.merges[5]", "'cx'"},
-      {tiny_gpt2, [](V v) { v.merges.push_back("cat"); }, "tokenizer.ggml.merges[5]",
-       "two tokens"},
+      {tiny_gpt2, [](V v) { v.merges.push_back("cat"); }, "tokenizer.ggml.merges[5]", "two tokens"},
       {tiny_gpt2, [](V v) { v.merges.clear(); }, "tokenizer.ggml.merges", "missing"},
       {tiny_gpt2, [](V v) { v.tokens[256] = "the"; }, "tokenizer.ggml.tokens", "'the'"},
       {tiny_gpt2, [](V v) { v.tokens.clear(); }, "tokenizer.ggml.tokens", "missing"},
-      {tiny_gpt2, [](V v) { v.scores = {1, 2}; }, "tokenizer.ggml.scores",
-       "2 values for 263 tokens"},
+      {tiny_gpt2,
+       [](V v) {
+         v.scores = {1, 2};
+       },
+       "tokenizer.ggml.scores", "2 values for 263 tokens"},
       {tiny_gpt2, [](V v) { v.eos_token_id = 263; }, "tokenizer.ggml.eos_token_id",
        "263 is out of range"},
       {tiny_gpt2, [](V v) { v.bos_token_id = 1000; }, "tokenizer.ggml.bos_token_id", "1000"},
@@ -395,12 +396,11 @@ TEST(GgufVocabularyErrors, NameTheKeyAndTheValue) {
        "12 values for 13 tokens"},
       {tiny_sentencepiece, [](V v) { v.scores.clear(); }, "tokenizer.ggml.scores", "missing"},
       {tiny_sentencepiece, [](V v) { v.scores[5] = NAN; }, "tokenizer.ggml.scores[5]", "number"},
-      {tiny_sentencepiece, [](V v) { v.token_types[4] = 6; }, "tokenizer.ggml.tokens[4]",
-       "<0xNN>"},
-      {tiny_sentencepiece, [](V v) { v.unknown_token_id = 13; },
-       "tokenizer.ggml.unknown_token_id", "13"},
-      {tiny_sentencepiece, [](V v) { v.padding_token_id = 99; },
-       "tokenizer.ggml.padding_token_id", "99"},
+      {tiny_sentencepiece, [](V v) { v.token_types[4] = 6; }, "tokenizer.ggml.tokens[4]", "<0xNN>"},
+      {tiny_sentencepiece, [](V v) { v.unknown_token_id = 13; }, "tokenizer.ggml.unknown_token_id",
+       "13"},
+      {tiny_sentencepiece, [](V v) { v.padding_token_id = 99; }, "tokenizer.ggml.padding_token_id",
+       "99"},
   };
   for (const BadVocabulary& bad : cases) {
     GgufVocabulary vocabulary = bad.base();
@@ -439,11 +439,9 @@ std::string byte_level_json(const std::string& regex) {
 std::string sentencepiece_json(const nlohmann::json& merges) {
   nlohmann::json file = {
       {"added_tokens", nlohmann::json::array()},
-      {"normalizer",
-       {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\xE2\x96\x81"}}},
+      {"normalizer", {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}},
       {"pre_tokenizer", nullptr},
-      {"decoder",
-       {{"type", "Replace"}, {"pattern", {{"String", "\xE2\x96\x81"}}}, {"content", " "}}},
+      {"decoder", {{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}}},
       {"model",
        {{"type", "BPE"},
         {"vocab", {{"a", 0}, {"b", 1}, {"c", 2}, {"ab", 3}, {"bc", 4}, {"abc", 5}}},
