@@ -31,6 +31,8 @@ struct Family {
   std::vector<const char*> golden_files;  // Hugging Face's ids; none for Qwen2.5.
 };
 
+void PrintTo(const Family& family, std::ostream* stream) { *stream << family.name; }
+
 const std::vector<Family>& families() {
   static const std::vector<Family> all = {
       {"qwen2_5", "gpt2", "qwen2", {}},
