@@ -1,5 +1,6 @@
-// Tokenizer speed: load time of the Qwen and Gemma 3 tokenizers, and encode throughput over the
-// whole alice corpus on one thread (Qwen with the piece cache warm and cold, and Gemma 3).
+// Tokenizer speed: load time of the Qwen and Gemma 3 tokenizers (from tokenizer.json, and from
+// the GGUF vocabulary written from it), and encode throughput over the whole alice corpus on one
+// thread (Qwen with the piece cache warm and cold, and Gemma 3).
 //   build/bin/micro-tokenizer --benchmark_repetitions=10 --benchmark_report_aggregates_only=true
 // scripts/get-tokenizer.sh fetches both (Gemma 3's, 33 MB, into models/tokenizers/gemma3/);
 // $FORNACE_GEMMA3_TOKENIZER names another copy. Benchmarks whose file is missing are skipped with
@@ -19,6 +20,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "text/gguf_vocabulary.h"
 
 namespace {
 
@@ -94,6 +96,23 @@ void TokenizerLoadGemma3(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(fornace::Tokenizer::load(directory).vocab_size());
 }
 BENCHMARK(TokenizerLoadGemma3)->Unit(benchmark::kMillisecond);
+
+// Building the tokenizer from the GGUF vocabulary (tokenizer.ggml.* values already in memory, as
+// the GGUF reader gives them) that llama.cpp's converter writes for the same tokenizer.json: for
+// Gemma 3 (model llama) this includes finding every split of each token, SentencePiece's merges.
+void TokenizerFromGgufVocabulary(benchmark::State& state, const std::string& directory) {
+  if (!require_file(state, directory + "/tokenizer.json", "run scripts/get-tokenizer.sh")) return;
+  const fornace::text::GgufVocabulary vocabulary = fornace::text::load_gguf_vocabulary(directory);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        fornace::Tokenizer::from_gguf_vocabulary(vocabulary, directory).vocab_size());
+  }
+}
+BENCHMARK_CAPTURE(TokenizerFromGgufVocabulary, Qwen, model_directory)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(TokenizerFromGgufVocabulary, Gemma3,
+                  std::filesystem::path(gemma3_path()).parent_path().string())
+    ->Unit(benchmark::kMillisecond);
 
 // The same load as fornace does it, once in a fresh process (a child run of this program), where
 // every allocation is new memory: its wall time is the benchmark's time (the CPU column is the

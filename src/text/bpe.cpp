@@ -110,6 +110,19 @@ void MergeTable::insert(uint32_t left, uint32_t right, Merge merge) {
   }
 }
 
+std::vector<MergeTable::RankedMerge> MergeTable::in_rank_order() const {
+  std::vector<RankedMerge> merges;
+  merges.reserve(size_);
+  for (const Slot& entry : slots_) {
+    if (entry.key == empty_key) continue;
+    merges.push_back({entry.merge.rank, static_cast<uint32_t>(entry.key >> 32),
+                      static_cast<uint32_t>(entry.key), entry.merge.merged_id});
+  }
+  std::sort(merges.begin(), merges.end(),
+            [](const RankedMerge& a, const RankedMerge& b) { return a.rank < b.rank; });
+  return merges;
+}
+
 bool PieceCache::find(std::string_view piece, std::vector<uint32_t>& ids) const {
   if (slots_.empty()) return false;
   uint64_t hash = hash_bytes(piece);
@@ -183,6 +196,92 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<uint32_t>& ids,
     merge_piece(piece, ids);
   }
   if (use_cache) cache_.insert(piece, ids.data() + first, ids.size() - first);
+}
+
+std::optional<uint8_t> BpeModel::find_byte_tokens() {
+  for (int byte = 0; byte < 256; ++byte) {
+    std::optional<uint32_t> id =
+        vocabulary.find(to_byte_level(std::string(1, static_cast<char>(byte))));
+    if (!id) return static_cast<uint8_t>(byte);
+    byte_ids[byte] = *id;
+  }
+  return std::nullopt;
+}
+
+void BpeModel::find_character_tokens(bool byte_fallback) {
+  byte_level = false;
+  ascii_ids.fill(no_token);
+  byte_fallback_ids.fill(no_token);
+  for (int code = 0; code < 128; ++code) {
+    const char character = static_cast<char>(code);
+    if (std::optional<uint32_t> id = vocabulary.find(std::string_view(&character, 1)))
+      ascii_ids[code] = *id;
+  }
+  if (!byte_fallback) return;
+  static constexpr char digits[] = "0123456789ABCDEF";
+  for (int byte = 0; byte < 256; ++byte) {
+    const char name[] = {'<', '0', 'x', digits[byte >> 4], digits[byte & 15], '>'};
+    if (std::optional<uint32_t> id = vocabulary.find(std::string_view(name, 6)))
+      byte_fallback_ids[byte] = *id;
+  }
+}
+
+// Lookups are the bulk of the load time, so: the merged token is first guessed as the id after
+// the previous merge's (true of vocabularies that list merge results in rank order, as Qwen's) or
+// as that id itself (Gemma 3 lists the merges that make one token together), and checked; the
+// index slots are prefetched a few merges ahead.
+std::optional<BpeModel::MissingText> BpeModel::set_merges(const MergeList& list) {
+  const size_t count = list.size();
+  merges.reserve(count);
+  // A pipeline over the ranks, `distance` apart from one stage to the next, so that no large
+  // array is filled in between: a merge's sides are hashed and their index slots prefetched,
+  // later looked up (and the table slot of the pair prefetched), later inserted. Each step runs
+  // the last stage first, since a stage reuses the ring slot that the next one has just read.
+  constexpr size_t distance = 16;
+  struct Hashed {
+    uint64_t left, right;
+  };
+  struct Resolved {
+    uint32_t left, right, merged;
+  };
+  std::array<Hashed, distance> hashed;
+  std::array<Resolved, distance> resolved;
+  uint32_t previous = UINT32_MAX;  // The merged id of the merge before (none: -1 + 1 is 0).
+  for (size_t step = 0; step < count + 2 * distance; ++step) {
+    if (step >= 2 * distance) {
+      size_t rank = step - 2 * distance;
+      const Resolved& merge = resolved[rank % distance];
+      merges.insert(merge.left, merge.right, {static_cast<uint32_t>(rank), merge.merged});
+    }
+    if (step >= distance && step - distance < count) {
+      size_t rank = step - distance;
+      auto [left, right, both] = list.sides(rank);
+      std::optional<uint32_t> left_id = vocabulary.find(left, hashed[rank % distance].left);
+      std::optional<uint32_t> right_id = vocabulary.find(right, hashed[rank % distance].right);
+      std::optional<uint32_t> merged_id;
+      for (uint32_t guess : {previous + 1, previous}) {
+        if (vocabulary.contains(guess) && vocabulary.text(guess) == both) {
+          merged_id = guess;
+          break;
+        }
+      }
+      if (!merged_id) merged_id = vocabulary.find(both);
+      for (auto [text, id] :
+           {std::pair{left, left_id}, std::pair{right, right_id}, std::pair{both, merged_id}}) {
+        if (!id) return MissingText{rank, text};
+      }
+      resolved[rank % distance] = {*left_id, *right_id, *merged_id};
+      merges.prefetch(*left_id, *right_id);
+      previous = *merged_id;
+    }
+    if (step < count) {
+      auto [left, right, both] = list.sides(step);
+      hashed[step % distance] = {hash_bytes(left), hash_bytes(right)};
+      vocabulary.prefetch(hashed[step % distance].left);
+      vocabulary.prefetch(hashed[step % distance].right);
+    }
+  }
+  return std::nullopt;
 }
 
 void BpeModel::append_initial_tokens(std::string_view piece, std::vector<uint32_t>& tokens) const {

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -105,6 +106,11 @@ class MergeTable {
     }
   }
   size_t size() const { return size_; }
+  // Every merge, by rank (a pair's later rank when it was inserted twice).
+  struct RankedMerge {
+    uint32_t rank, left, right, merged_id;
+  };
+  std::vector<RankedMerge> in_rank_order() const;
   // Starts loading the slot of a pair into the cache, ahead of an insert() or find().
   void prefetch(uint32_t left, uint32_t right) const {
     __builtin_prefetch(&slots_[slot_of(left, right)]);
@@ -120,6 +126,40 @@ class MergeTable {
   std::vector<Slot, HugePageAllocator<Slot>> slots_;
   size_t mask_ = 0;
   size_t size_ = 0;
+};
+
+// The texts of merges in rank order, each merge's two sides back to back in one buffer so that the
+// merged text is a substring of it too.
+class MergeList {
+ public:
+  // Appends text to the merge being built; end_merge() closes it.
+  void append(std::string_view text) { text_.append(text); }
+  // Closes the merge appended since the last one; its first `left_length` bytes are the left side.
+  void end_merge(size_t left_length) {
+    entries_.push_back({merge_start_, static_cast<uint32_t>(left_length),
+                        static_cast<uint32_t>(text_.size() - merge_start_ - left_length)});
+    merge_start_ = static_cast<uint32_t>(text_.size());
+  }
+  void add(std::string_view left, std::string_view right) {
+    append(left);
+    append(right);
+    end_merge(left.size());
+  }
+  size_t size() const { return entries_.size(); }
+  // The left side, the right side and both together.
+  std::array<std::string_view, 3> sides(size_t rank) const {
+    const Entry& entry = entries_[rank];
+    std::string_view both(text_.data() + entry.offset, entry.left_length + entry.right_length);
+    return {both.substr(0, entry.left_length), both.substr(entry.left_length), both};
+  }
+
+ private:
+  struct Entry {
+    uint32_t offset, left_length, right_length;
+  };
+  HugePageString text_;
+  std::vector<Entry, HugePageAllocator<Entry>> entries_;
+  uint32_t merge_start_ = 0;
 };
 
 // Ids of pieces already encoded. One encode call at a time uses it, holding `mutex`; a call
@@ -177,11 +217,53 @@ class BpeModel {
   // Appends the ids of one pre-tokenized piece; `use_cache` only under lock_cache().
   void encode_piece(std::string_view piece, std::vector<uint32_t>& ids, bool use_cache) const;
 
+  // The loaders' steps, once the vocabulary is indexed. Byte-level: finds the token of every byte
+  // and returns a byte that has none, if any.
+  std::optional<uint8_t> find_byte_tokens();
+  // SentencePiece-style: finds the tokens of the ASCII characters and, with `byte_fallback`, the
+  // "<0xNN>" tokens.
+  void find_character_tokens(bool byte_fallback);
+  // A text of a merge that is not in the vocabulary, and the merge's rank.
+  struct MissingText {
+    size_t rank;
+    std::string_view text;
+  };
+  // Makes `merges` the merge table, ranked in their order; stops at a text that is no token.
+  std::optional<MissingText> set_merges(const MergeList& merges);
+
  private:
   mutable PieceCache cache_;
   // Appends the tokens a piece starts as, before any merge.
   void append_initial_tokens(std::string_view piece, std::vector<uint32_t>& tokens) const;
   void merge_piece(std::string_view piece, std::vector<uint32_t>& ids) const;
 };
+
+// SentencePiece's merge rule: any two adjacent pieces whose texts together are a token merge, the
+// token with the highest score first. Calls `on_split(left, right, merged)` for every such
+// (left, right) pair of the vocabulary: every split of a token at a character boundary into two
+// tokens, all three `mergeable`.
+template <typename OnSplit>
+void for_each_split(const Vocabulary& vocabulary, const std::vector<bool>& mergeable,
+                    OnSplit&& on_split) {
+  for (uint32_t merged = 0; merged < vocabulary.size(); ++merged) {
+    if (!mergeable[merged]) continue;
+    std::string_view text = vocabulary.text(merged);
+    for (size_t split = 1; split < text.size(); ++split) {
+      if ((static_cast<uint8_t>(text[split]) & 0xC0) == 0x80) continue;  // Inside a character.
+      std::optional<uint32_t> left = vocabulary.find(text.substr(0, split));
+      if (!left || !mergeable[*left]) continue;
+      std::optional<uint32_t> right = vocabulary.find(text.substr(split));
+      if (right && mergeable[*right]) on_split(*left, *right, merged);
+    }
+  }
+}
+
+// The merge rank that SentencePiece's order gives a token of `score` (not NaN): higher scores
+// rank first, equal scores rank equal (the leftmost pair then merges first, as in SentencePiece).
+inline uint32_t rank_of_score(float score) {
+  uint32_t bits = std::bit_cast<uint32_t>(score == 0 ? 0.0f : score);  // -0 ranks as 0.
+  uint32_t ascending = (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
+  return ~ascending;
+}
 
 }  // namespace fornace::text

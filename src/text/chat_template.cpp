@@ -2391,21 +2391,6 @@ class Renderer {
   size_t steps_ = 0;
 };
 
-// A special token of tokenizer_config.json: a string, {"content": ...} or null.
-std::optional<std::string> read_token_name(JsonScanner& scanner, const std::string& field) {
-  if (scanner.null()) return std::nullopt;
-  if (scanner.peek() != '{') return std::string(scanner.string(field));
-  std::optional<std::string> content;
-  scanner.for_each_member(field, [&](std::string_view key) {
-    if (key == "content" && !scanner.null()) {
-      content = std::string(scanner.string(field + ".content"));
-    } else {
-      scanner.skip_value(field);
-    }
-  });
-  return content;
-}
-
 // The template: a string, or a list of {"name", "template"} of which "default" is the chat one.
 std::optional<std::string> read_chat_template(JsonScanner& scanner) {
   const std::string field = "chat_template";
@@ -2430,6 +2415,20 @@ std::optional<std::string> read_chat_template(JsonScanner& scanner) {
 }  // namespace
 
 // ---- Public ----------------------------------------------------------------------------------
+
+std::optional<std::string> read_token_name(JsonScanner& scanner, const std::string& field) {
+  if (scanner.null()) return std::nullopt;
+  if (scanner.peek() != '{') return std::string(scanner.string(field));
+  std::optional<std::string> content;
+  scanner.for_each_member(field, [&](std::string_view key) {
+    if (key == "content" && !scanner.null()) {
+      content = std::string(scanner.string(field + ".content"));
+    } else {
+      scanner.skip_value(field);
+    }
+  });
+  return content;
+}
 
 TemplateValue TemplateValue::undefined(std::string description) {
   TemplateValue value;

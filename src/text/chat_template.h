@@ -93,6 +93,12 @@ struct ChatTemplateConfig {
   std::optional<std::string> chat_template, bos_token, eos_token;
 };
 
+class JsonScanner;
+
+// A special token of tokenizer_config.json, the next value of `scanner`: a string,
+// {"content": ...} or null.
+std::optional<std::string> read_token_name(JsonScanner& scanner, const std::string& field);
+
 // Reads tokenizer_config.json text: chat_template (a string, or a list of {name, template} whose
 // "default" is taken), bos_token and eos_token (strings, {"content": ...} or null).
 ChatTemplateConfig read_chat_template_config(std::string_view json, const std::string& source_name);

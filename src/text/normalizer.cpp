@@ -23,6 +23,9 @@ std::string_view Normalizer::normalize(std::string_view text, std::string& buffe
     if (step.kind == Kind::nfc) {
       if (is_ascii(text)) continue;
       scratch = to_nfc(text);
+    } else if (step.kind == Kind::prepend) {
+      if (text.empty()) continue;
+      scratch.assign(step.pattern).append(text);
     } else {
       if (text.find(step.pattern) == std::string_view::npos) continue;
       scratch.clear();

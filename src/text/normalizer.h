@@ -1,5 +1,5 @@
-// The normalizer steps of tokenizer.json that Fornace supports: NFC and Replace of a literal
-// string.
+// The normalizer steps of tokenizer.json that Fornace supports (NFC and Replace of a literal
+// string), and SentencePiece's prefix "▁" for GGUF vocabularies (Hugging Face's Prepend).
 #pragma once
 
 #include <string>
@@ -20,17 +20,21 @@ class Normalizer {
   void add_replace(std::string pattern, std::string content) {
     steps_.push_back({Kind::replace, std::move(pattern), std::move(content)});
   }
+  // Puts `prefix` before a text that is not empty.
+  void add_prepend(std::string prefix) { steps_.push_back({Kind::prepend, std::move(prefix), {}}); }
   bool empty() const { return steps_.empty(); }
+  bool operator==(const Normalizer&) const = default;
 
   // `text` (valid UTF-8) after every step, in order: `text` itself when nothing changes it, else
   // a view of `buffer`.
   std::string_view normalize(std::string_view text, std::string& buffer) const;
 
  private:
-  enum class Kind { nfc, replace };
+  enum class Kind { nfc, replace, prepend };
   struct Step {
     Kind kind;
-    std::string pattern, content;
+    std::string pattern, content;  // Prepend's prefix is its pattern.
+    bool operator==(const Step&) const = default;
   };
   std::vector<Step> steps_;
 };

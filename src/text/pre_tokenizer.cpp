@@ -33,7 +33,7 @@ struct MatchState {
 
 RegexSplitter::RegexSplitter(const std::string& pattern, const std::string& field,
                              Behavior behavior)
-    : behavior_(behavior) {
+    : pattern_(pattern), behavior_(behavior) {
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
   code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),

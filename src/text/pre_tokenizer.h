@@ -25,7 +25,11 @@ class RegexSplitter {
   // Appends the pieces of `text` (valid UTF-8) to `pieces`, in order; together they cover it.
   void split(std::string_view text, std::vector<std::string_view>& pieces) const;
 
+  const std::string& pattern() const { return pattern_; }
+  Behavior behavior() const { return behavior_; }
+
  private:
+  std::string pattern_;
   pcre2_real_code_8* code_ = nullptr;
   bool jit_ = false;
   Behavior behavior_;

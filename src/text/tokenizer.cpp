@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "io/files.h"
 #include "text/chat_template.h"
+#include "text/gguf_vocabulary.h"
 #include "text/tokenizer_state.h"
 #include "text/utf8.h"
 
@@ -118,6 +119,17 @@ Tokenizer Tokenizer::from_json(std::string_view json, const std::string& source_
   return Tokenizer(std::move(impl));
 }
 
+Tokenizer Tokenizer::from_gguf_vocabulary(const text::GgufVocabulary& vocabulary,
+                                          const std::string& source_name) {
+  auto impl = std::make_unique<Impl>();
+  impl->source_name = source_name;
+  text::build_from_gguf_vocabulary(vocabulary, *impl);
+  impl->chat.chat_template = vocabulary.chat_template;
+  if (vocabulary.bos_token_id) impl->chat.bos_token = vocabulary.tokens[*vocabulary.bos_token_id];
+  if (vocabulary.eos_token_id) impl->chat.eos_token = vocabulary.tokens[*vocabulary.eos_token_id];
+  return Tokenizer(std::move(impl));
+}
+
 Tokenizer Tokenizer::load(const std::string& directory) {
   std::string path = directory + "/tokenizer.json";
   Tokenizer tokenizer = from_json(MappedFile(path).text(), path);
@@ -159,6 +171,8 @@ std::string Tokenizer::decode(const std::vector<uint32_t>& ids, bool skip_specia
     impl_->decoder.push(impl_->model.vocabulary.text(id), pending, text);
   }
   impl_->decoder.finish(pending, text);
+  bool at_start = true;
+  impl_->decoder.strip_start(text, at_start);
   return text;
 }
 
@@ -234,12 +248,14 @@ std::string IncrementalDecoder::push(uint32_t id) {
   if (skip_special_ && impl.special[id]) return {};
   std::string text;
   impl.decoder.push(impl.model.vocabulary.text(id), pending_, text);
+  impl.decoder.strip_start(text, at_start_);
   return text;
 }
 
 std::string IncrementalDecoder::flush() {
   std::string text;
   tokenizer_.impl_->decoder.finish(pending_, text);
+  tokenizer_.impl_->decoder.strip_start(text, at_start_);
   return text;
 }
 

@@ -1,6 +1,7 @@
 // BPE tokenizer read from a Hugging Face tokenizer.json (byte-level as Qwen's and Llama 3's, or
-// SentencePiece-style with byte fallback as Gemma 3's), with added tokens, the file's normalizer
-// and split regexes (PCRE2), an incremental decoder and the checkpoint's chat template.
+// SentencePiece-style with byte fallback as Gemma 3's) or from a GGUF file's vocabulary, with
+// added tokens, the normalizer and split regexes (PCRE2), an incremental decoder and the
+// checkpoint's chat template.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,10 @@
 #include <vector>
 
 namespace fornace {
+
+namespace text {
+struct GgufVocabulary;
+}
 
 struct ChatMessage {
   std::string role;  // "system", "user" or "assistant"
@@ -24,6 +29,12 @@ class Tokenizer {
   static Tokenizer load(const std::string& directory);
   // Parses tokenizer.json text; errors name `source_name` and the offending field.
   static Tokenizer from_json(std::string_view json, const std::string& source_name);
+  // Builds the tokenizer from a GGUF file's tokenizer.ggml.* values (text/gguf_vocabulary.h):
+  // model gpt2 with a supported tokenizer.ggml.pre, or llama. Its prefix token is the bos token
+  // when add_bos_token says so (unset: llama.cpp's default); errors name `source_name` and the
+  // key.
+  static Tokenizer from_gguf_vocabulary(const text::GgufVocabulary& vocabulary,
+                                        const std::string& source_name);
 
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;
@@ -80,6 +91,7 @@ class IncrementalDecoder {
  private:
   const Tokenizer& tokenizer_;
   bool skip_special_;
+  bool at_start_ = true;  // No text has come out yet.
   std::string pending_;
 };
 

@@ -1,11 +1,9 @@
 // Reads tokenizer.json and tokenizer_config.json into the tokenizer's state. The large parts
 // (vocab, merges) go through JsonScanner in place; the small objects through nlohmann::json.
-#include <array>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "text/byte_level.h"
-#include "text/hashing.h"
 #include "text/json_scanner.h"
 #include "text/tokenizer_state.h"
 #include "text/utf8.h"
@@ -14,21 +12,6 @@ namespace fornace::text {
 namespace {
 
 using Json = nlohmann::json;
-
-struct AddedToken {
-  std::string content;
-  uint32_t id = 0;
-  bool special = false;
-  bool normalized = false;
-};
-
-// A merge's two sides, stored back to back in one buffer so that the merged text is a
-// substring of it too.
-struct MergeText {
-  uint32_t offset;
-  uint32_t left_length;
-  uint32_t right_length;
-};
 
 class TokenizerJsonReader {
  public:
@@ -135,7 +118,7 @@ class TokenizerJsonReader {
       for (const char* flag : {"single_word", "lstrip", "rstrip"}) {
         require_flag(token, flag, field, false);
       }
-      added_tokens_.push_back(std::move(added));
+      state_.added_tokens.push_back(std::move(added));
     }
   }
 
@@ -361,7 +344,6 @@ class TokenizerJsonReader {
   void read_merges() {
     has_merges_ = true;
     scanner_.for_each_element("model.merges", [&](size_t index) {
-      MergeText merge{static_cast<uint32_t>(merge_text_.size()), 0, 0};
       if (scanner_.peek() == '"') {
         std::string_view line = scanner_.string("model.merges");
         size_t space = line.find(' ');
@@ -370,35 +352,32 @@ class TokenizerJsonReader {
           scanner_.fail_at(concat("model.merges[", index, "]"),
                            "expected two tokens separated by one space");
         }
-        merge_text_.append(line.substr(0, space));
-        merge_text_.append(line.substr(space + 1));
-        merge.left_length = static_cast<uint32_t>(space);
-        merge.right_length = static_cast<uint32_t>(line.size() - space - 1);
+        merges_.add(line.substr(0, space), line.substr(space + 1));
       } else if (scanner_.peek() == '[') {
         std::string field = "model.merges";
-        size_t parts = 0;
+        size_t parts = 0, left_length = 0;
         scanner_.for_each_element(field, [&](size_t part) {
           std::string_view side = scanner_.string(field);
-          if (part == 0) merge.left_length = static_cast<uint32_t>(side.size());
-          if (part == 1) merge.right_length = static_cast<uint32_t>(side.size());
-          merge_text_.append(side);
+          if (part == 0) left_length = side.size();
+          if (part < 2) merges_.append(side);
           ++parts;
         });
         if (parts != 2) {
           scanner_.fail_at(concat("model.merges[", index, "]"), "expected a pair of tokens");
         }
+        merges_.end_merge(left_length);
       } else {
         scanner_.fail_at(concat("model.merges[", index, "]"),
                          "expected a string \"a b\" or a pair [\"a\", \"b\"]");
       }
-      merges_.push_back(merge);
     });
   }
 
   void finish() {
     Vocabulary& vocabulary = state_.model.vocabulary;
-    for (size_t index = 0; index < added_tokens_.size(); ++index) {
-      const AddedToken& token = added_tokens_[index];
+    const std::vector<AddedToken>& added_tokens = state_.added_tokens;
+    for (size_t index = 0; index < added_tokens.size(); ++index) {
+      const AddedToken& token = added_tokens[index];
       if (!vocabulary.add(token.content, token.id) && vocabulary.text(token.id) != token.content) {
         error(concat("added_tokens[", index, "].id"),
               concat(token.id, " is already the model's token '", vocabulary.text(token.id), "'"));
@@ -408,26 +387,16 @@ class TokenizerJsonReader {
       error("model.vocab", concat("the token '", vocabulary.text(*duplicate),
                                   "' has more than one id (one is ", *duplicate, ")"));
     }
-    state_.special.assign(vocabulary.size(), false);
-    std::vector<AddedTokenMatcher::Token> raw, normalized;
-    for (const AddedToken& token : added_tokens_) {
-      state_.special[token.id] = token.special;
-      // A normalized token is looked for in normalized text, so it is normalized too.
-      std::string buffer;
-      std::string_view content = token.normalized && !state_.normalizer.empty()
-                                     ? state_.normalizer.normalize(token.content, buffer)
-                                     : std::string_view(token.content);
-      (token.normalized ? normalized : raw)
-          .push_back({std::string(content), token.id, token.special});
-    }
-    state_.raw_added_tokens.assign(std::move(raw));
-    state_.normalized_added_tokens.assign(std::move(normalized));
+    index_added_tokens(state_);
     if (byte_level_pre_tokenizer_) {
       read_byte_alphabet();
     } else {
       read_character_tokens();
     }
-    resolve_merges();
+    if (std::optional<BpeModel::MissingText> missing = state_.model.set_merges(merges_)) {
+      error(concat("model.merges[", missing->rank, "]"),
+            concat("'", missing->text, "' is not in the vocab"));
+    }
   }
 
   // Byte-level BPE: the ByteLevel pre-tokenizer and decoder, a token for every byte.
@@ -440,18 +409,15 @@ class TokenizerJsonReader {
             "must be false with the ByteLevel pre-tokenizer (every byte "
             "has a token)");
     }
-    for (int byte = 0; byte < 256; ++byte) {
-      std::string text = to_byte_level(std::string(1, static_cast<char>(byte)));
-      std::optional<uint32_t> id = state_.model.vocabulary.find(text);
-      if (!id) error("model.vocab", concat("has no token for the byte ", byte, " ('", text, "')"));
-      state_.model.byte_ids[byte] = *id;
+    if (std::optional<uint8_t> byte = state_.model.find_byte_tokens()) {
+      error("model.vocab", concat("has no token for the byte ", int{*byte}, " ('",
+                                  to_byte_level(std::string(1, static_cast<char>(*byte))), "')"));
     }
   }
 
   // SentencePiece-style BPE: characters are tokens, the rest byte fallback or the unknown token.
   void read_character_tokens() {
     BpeModel& model = state_.model;
-    model.byte_level = false;
     if (state_.decoder.byte_level) {
       error("decoder.type", "ByteLevel needs the ByteLevel pre-tokenizer");
     }
@@ -460,21 +426,7 @@ class TokenizerJsonReader {
                               " ByteFallback step but model.byte_fallback is ",
                               byte_fallback_ ? "true" : "false"));
     }
-    model.ascii_ids.fill(BpeModel::no_token);
-    model.byte_fallback_ids.fill(BpeModel::no_token);
-    for (int code = 0; code < 128; ++code) {
-      const char character = static_cast<char>(code);
-      if (std::optional<uint32_t> id = model.vocabulary.find(std::string_view(&character, 1)))
-        model.ascii_ids[code] = *id;
-    }
-    if (byte_fallback_) {
-      static constexpr char digits[] = "0123456789ABCDEF";
-      for (int byte = 0; byte < 256; ++byte) {
-        const char name[] = {'<', '0', 'x', digits[byte >> 4], digits[byte & 15], '>'};
-        if (std::optional<uint32_t> id = model.vocabulary.find(std::string_view(name, 6)))
-          model.byte_fallback_ids[byte] = *id;
-      }
-    }
+    model.find_character_tokens(byte_fallback_);
     if (unknown_token_) {
       std::optional<uint32_t> id = model.vocabulary.find(*unknown_token_);
       if (!id) error("model.unk_token", concat("'", *unknown_token_, "' is not in the vocab"));
@@ -482,78 +434,9 @@ class TokenizerJsonReader {
     }
   }
 
-  // Turns the merge texts into ids. Lookups are the bulk of the load time, so: the merged token
-  // is first guessed as the id after the previous merge's (true of vocabularies that list merge
-  // results in rank order, as Qwen's) or as that id itself (Gemma 3 lists the merges that make one
-  // token together), and checked; the index slots are prefetched a few merges ahead.
-  void resolve_merges() {
-    const Vocabulary& vocabulary = state_.model.vocabulary;
-    const size_t count = merges_.size();
-    const auto sides = [&](size_t rank) {
-      const MergeText& merge = merges_[rank];
-      std::string_view both(merge_text_.data() + merge.offset,
-                            merge.left_length + merge.right_length);
-      return std::array<std::string_view, 3>{both.substr(0, merge.left_length),
-                                             both.substr(merge.left_length), both};
-    };
-    MergeTable& table = state_.model.merges;
-    table.reserve(count);
-    // A pipeline over the ranks, `distance` apart from one stage to the next, so that no large
-    // array is filled in between: a merge's sides are hashed and their index slots prefetched,
-    // later looked up (and the table slot of the pair prefetched), later inserted. Each step runs
-    // the last stage first, since a stage reuses the ring slot that the next one has just read.
-    constexpr size_t distance = 16;
-    struct Hashed {
-      uint64_t left, right;
-    };
-    struct Resolved {
-      uint32_t left, right, merged;
-    };
-    std::array<Hashed, distance> hashed;
-    std::array<Resolved, distance> resolved;
-    uint32_t previous = UINT32_MAX;  // The merged id of the merge before (none: -1 + 1 is 0).
-    for (size_t step = 0; step < count + 2 * distance; ++step) {
-      if (step >= 2 * distance) {
-        size_t rank = step - 2 * distance;
-        const Resolved& merge = resolved[rank % distance];
-        table.insert(merge.left, merge.right, {static_cast<uint32_t>(rank), merge.merged});
-      }
-      if (step >= distance && step - distance < count) {
-        size_t rank = step - distance;
-        auto [left, right, both] = sides(rank);
-        std::optional<uint32_t> left_id = vocabulary.find(left, hashed[rank % distance].left);
-        std::optional<uint32_t> right_id = vocabulary.find(right, hashed[rank % distance].right);
-        std::optional<uint32_t> merged_id;
-        for (uint32_t guess : {previous + 1, previous}) {
-          if (vocabulary.contains(guess) && vocabulary.text(guess) == both) {
-            merged_id = guess;
-            break;
-          }
-        }
-        if (!merged_id) merged_id = vocabulary.find(both);
-        for (auto [text, id] :
-             {std::pair{left, left_id}, std::pair{right, right_id}, std::pair{both, merged_id}}) {
-          if (!id)
-            error(concat("model.merges[", rank, "]"), concat("'", text, "' is not in the vocab"));
-        }
-        resolved[rank % distance] = {*left_id, *right_id, *merged_id};
-        table.prefetch(*left_id, *right_id);
-        previous = *merged_id;
-      }
-      if (step < count) {
-        auto [left, right, both] = sides(step);
-        hashed[step % distance] = {hash_bytes(left), hash_bytes(right)};
-        vocabulary.prefetch(hashed[step % distance].left);
-        vocabulary.prefetch(hashed[step % distance].right);
-      }
-    }
-  }
-
   JsonScanner scanner_;
   TokenizerState& state_;
-  std::vector<AddedToken> added_tokens_;
-  HugePageString merge_text_;
-  std::vector<MergeText, HugePageAllocator<MergeText>> merges_;
+  MergeList merges_;
   // Ids index a table of the largest id's size (8 bytes an id), so they stay below the larger
   // of 2^20 and the file's size in bytes: a file's ids could go no higher without more holes than
   // tokens, and the table stays within 8 MiB or 8 bytes per byte of the file.
@@ -566,6 +449,23 @@ class TokenizerJsonReader {
 };
 
 }  // namespace
+
+void index_added_tokens(TokenizerState& state) {
+  state.special.assign(state.model.vocabulary.size(), false);
+  std::vector<AddedTokenMatcher::Token> raw, normalized;
+  for (const AddedToken& token : state.added_tokens) {
+    state.special[token.id] = token.special;
+    // A normalized token is looked for in normalized text, so it is normalized too.
+    std::string buffer;
+    std::string_view content = token.normalized && !state.normalizer.empty()
+                                   ? state.normalizer.normalize(token.content, buffer)
+                                   : std::string_view(token.content);
+    (token.normalized ? normalized : raw)
+        .push_back({std::string(content), token.id, token.special});
+  }
+  state.raw_added_tokens.assign(std::move(raw));
+  state.normalized_added_tokens.assign(std::move(normalized));
+}
 
 void parse_tokenizer_json(std::string_view json, TokenizerState& state) {
   TokenizerJsonReader(json, state).read();

@@ -15,15 +15,7 @@ using testing::source_path;
 using testing::GoldenCase;
 
 const std::vector<GoldenCase>& golden_cases(const std::string& family) {
-  static std::map<std::string, std::vector<GoldenCase>> by_family;
-  auto found = by_family.find(family);
-  if (found == by_family.end()) {
-    found = by_family
-                .emplace(family, testing::read_golden_cases("tests/data/tokenizer-golden-" +
-                                                            family + ".jsonl"))
-                .first;
-  }
-  return found->second;
+  return testing::cached_golden_cases("tests/data/tokenizer-golden-" + family + ".jsonl");
 }
 
 const Tokenizer& family_tokenizer(const std::string& family) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -36,6 +37,30 @@ inline const Tokenizer& qwen_tokenizer() {
     return Tokenizer::load(directory);
   }();
   return tokenizer;
+}
+
+// The GPT-2 byte-level alphabet, written out from its definition: printable Latin-1 bytes stand
+// for themselves, the rest take U+0100 onwards in byte order.
+inline std::string byte_level_character(int byte) {
+  static const std::vector<std::string> alphabet = [] {
+    std::vector<std::string> characters(256);
+    int next = 256;
+    for (int value = 0; value < 256; ++value) {
+      bool printable = (value >= 33 && value <= 126) || (value >= 161 && value <= 172) ||
+                       (value >= 174 && value <= 255);
+      int code_point = printable ? value : next++;
+      std::string utf8;
+      if (code_point < 0x80) {
+        utf8 += static_cast<char>(code_point);
+      } else {
+        utf8 += static_cast<char>(0xC0 | (code_point >> 6));
+        utf8 += static_cast<char>(0x80 | (code_point & 0x3F));
+      }
+      characters[value] = utf8;
+    }
+    return characters;
+  }();
+  return alphabet[byte];
 }
 
 // One line of a tests/data/tokenizer-golden*.jsonl file.
@@ -76,6 +101,15 @@ inline std::vector<GoldenCase> read_golden_cases(const std::string& relative_pat
     cases.push_back(std::move(golden));
   }
   return cases;
+}
+
+// The same, read once per process.
+inline const std::vector<GoldenCase>& cached_golden_cases(const std::string& relative_path) {
+  static std::map<std::string, std::vector<GoldenCase>> by_path;
+  auto found = by_path.find(relative_path);
+  if (found == by_path.end())
+    found = by_path.emplace(relative_path, read_golden_cases(relative_path)).first;
+  return found->second;
 }
 
 // decode() of the reference ids gives the reference text, with and without special tokens.

@@ -19,29 +19,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-// The GPT-2 byte-level alphabet, written out from its definition: printable Latin-1 bytes stand
-// for themselves, the rest take U+0100 onwards in byte order.
-std::string byte_level_character(int byte) {
-  static const std::vector<std::string> alphabet = [] {
-    std::vector<std::string> characters(256);
-    int next = 256;
-    for (int value = 0; value < 256; ++value) {
-      bool printable = (value >= 33 && value <= 126) || (value >= 161 && value <= 172) ||
-                       (value >= 174 && value <= 255);
-      int code_point = printable ? value : next++;
-      std::string utf8;
-      if (code_point < 0x80) {
-        utf8 += static_cast<char>(code_point);
-      } else {
-        utf8 += static_cast<char>(0xC0 | (code_point >> 6));
-        utf8 += static_cast<char>(0x80 | (code_point & 0x3F));
-      }
-      characters[value] = utf8;
-    }
-    return characters;
-  }();
-  return alphabet[byte];
-}
+using testing::byte_level_character;
 
 // Ids 0-255 are the bytes, then he=256, ll=257, hell=258, Ġw=259; added: <|end|>=260 (special),
 // <note>=261 (not special), <x>=262 and <x><y>=263 (special).
