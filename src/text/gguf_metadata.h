@@ -6,8 +6,15 @@
 #include <vector>
 
 #include "io/gguf.h"
+#include "text/gguf_vocabulary.h"
 
 namespace fornace {
+
+// The vocabulary a GGUF file's tokenizer keys hold. Throws Error naming the file and key when
+// one has the wrong type.
+text::GgufVocabulary read_gguf_vocabulary(const GgufFile& file);
+// The keys and values that hold `vocabulary`, with the types llama.cpp reads.
+std::vector<GgufKeyValue> gguf_vocabulary_metadata(const text::GgufVocabulary& vocabulary);
 
 // The tokenizer keys for a GGUF file of the model at `model_path`: copied from a GGUF file, or
 // made from a checkpoint directory's tokenizer.json and tokenizer_config.json, with the

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "io/files.h"
 #include "text/chat_template.h"
+#include "text/gguf_metadata.h"
 #include "text/gguf_vocabulary.h"
 #include "text/tokenizer_state.h"
 #include "text/utf8.h"
@@ -131,6 +132,10 @@ Tokenizer Tokenizer::from_gguf_vocabulary(const text::GgufVocabulary& vocabulary
 }
 
 Tokenizer Tokenizer::load(const std::string& directory) {
+  if (std::filesystem::is_regular_file(directory)) {
+    std::shared_ptr<GgufFile> file = GgufFile::open(directory);
+    return from_gguf_vocabulary(read_gguf_vocabulary(*file), directory);
+  }
   std::string path = directory + "/tokenizer.json";
   Tokenizer tokenizer = from_json(MappedFile(path).text(), path);
   std::string config_path = directory + "/tokenizer_config.json";

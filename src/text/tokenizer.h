@@ -25,7 +25,7 @@ struct ChatMessage {
 class Tokenizer {
  public:
   // Reads <directory>/tokenizer.json and, when present, <directory>/tokenizer_config.json (eos
-  // token, chat_template, bos_token).
+  // token, chat_template, bos_token); or, when `directory` is a file, a GGUF file's tokenizer keys.
   static Tokenizer load(const std::string& directory);
   // Parses tokenizer.json text; errors name `source_name` and the offending field.
   static Tokenizer from_json(std::string_view json, const std::string& source_name);

@@ -215,7 +215,8 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
   std::unique_ptr<Model> model;
   {
     memory::PhaseScope phase(Phase::load);
-    if (!prompt_ids || fs::exists(fs::path(model_directory) / "tokenizer.json")) {
+    if (!prompt_ids || is_gguf_path(model_directory) ||
+        fs::exists(fs::path(model_directory) / "tokenizer.json")) {
       tokenizer.emplace(Tokenizer::load(model_directory));
     }
     model = load_model(model_directory, model_options);
