@@ -42,11 +42,10 @@ bool is_gguf_float(GgufType type);
 
 // The C++ types that hold GGUF's numeric and boolean scalars (exactly these, no conversions).
 template <typename T>
-concept GgufScalar =
-    std::same_as<T, uint8_t> || std::same_as<T, int8_t> || std::same_as<T, uint16_t> ||
-    std::same_as<T, int16_t> || std::same_as<T, uint32_t> || std::same_as<T, int32_t> ||
-    std::same_as<T, uint64_t> || std::same_as<T, int64_t> || std::same_as<T, float> ||
-    std::same_as<T, double> || std::same_as<T, bool>;
+concept GgufScalar = std::same_as<T, uint8_t> || std::same_as<T, int8_t> ||
+    std::same_as<T, uint16_t> || std::same_as<T, int16_t> || std::same_as<T, uint32_t> ||
+    std::same_as<T, int32_t> || std::same_as<T, uint64_t> || std::same_as<T, int64_t> ||
+    std::same_as<T, float> || std::same_as<T, double> || std::same_as<T, bool>;
 
 template <GgufScalar T>
 constexpr GgufType gguf_type_of() {
@@ -216,6 +215,9 @@ class GgufFile {
   GgufFile() = default;
   [[noreturn]] void fail_key(const std::string& key, const std::string& expected,
                              const GgufValue& value) const;
+  // convert(value) of a scalar key, or an Error saying what was `expected`.
+  template <typename Convert>
+  auto scalar(const std::string& key, const char* expected, Convert convert) const;
 
   std::string path_;
   std::shared_ptr<const ReadOnlyFile> file_;

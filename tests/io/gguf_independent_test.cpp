@@ -53,7 +53,8 @@ class Expectations {
   template <typename T>
   void scalar(GgufWriter& writer, const std::string& key, const T& value) {
     writer.set(key, value);
-    expected_[key] = {{"type", spec_type_id<T>()}, {"sub_type", nullptr}, {"value", printed(value)}};
+    expected_[key] = {
+        {"type", spec_type_id<T>()}, {"sub_type", nullptr}, {"value", printed(value)}};
   }
   template <typename T>
   void array(GgufWriter& writer, const std::string& key, const std::vector<T>& values) {
@@ -130,7 +131,8 @@ TEST(GgufIndependentReader, ReadsWhatWeWrite) {
       {"output.weight", BlockType::bf16, 30, {5, 2, 3}, 60},
       {"rank4", BlockType::q4_0, 2, {32, 1, 2, 2}, 18 * 4},
   };
-  for (const ExpectedTensor& tensor : tensors) writer.add_tensor(tensor.name, tensor.type, tensor.dims);
+  for (const ExpectedTensor& tensor : tensors)
+    writer.add_tensor(tensor.name, tensor.type, tensor.dims);
   std::string path = directory.file("written.gguf");
   writer.write(path, [](size_t index, std::span<std::byte> data) {
     for (size_t byte = 0; byte < data.size(); ++byte) {
@@ -138,10 +140,9 @@ TEST(GgufIndependentReader, ReadsWhatWeWrite) {
     }
   });
 
-  auto result = test_support::run_command_line("node " + test_support::shell_quote(
-                                                             std::string(kReferenceDir) +
-                                                             "/read_gguf.mjs") +
-                                                " " + test_support::shell_quote(path));
+  auto result = test_support::run_command_line(
+      "node " + test_support::shell_quote(std::string(kReferenceDir) + "/read_gguf.mjs") + " " +
+      test_support::shell_quote(path));
   ASSERT_EQ(result.exit_code, 0) << result.output;
   json read = json::parse(result.output);
 
