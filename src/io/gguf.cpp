@@ -24,7 +24,6 @@ constexpr size_t kHeaderBytes = 4 + 4 + 8 + 8;  // Magic, version, tensor count,
 // The fewest bytes a key-value pair and a tensor info take, to bound counts by the file size.
 constexpr uint64_t kMinKeyValueBytes = 8 + 4 + 1;
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;
-constexpr uint64_t kMaxKeyBytes = 65535;
 constexpr uint32_t kLastValueType = static_cast<uint32_t>(GgufType::f64);
 const char kAlignmentKey[] = "general.alignment";
 
@@ -171,8 +170,8 @@ GgufValue read_elements(Cursor& cursor, GgufType type, GgufType element_type, ui
     if (count > cursor.remaining() / 8) {
       cursor.fail_here(what, " at byte ", cursor.offset(), " runs past the end of the file");
     }
+    // No reserve: the count is not trusted yet, and memory grows only with strings read.
     std::vector<std::string> strings;
-    strings.reserve(static_cast<size_t>(count));
     for (uint64_t index = 0; index < count; ++index)
       strings.push_back(cursor.read_string("string"));
     return GgufValue::from_raw(type, element_type, static_cast<size_t>(count), {},
@@ -427,10 +426,9 @@ std::shared_ptr<GgufFile> GgufFile::parse(const void* bytes, size_t size,
   uint64_t tensor_count = read_count(cursor, "tensor count", kMinTensorInfoBytes);
   uint64_t key_count = read_count(cursor, "metadata key count", kMinKeyValueBytes);
 
-  file->metadata_.reserve(static_cast<size_t>(key_count));
   for (uint64_t index = 0; index < key_count; ++index) {
     cursor.set_subject(concat("metadata entry ", index));
-    std::string key = cursor.read_string("key", kMaxKeyBytes);
+    std::string key = cursor.read_string("key", kGgufMaxNameBytes);
     cursor.set_subject("key '" + key + "'");
     if (file->key_index_.count(key)) cursor.fail_here("the key appears twice");
     GgufValue value = read_value(cursor);
@@ -442,11 +440,10 @@ std::shared_ptr<GgufFile> GgufFile::parse(const void* bytes, size_t size,
         gguf_alignment(*alignment, concat(source_name, ": key '", kAlignmentKey, "'"));
   }
 
-  file->tensors_.reserve(static_cast<size_t>(tensor_count));
   for (uint64_t index = 0; index < tensor_count; ++index) {
     cursor.set_subject(concat("tensor info ", index));
     GgufTensorInfo info;
-    info.name = cursor.read_string("tensor name", kMaxKeyBytes);
+    info.name = cursor.read_string("tensor name", kGgufMaxNameBytes);
     cursor.set_subject("tensor '" + info.name + "'");
     if (file->tensor_index_.count(info.name)) cursor.fail_here("the tensor name appears twice");
     size_t at = cursor.offset();

@@ -134,6 +134,8 @@ struct GgufKeyValue {
 // The alignment a GGUF file uses when it has no general.alignment.
 constexpr uint64_t kGgufDefaultAlignment = 32;
 constexpr int kGgufMaxDims = 4;
+// The longest key or tensor name, in bytes (the specification's limit for keys).
+constexpr uint64_t kGgufMaxNameBytes = 65535;
 
 // The bytes of a tensor of `type` and GGUF `dims` (dims[0] is the row length). Throws Error
 // starting with `where` (e.g. "model.gguf: tensor 'x'") when there are not 1 to 4 dims, a dim is

@@ -396,6 +396,22 @@ TEST(GgufWriterFile, RejectsDimsThatAreNotWholeBlocksOrOutOfRange) {
   EXPECT_TRUE(test_support::list_directory(directory.path()).empty());
 }
 
+TEST(GgufWriterFile, RejectsOverlongNamesAndAMissingProducer) {
+  TemporaryDirectory directory;
+  std::string path = directory.file("model.gguf");
+  GgufWriter long_key;
+  long_key.set(std::string(70000, 'k'), uint8_t{1});
+  expect_message_names(error_message([&] { long_key.write(path, {}); }), {path, "key", "65535"});
+  GgufWriter long_name;
+  long_name.add_tensor(std::string(70000, 't'), BlockType::f32, {1});
+  expect_message_names(error_message([&] { long_name.write(path, {}); }),
+                       {path, "tensor name", "65535"});
+  GgufWriter no_producer;
+  no_producer.add_tensor("w", BlockType::f32, {1});
+  expect_message_names(error_message([&] { no_producer.write(path, {}); }), {path, "producer"});
+  EXPECT_TRUE(test_support::list_directory(directory.path()).empty());
+}
+
 TEST(GgufWriterFile, RejectsAnAlignmentThatIsNotAPowerOfTwo) {
   TemporaryDirectory directory;
   std::string path = directory.file("model.gguf");
