@@ -89,7 +89,7 @@ class GgufValue {
   size_t size() const { return count_; }
 
   // Element `index` (0 for a scalar) as these types; nothing when it is of another kind or does
-  // not fit (a negative integer as u64, 300 as i32). Floats are not integers here.
+  // not fit (a negative integer as u64, a uint64 over INT64_MAX as i64). Floats are not integers.
   std::optional<uint64_t> to_u64(size_t index = 0) const;
   std::optional<int64_t> to_i64(size_t index = 0) const;
   // Any integer or float element.
