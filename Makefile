@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 SYNTH_MODEL ?= models/synth-qwen2.5-0.5b
 MODEL ?= qwen2.5-0.5b
 
-.PHONY: setup build test bench model tokenizer synth clean
+.PHONY: setup build test bench model tokenizer test-packages synth clean
 
 setup:
 	bash scripts/setup.sh
@@ -16,7 +16,11 @@ build: setup
 tokenizer: setup
 	bash scripts/get-tokenizer.sh
 
-test: build tokenizer
+# npm packages that tests run (the independent GGUF reader), from their lock files.
+test-packages: setup
+	bash scripts/get-test-packages.sh
+
+test: build tokenizer test-packages
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 synth: build tokenizer

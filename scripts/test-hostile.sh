@@ -33,6 +33,7 @@ build_asan() {
 
 run_asan_suite() {
   build_asan
+  bash scripts/get-test-packages.sh
   (cd build-asan && ctest --output-on-failure -j "$jobs")
 }
 

@@ -24,17 +24,17 @@ constexpr size_t kHeaderBytes = 4 + 4 + 8 + 8;  // Magic, version, tensor count,
 // The fewest bytes a key-value pair and a tensor info take, to bound counts by the file size.
 constexpr uint64_t kMinKeyValueBytes = 8 + 4 + 1;
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;
-constexpr uint64_t kMaxKeyBytes = 65535;
 constexpr uint32_t kLastValueType = static_cast<uint32_t>(GgufType::f64);
 const char kAlignmentKey[] = "general.alignment";
 
 // ggml's names of the tensor types Fornace does not support, for clearer messages.
 const char* unsupported_ggml_type_name(uint32_t id) {
   static const char* const names[] = {
-      nullptr, nullptr, nullptr,   nullptr,  "Q4_2", "Q4_3",    nullptr,   nullptr,  nullptr,
-      "Q8_1",  "Q2_K",  "Q3_K",    nullptr,  nullptr, nullptr,  nullptr,   "IQ2_XXS", "IQ2_XS",
-      "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS", "I8",      "I16",     "I32",
-      "I64",   "F64",   "IQ1_M",   nullptr,  "Q4_0_4_4", "Q4_0_4_8", "Q4_0_8_8", "TQ1_0",
+      nullptr, nullptr,      nullptr,      nullptr,      "Q4_2",     "Q4_3",     nullptr,
+      nullptr, nullptr,      "Q8_1",       "Q2_K",       "Q3_K",     nullptr,    nullptr,
+      nullptr, nullptr,      "IQ2_XXS",    "IQ2_XS",     "IQ3_XXS",  "IQ1_S",    "IQ4_NL",
+      "IQ3_S", "IQ2_S",      "IQ4_XS",     "I8",         "I16",      "I32",      "I64",
+      "F64",   "IQ1_M",      nullptr,      "Q4_0_4_4",   "Q4_0_4_8", "Q4_0_8_8", "TQ1_0",
       "TQ2_0", "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4"};
   return id < std::size(names) ? names[id] : nullptr;
 }
@@ -170,9 +170,10 @@ GgufValue read_elements(Cursor& cursor, GgufType type, GgufType element_type, ui
     if (count > cursor.remaining() / 8) {
       cursor.fail_here(what, " at byte ", cursor.offset(), " runs past the end of the file");
     }
+    // No reserve: the count is not trusted yet, and memory grows only with strings read.
     std::vector<std::string> strings;
-    strings.reserve(static_cast<size_t>(count));
-    for (uint64_t index = 0; index < count; ++index) strings.push_back(cursor.read_string("string"));
+    for (uint64_t index = 0; index < count; ++index)
+      strings.push_back(cursor.read_string("string"));
     return GgufValue::from_raw(type, element_type, static_cast<size_t>(count), {},
                                std::move(strings));
   }
@@ -190,10 +191,10 @@ GgufValue read_elements(Cursor& cursor, GgufType type, GgufType element_type, ui
       }
     }
   }
-  return GgufValue::from_raw(type, element_type, static_cast<size_t>(count),
-                             std::string(reinterpret_cast<const char*>(data),
-                                         static_cast<size_t>(count * element_bytes)),
-                             {});
+  return GgufValue::from_raw(
+      type, element_type, static_cast<size_t>(count),
+      std::string(reinterpret_cast<const char*>(data), static_cast<size_t>(count * element_bytes)),
+      {});
 }
 
 GgufValue read_value(Cursor& cursor) {
@@ -234,8 +235,8 @@ uint64_t read_count(Cursor& cursor, const char* what, uint64_t min_entry_bytes) 
   // The entries follow the header, so they must fit in the rest of the file.
   uint64_t room = cursor.size() - kHeaderBytes;
   if (count > room / min_entry_bytes) {
-    cursor.fail_here(what, " ", count, " at byte ", at, " cannot fit in a file of ",
-                     cursor.size(), " bytes");
+    cursor.fail_here(what, " ", count, " at byte ", at, " cannot fit in a file of ", cursor.size(),
+                     " bytes");
   }
   return count;
 }
@@ -243,9 +244,9 @@ uint64_t read_count(Cursor& cursor, const char* what, uint64_t min_entry_bytes) 
 }  // namespace
 
 std::string gguf_type_name(GgufType type) {
-  static const char* const names[] = {"uint8",   "int8",  "uint16", "int16", "uint32",
-                                      "int32",   "float32", "bool", "string", "array",
-                                      "uint64",  "int64", "float64"};
+  static const char* const names[] = {"uint8",  "int8",    "uint16", "int16",  "uint32",
+                                      "int32",  "float32", "bool",   "string", "array",
+                                      "uint64", "int64",   "float64"};
   uint32_t id = static_cast<uint32_t>(type);
   return id <= kLastValueType ? names[id] : concat("type ", id);
 }
@@ -274,11 +275,13 @@ GgufValue::GgufValue(std::string value)
 }
 
 GgufValue::GgufValue(std::vector<std::string> values)
-    : type_(GgufType::array), element_type_(GgufType::string), count_(values.size()),
+    : type_(GgufType::array),
+      element_type_(GgufType::string),
+      count_(values.size()),
       strings_(std::move(values)) {}
 
-GgufValue GgufValue::from_raw(GgufType type, GgufType element_type, size_t count,
-                              std::string bytes, std::vector<std::string> strings) {
+GgufValue GgufValue::from_raw(GgufType type, GgufType element_type, size_t count, std::string bytes,
+                              std::vector<std::string> strings) {
   GgufValue value;
   value.type_ = type;
   value.element_type_ = element_type;
@@ -395,7 +398,8 @@ uint64_t gguf_tensor_bytes(BlockType type, const std::vector<int64_t>& dims,
 
 uint64_t gguf_alignment(const GgufValue& value, const std::string& where) {
   std::optional<uint64_t> alignment = value.is_array() ? std::nullopt : value.to_u64();
-  if (!alignment || *alignment == 0 || *alignment > UINT32_MAX || !std::has_single_bit(*alignment)) {
+  if (!alignment || *alignment == 0 || *alignment > UINT32_MAX ||
+      !std::has_single_bit(*alignment)) {
     fail(where, ": the alignment must be an integer power of two, got ", value.describe());
   }
   return *alignment;
@@ -405,7 +409,9 @@ int64_t GgufTensorInfo::rows() const {
   return std::accumulate(dims.begin() + 1, dims.end(), int64_t{1}, std::multiplies<>());
 }
 
-Dims GgufTensorInfo::shape() const { return Dims(std::vector<int64_t>(dims.rbegin(), dims.rend())); }
+Dims GgufTensorInfo::shape() const {
+  return Dims(std::vector<int64_t>(dims.rbegin(), dims.rend()));
+}
 
 std::shared_ptr<GgufFile> GgufFile::parse(const void* bytes, size_t size,
                                           const std::string& source_name) {
@@ -420,10 +426,9 @@ std::shared_ptr<GgufFile> GgufFile::parse(const void* bytes, size_t size,
   uint64_t tensor_count = read_count(cursor, "tensor count", kMinTensorInfoBytes);
   uint64_t key_count = read_count(cursor, "metadata key count", kMinKeyValueBytes);
 
-  file->metadata_.reserve(static_cast<size_t>(key_count));
   for (uint64_t index = 0; index < key_count; ++index) {
     cursor.set_subject(concat("metadata entry ", index));
-    std::string key = cursor.read_string("key", kMaxKeyBytes);
+    std::string key = cursor.read_string("key", kGgufMaxNameBytes);
     cursor.set_subject("key '" + key + "'");
     if (file->key_index_.count(key)) cursor.fail_here("the key appears twice");
     GgufValue value = read_value(cursor);
@@ -431,14 +436,14 @@ std::shared_ptr<GgufFile> GgufFile::parse(const void* bytes, size_t size,
     file->metadata_.push_back({std::move(key), std::move(value)});
   }
   if (const GgufValue* alignment = file->find(kAlignmentKey)) {
-    file->alignment_ = gguf_alignment(*alignment, concat(source_name, ": key '", kAlignmentKey, "'"));
+    file->alignment_ =
+        gguf_alignment(*alignment, concat(source_name, ": key '", kAlignmentKey, "'"));
   }
 
-  file->tensors_.reserve(static_cast<size_t>(tensor_count));
   for (uint64_t index = 0; index < tensor_count; ++index) {
     cursor.set_subject(concat("tensor info ", index));
     GgufTensorInfo info;
-    info.name = cursor.read_string("tensor name", kMaxKeyBytes);
+    info.name = cursor.read_string("tensor name", kGgufMaxNameBytes);
     cursor.set_subject("tensor '" + info.name + "'");
     if (file->tensor_index_.count(info.name)) cursor.fail_here("the tensor name appears twice");
     size_t at = cursor.offset();
@@ -539,6 +544,15 @@ void GgufFile::fail_key(const std::string& key, const std::string& expected,
   fail(path_, ": key '", key, "': expected ", expected, ", got ", value.describe(4));
 }
 
+template <typename Convert>
+auto GgufFile::scalar(const std::string& key, const char* expected, Convert convert) const {
+  const GgufValue& found = value(key);
+  decltype(convert(found)) result;
+  if (!found.is_array()) result = convert(found);
+  if (!result) fail_key(key, expected, found);
+  return *result;
+}
+
 const std::string& GgufFile::get_string(const std::string& key) const {
   const GgufValue& found = value(key);
   if (found.type() != GgufType::string) fail_key(key, "a string", found);
@@ -546,33 +560,21 @@ const std::string& GgufFile::get_string(const std::string& key) const {
 }
 
 uint64_t GgufFile::get_u64(const std::string& key) const {
-  const GgufValue& found = value(key);
-  std::optional<uint64_t> result =
-      found.is_array() || !is_gguf_integer(found.type()) ? std::nullopt : found.to_u64();
-  if (!result) fail_key(key, "a non-negative integer", found);
-  return *result;
+  return scalar(key, "a non-negative integer",
+                [](const GgufValue& found) { return found.to_u64(); });
 }
 
 int64_t GgufFile::get_i64(const std::string& key) const {
-  const GgufValue& found = value(key);
-  std::optional<int64_t> result =
-      found.is_array() || !is_gguf_integer(found.type()) ? std::nullopt : found.to_i64();
-  if (!result) fail_key(key, "an integer that fits int64", found);
-  return *result;
+  return scalar(key, "an integer that fits int64",
+                [](const GgufValue& found) { return found.to_i64(); });
 }
 
 double GgufFile::get_f64(const std::string& key) const {
-  const GgufValue& found = value(key);
-  std::optional<double> result = found.is_array() ? std::nullopt : found.to_f64();
-  if (!result) fail_key(key, "a number", found);
-  return *result;
+  return scalar(key, "a number", [](const GgufValue& found) { return found.to_f64(); });
 }
 
 bool GgufFile::get_bool(const std::string& key) const {
-  const GgufValue& found = value(key);
-  std::optional<bool> result = found.is_array() ? std::nullopt : found.to_bool();
-  if (!result) fail_key(key, "a bool", found);
-  return *result;
+  return scalar(key, "a bool", [](const GgufValue& found) { return found.to_bool(); });
 }
 
 const std::vector<std::string>& GgufFile::get_string_array(const std::string& key) const {

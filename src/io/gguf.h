@@ -42,11 +42,10 @@ bool is_gguf_float(GgufType type);
 
 // The C++ types that hold GGUF's numeric and boolean scalars (exactly these, no conversions).
 template <typename T>
-concept GgufScalar =
-    std::same_as<T, uint8_t> || std::same_as<T, int8_t> || std::same_as<T, uint16_t> ||
-    std::same_as<T, int16_t> || std::same_as<T, uint32_t> || std::same_as<T, int32_t> ||
-    std::same_as<T, uint64_t> || std::same_as<T, int64_t> || std::same_as<T, float> ||
-    std::same_as<T, double> || std::same_as<T, bool>;
+concept GgufScalar = std::same_as<T, uint8_t> || std::same_as<T, int8_t> ||
+    std::same_as<T, uint16_t> || std::same_as<T, int16_t> || std::same_as<T, uint32_t> ||
+    std::same_as<T, int32_t> || std::same_as<T, uint64_t> || std::same_as<T, int64_t> ||
+    std::same_as<T, float> || std::same_as<T, double> || std::same_as<T, bool>;
 
 template <GgufScalar T>
 constexpr GgufType gguf_type_of() {
@@ -90,7 +89,7 @@ class GgufValue {
   size_t size() const { return count_; }
 
   // Element `index` (0 for a scalar) as these types; nothing when it is of another kind or does
-  // not fit (a negative integer as u64, 300 as i32). Floats are not integers here.
+  // not fit (a negative integer as u64, a uint64 over INT64_MAX as i64). Floats are not integers.
   std::optional<uint64_t> to_u64(size_t index = 0) const;
   std::optional<int64_t> to_i64(size_t index = 0) const;
   // Any integer or float element.
@@ -135,6 +134,8 @@ struct GgufKeyValue {
 // The alignment a GGUF file uses when it has no general.alignment.
 constexpr uint64_t kGgufDefaultAlignment = 32;
 constexpr int kGgufMaxDims = 4;
+// The longest key or tensor name, in bytes (the specification's limit for keys).
+constexpr uint64_t kGgufMaxNameBytes = 65535;
 
 // The bytes of a tensor of `type` and GGUF `dims` (dims[0] is the row length). Throws Error
 // starting with `where` (e.g. "model.gguf: tensor 'x'") when there are not 1 to 4 dims, a dim is
@@ -218,6 +219,9 @@ class GgufFile {
   GgufFile() = default;
   [[noreturn]] void fail_key(const std::string& key, const std::string& expected,
                              const GgufValue& value) const;
+  // convert(value) of a scalar key, or an Error saying what was `expected`.
+  template <typename Convert>
+  auto scalar(const std::string& key, const char* expected, Convert convert) const;
 
   std::string path_;
   std::shared_ptr<const ReadOnlyFile> file_;

@@ -11,7 +11,6 @@ namespace fornace {
 namespace {
 
 constexpr uint32_t kWrittenVersion = 3;
-constexpr size_t kMaxKeyBytes = 65535;
 const char kAlignmentKey[] = "general.alignment";
 
 void put_u32(std::string& out, uint32_t value) {
@@ -37,6 +36,13 @@ void put_value(std::string& out, const GgufValue& value) {
     for (const std::string& text : value.strings()) put_string(out, text);
   } else {
     out += value.raw_bytes();
+  }
+}
+
+void check_name_length(const std::string& path, const char* what, const std::string& name) {
+  if (name.size() > kGgufMaxNameBytes) {
+    fail(path, ": ", what, " '", name.substr(0, 64), "...' is longer than ", kGgufMaxNameBytes,
+         " bytes");
   }
 }
 
@@ -68,10 +74,7 @@ void GgufWriter::write(const std::string& path, const Producer& produce) const {
   put_u64(head, tensors_.size());
   put_u64(head, metadata_.size());
   for (const GgufKeyValue& entry : metadata_) {
-    if (entry.key.size() > kMaxKeyBytes) {
-      fail(path, ": key '", entry.key.substr(0, 64), "...' is longer than ", kMaxKeyBytes,
-           " bytes");
-    }
+    check_name_length(path, "key", entry.key);
     if (entry.key == kAlignmentKey) {
       alignment = gguf_alignment(entry.value, concat(path, ": key '", kAlignmentKey, "'"));
     }
@@ -85,6 +88,7 @@ void GgufWriter::write(const std::string& path, const Producer& produce) const {
   for (const GgufTensorSpec& spec : tensors_) {
     std::string where = concat(path, ": tensor '", spec.name, "'");
     if (!names.insert(spec.name).second) fail(where, ": the name appears twice");
+    check_name_length(path, "tensor name", spec.name);
     uint64_t bytes = gguf_tensor_bytes(spec.type, spec.dims, where);
     sizes.push_back(bytes);
     put_string(head, spec.name);
@@ -95,6 +99,7 @@ void GgufWriter::write(const std::string& path, const Producer& produce) const {
     offset = align_up(offset + bytes, alignment);
   }
   head.resize(align_up(head.size(), alignment), '\0');
+  if (!produce && !tensors_.empty()) fail(path, ": no producer for the tensor data");
 
   write_file_atomically(path, [&](std::ostream& stream) {
     stream.write(head.data(), static_cast<std::streamsize>(head.size()));

@@ -2,6 +2,7 @@
 """Writes the fuzz targets' seed inputs, taken from real inputs, under OUT/<target>/.
 
 usage: make_seeds.py SOURCE_DIR TEST_MODELS_DIR OUT
+       make_seeds.py --gguf OUT      (only the gguf_header seeds, which need no inputs)
 TEST_MODELS_DIR holds the tiny synthetic checkpoints (tiny-bf16, tiny-f32) that the tests write.
 """
 import json
@@ -136,12 +137,128 @@ def text_seeds(source, out):
     write(out, "tokenizer_encode", "invalid-utf8", b"\x01caf\xc3 \xff\xfe <|im_start|>")
 
 
+# GGUF value type ids and struct formats, from the specification (ggml docs/gguf.md).
+GGUF_SCALARS = {"u8": (0, "B"), "i8": (1, "b"), "u16": (2, "H"), "i16": (3, "h"), "u32": (4, "I"),
+                "i32": (5, "i"), "f32": (6, "f"), "bool": (7, "?"), "u64": (10, "Q"),
+                "i64": (11, "q"), "f64": (12, "d")}
+GGUF_STRING, GGUF_ARRAY = 8, 9
+# ggml tensor type ids and their (elements, bytes) per block.
+GGML_TYPES = {"F32": (0, 1, 4), "F16": (1, 1, 2), "Q4_0": (2, 32, 18), "Q8_0": (8, 32, 34),
+              "Q4_K": (12, 256, 144), "Q6_K": (14, 256, 210), "BF16": (30, 1, 2)}
+
+
+def gguf_string(text):
+    data = text.encode() if isinstance(text, str) else text
+    return struct.pack("<Q", len(data)) + data
+
+
+def gguf_value(kind, value):
+    """The type id and bytes of a value; kind is a scalar name, "str", or ("array", kind)."""
+    if isinstance(kind, tuple):
+        element_id, _ = gguf_value(kind[1], value[0] if value else 0)
+        body = b"".join(gguf_value(kind[1], item)[1] for item in value)
+        return GGUF_ARRAY, struct.pack("<IQ", element_id, len(value)) + body
+    if kind == "str":
+        return GGUF_STRING, gguf_string(value)
+    type_id, code = GGUF_SCALARS[kind]
+    return type_id, struct.pack("<" + code, value)
+
+
+def gguf_file(metadata, tensors, alignment=32, version=3):
+    """The header and tensor infos of a GGUF file, padded to the alignment, and the size of its
+    data section. metadata: (key, kind, value); tensors: (name, dims, type name)."""
+    out = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(metadata))
+    for key, kind, value in metadata:
+        type_id, body = gguf_value(kind, value)
+        out += gguf_string(key) + struct.pack("<I", type_id) + body
+    offset = 0
+    for name, dims, type_name in tensors:
+        type_id, block_elements, block_bytes = GGML_TYPES[type_name]
+        out += gguf_string(name) + struct.pack("<I", len(dims))
+        out += b"".join(struct.pack("<Q", dim) for dim in dims)
+        out += struct.pack("<IQ", type_id, offset)
+        size = dims[0] // block_elements * block_bytes
+        for dim in dims[1:]:
+            size *= dim
+        offset += (size + alignment - 1) // alignment * alignment
+    out += bytes(-len(out) % alignment)
+    return out, offset
+
+
+def gguf_seed(file_and_data_bytes):
+    """The gguf_header input: uint32 count of zero data bytes, then the file's start."""
+    header, data_bytes = file_and_data_bytes
+    return struct.pack("<I", data_bytes) + header
+
+
+def gguf_seeds(out):
+    target = "gguf_header"
+    every_type = [
+        ("general.architecture", "str", "qwen2"), ("u8", "u8", 255), ("i8", "i8", -1),
+        ("u16", "u16", 65535), ("i16", "i16", -2), ("u32", "u32", 7), ("i32", "i32", -3),
+        ("f32", "f32", 0.5), ("bool", "bool", True), ("u64", "u64", 2**64 - 1),
+        ("i64", "i64", -(2**63)), ("f64", "f64", 1e-300), ("empty", "str", ""),
+        ("f32s", ("array", "f32"), [1.0, -2.5]), ("i32s", ("array", "i32"), [1, -1, 151643]),
+        ("bools", ("array", "bool"), [True, False]), ("u64s", ("array", "u64"), [0, 2**63]),
+        ("strings", ("array", "str"), ["a", "", "<|im_start|>"]),
+        ("empty_array", ("array", "u8"), []),
+    ]
+    tensors = [("a", [4], "F32"), ("b", [32, 2], "Q8_0"), ("c", [3, 2], "F16"),
+               ("d", [256, 1, 2], "Q4_K"), ("e", [2, 2, 1, 2], "BF16")]
+    write(out, target, "every-type", gguf_seed(gguf_file(every_type, tensors)))
+    # The keys and tensor names of a Qwen2.5-0.5B GGUF, with a cut-down vocabulary.
+    tokens = ["!", "\"", "#", "\u0120the", "\u0120a", "<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    qwen = [
+        ("general.architecture", "str", "qwen2"), ("general.name", "str", "Qwen2.5 0.5B Instruct"),
+        ("general.file_type", "u32", 7), ("general.quantization_version", "u32", 2),
+        ("qwen2.block_count", "u32", 24), ("qwen2.context_length", "u32", 32768),
+        ("qwen2.embedding_length", "u32", 896), ("qwen2.feed_forward_length", "u32", 4864),
+        ("qwen2.attention.head_count", "u32", 14), ("qwen2.attention.head_count_kv", "u32", 2),
+        ("qwen2.rope.freq_base", "f32", 1000000.0),
+        ("qwen2.attention.layer_norm_rms_epsilon", "f32", 1e-6),
+        ("tokenizer.ggml.model", "str", "gpt2"), ("tokenizer.ggml.pre", "str", "qwen2"),
+        ("tokenizer.ggml.tokens", ("array", "str"), tokens),
+        ("tokenizer.ggml.token_type", ("array", "i32"), [1] * 5 + [3] * 3),
+        ("tokenizer.ggml.merges", ("array", "str"), ["\u0120 t", "\u0120t he"]),
+        ("tokenizer.ggml.eos_token_id", "u32", 7), ("tokenizer.ggml.add_bos_token", "bool", False),
+        ("tokenizer.chat_template", "str", "{% for message in messages %}{{ message }}{% endfor %}"),
+    ]
+    layer = [("blk.0.attn_norm.weight", [896], "F32"), ("blk.0.attn_q.weight", [896, 896], "Q8_0"),
+             ("blk.0.attn_q.bias", [896], "F32"), ("blk.0.attn_k.weight", [896, 128], "Q8_0"),
+             ("blk.0.ffn_up.weight", [896, 4864], "Q8_0"),
+             ("blk.0.ffn_down.weight", [4864, 896], "Q8_0"),
+             ("output_norm.weight", [896], "F32"), ("token_embd.weight", [896, 8], "Q8_0")]
+    write(out, target, "qwen2-layer", gguf_seed(gguf_file(qwen, layer)))
+    write(out, target, "version-2", gguf_seed(gguf_file(qwen[:3], layer[:2], version=2)))
+    write(out, target, "alignment-64", gguf_seed(gguf_file(
+        [("general.alignment", "u32", 64)] + every_type[:4], tensors[:3], alignment=64)))
+    write(out, target, "no-tensors", gguf_seed(gguf_file(every_type[:1], [])))
+    write(out, target, "empty", gguf_seed(gguf_file([], [])))
+    write(out, target, "k-quants", gguf_seed(gguf_file(
+        qwen[:1], [("q4k", [512, 2], "Q4_K"), ("q6k", [256, 3], "Q6_K"), ("q40", [64], "Q4_0")])))
+    # Invalid variants: a nested array, a misaligned offset, overlapping tensors, a cut file.
+    nested = gguf_string("nested") + struct.pack("<IIQIQI", GGUF_ARRAY, GGUF_ARRAY, 1, 4, 1, 7)
+    write(out, target, "nested-array", struct.pack("<I", 0) + b"GGUF" +
+          struct.pack("<IQQ", 3, 0, 1) + nested)
+    header, data_bytes = gguf_file([], [("w", [4], "F32"), ("v", [4], "F32")])
+    misaligned = header.replace(struct.pack("<IQ", 0, 32), struct.pack("<IQ", 0, 16))
+    write(out, target, "misaligned", gguf_seed((misaligned, data_bytes)))
+    overlapping = header.replace(struct.pack("<IQ", 0, 32), struct.pack("<IQ", 0, 0))
+    write(out, target, "overlapping", gguf_seed((overlapping, data_bytes)))
+    full, _ = gguf_file(every_type, tensors)
+    write(out, target, "truncated", gguf_seed((full[: len(full) // 2], 0)))
+
+
 def main():
+    if sys.argv[1] == "--gguf":
+        gguf_seeds(sys.argv[2])
+        return
     source, models, out = sys.argv[1:4]
     safetensors_seeds(models, out)
     config_seeds(models, out)
     tokenizer_json_seeds(source, out)
     text_seeds(source, out)
+    gguf_seeds(out)
 
 
 if __name__ == "__main__":

@@ -5,44 +5,15 @@
 // bytes up to `data_bytes` more, so real headers of large checkpoints work as seeds without
 // megabytes of data. The file is placed at the end of a mapping that a no-access guard page
 // follows, so any read past the end of the file faults.
-#include <sys/mman.h>
-#include <unistd.h>
-
-#include <cstring>
-
 #include "fuzz_support.h"
 #include "io/safetensors.h"
 
-namespace {
-
-constexpr size_t kRegionBytes = size_t{64} << 20;
-
-// A zero-filled region followed by a guard page; pages that are never written cost no memory.
-char* region_end() {
-  static char* end = [] {
-    size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-    void* base = ::mmap(nullptr, kRegionBytes + page, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (base == MAP_FAILED) fornace::fuzz::invariant_failed("mmap of the file region failed");
-    char* guard = static_cast<char*>(base) + kRegionBytes;
-    ::mprotect(guard, page, PROT_NONE);
-    return guard;
-  }();
-  return end;
-}
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace fornace;
-  if (size < 4) return 0;
-  uint32_t extra = 0;
-  for (int index = 3; index >= 0; --index) extra = (extra << 8) | data[index];
-  size_t prefix_bytes = size - 4;
-  if (prefix_bytes > kRegionBytes) return 0;
-  size_t file_bytes = prefix_bytes + std::min<size_t>(extra, kRegionBytes - prefix_bytes);
-  char* file = region_end() - file_bytes;
-  std::memcpy(file, data + 4, prefix_bytes);
+  fuzz::GuardedFile guarded(data, size);
+  if (!guarded.data()) return 0;
+  const char* file = guarded.data();
+  size_t file_bytes = guarded.size();
 
   fuzz::expect_only_fornace_errors([&] {
     std::vector<TensorEntry> entries = SafetensorsFile::parse_header(file, file_bytes, "fuzz");
@@ -64,6 +35,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       previous_end = entry.end;
     }
   });
-  std::memset(file, 0, prefix_bytes);
   return 0;
 }
