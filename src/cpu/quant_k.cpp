@@ -149,8 +149,8 @@ float fit_symmetric_scale(int count, int levels_half, const float* x, int8_t* le
 // eight sub-blocks, packs their 6-bit scales and mins, stores d and dmin, and leaves the levels
 // (at most levels_max) in `levels`.
 template <typename Block>
-void quantize_scaled_min_block(const float* x, Block& block, int levels_max, float rmin,
-                               int nstep, uint8_t* levels) {
+void quantize_scaled_min_block(const float* x, Block& block, int levels_max, float rmin, int nstep,
+                               uint8_t* levels) {
   float scales[8];
   float mins[8];
   float weights[32];
@@ -170,8 +170,10 @@ void quantize_scaled_min_block(const float* x, Block& block, int levels_max, flo
   const float inverse_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
   const float inverse_min = max_min > 0 ? 63.f / max_min : 0.f;
   for (int j = 0; j < 8; ++j) {
-    const uint8_t scale = std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inverse_scale * scales[j])));
-    const uint8_t min = std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inverse_min * mins[j])));
+    const uint8_t scale =
+        std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inverse_scale * scales[j])));
+    const uint8_t min =
+        std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inverse_min * mins[j])));
     if (j < 4) {
       block.scales[j] = scale;
       block.scales[j + 4] = min;
@@ -270,9 +272,9 @@ void quantize_row_q6_k(const float* in, void* blocks, int64_t n) {
         block.ql[64 * h + l] = static_cast<uint8_t>((half[l] & 0xF) | ((half[l + 64] & 0xF) << 4));
         block.ql[64 * h + 32 + l] =
             static_cast<uint8_t>((half[l + 32] & 0xF) | ((half[l + 96] & 0xF) << 4));
-        block.qh[32 * h + l] = static_cast<uint8_t>((half[l] >> 4) | ((half[l + 32] >> 4) << 2) |
-                                                    ((half[l + 64] >> 4) << 4) |
-                                                    ((half[l + 96] >> 4) << 6));
+        block.qh[32 * h + l] =
+            static_cast<uint8_t>((half[l] >> 4) | ((half[l + 32] >> 4) << 2) |
+                                 ((half[l + 64] >> 4) << 4) | ((half[l + 96] >> 4) << 6));
       }
     }
   }
@@ -307,7 +309,7 @@ template <typename Block>
 void dequantize_block(const Block& block, float* out) {
   uint8_t levels[kBlockElements];
   unpack_levels(block, levels);
-  if constexpr (std::is_same_v<Block, BlockQ6K>) {
+  if constexpr (!has_mins<Block>) {
     const float d = f16_to_f32(block.d);
     for (int e = 0; e < kBlockElements; ++e) {
       out[e] = d * block.scales[e / 16] * static_cast<int8_t>(levels[e] - 32);
@@ -327,7 +329,8 @@ void dequantize_block(const Block& block, float* out) {
 template <typename Block>
 void dequantize_row(const void* blocks, float* out, int64_t n) {
   const auto* in = static_cast<const Block*>(blocks);
-  for (int64_t b = 0; b < n / kBlockElements; ++b) dequantize_block(in[b], out + b * kBlockElements);
+  for (int64_t b = 0; b < n / kBlockElements; ++b)
+    dequantize_block(in[b], out + b * kBlockElements);
 }
 
 size_t activation_row_bytes(int64_t n) {
@@ -362,7 +365,7 @@ void quantize_activations(const float* in, void* out, int64_t n) {
 // dmin * sum(min * a) (Q6_K: d * sum(scale * (q - 32) * a)), times the activation scale.
 template <typename Block>
 float block_dot(const Block& block, const uint8_t* levels, const ActivationBlock& a) {
-  if constexpr (std::is_same_v<Block, BlockQ6K>) {
+  if constexpr (!has_mins<Block>) {
     int32_t sum = 0;
     for (int j = 0; j < 16; ++j) {
       int32_t dot = 0;
@@ -395,8 +398,8 @@ void dot_rows_portable(const void* weights, size_t weight_row_bytes, int64_t row
   const int64_t blocks = n / kBlockElements;
   uint8_t levels[kBlockElements];
   for (int64_t r = 0; r < rows; ++r) {
-    const auto* row = reinterpret_cast<const Block*>(static_cast<const char*>(weights) +
-                                                     r * weight_row_bytes);
+    const auto* row =
+        reinterpret_cast<const Block*>(static_cast<const char*>(weights) + r * weight_row_bytes);
     float sums[kQuantMaxColumns] = {};
     for (int64_t b = 0; b < blocks; ++b) {
       unpack_levels(row[b], levels);
@@ -419,15 +422,16 @@ void dot_rows_f32_portable(const void* weights, size_t weight_row_bytes, int64_t
   const int64_t blocks = n / kBlockElements;
   float values[kBlockElements];
   for (int64_t r = 0; r < rows; ++r) {
-    const auto* row = reinterpret_cast<const Block*>(static_cast<const char*>(weights) +
-                                                     r * weight_row_bytes);
+    const auto* row =
+        reinterpret_cast<const Block*>(static_cast<const char*>(weights) + r * weight_row_bytes);
     float partial[kQuantMaxColumns][kLanes] = {};
     for (int64_t b = 0; b < blocks; ++b) {
       dequantize_block(row[b], values);
       for (int64_t c = 0; c < columns; ++c) {
         const float* a = activations + c * activation_stride + b * kBlockElements;
         for (int i = 0; i < kBlockElements; i += kLanes) {
-          for (int lane = 0; lane < kLanes; ++lane) partial[c][lane] += values[i + lane] * a[i + lane];
+          for (int lane = 0; lane < kLanes; ++lane)
+            partial[c][lane] += values[i + lane] * a[i + lane];
         }
       }
     }
@@ -439,11 +443,11 @@ void dot_rows_f32_portable(const void* weights, size_t weight_row_bytes, int64_t
   }
 }
 
-#define FORNACE_KQUANT_PORTABLE(TYPE)                                                         \
-  template void dot_rows_portable<TYPE>(const void*, size_t, int64_t, const void*, size_t,    \
-                                        int64_t, int64_t, float*, int64_t);                   \
-  template void dot_rows_f32_portable<TYPE>(const void*, size_t, int64_t, const float*,       \
-                                            int64_t, int64_t, int64_t, float*, int64_t);
+#define FORNACE_KQUANT_PORTABLE(TYPE)                                                            \
+  template void dot_rows_portable<TYPE>(const void*, size_t, int64_t, const void*, size_t,       \
+                                        int64_t, int64_t, float*, int64_t);                      \
+  template void dot_rows_f32_portable<TYPE>(const void*, size_t, int64_t, const float*, int64_t, \
+                                            int64_t, int64_t, float*, int64_t);
 FORNACE_KQUANT_PORTABLE(BlockType::q4_k)
 FORNACE_KQUANT_PORTABLE(BlockType::q5_k)
 FORNACE_KQUANT_PORTABLE(BlockType::q6_k)

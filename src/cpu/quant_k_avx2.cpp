@@ -17,8 +17,8 @@ inline __m256i load_32_bytes(const void* source) {
 // Moves bit `From` of each byte to bit 4 (other bits cleared).
 template <int From>
 inline __m256i bit_to_4(__m256i bytes) {
-  const __m256i moved = From <= 4 ? _mm256_slli_epi16(bytes, 4 - From)
-                                  : _mm256_srli_epi16(bytes, From - 4);
+  const __m256i moved =
+      From <= 4 ? _mm256_slli_epi16(bytes, 4 - From) : _mm256_srli_epi16(bytes, From - 4);
   return _mm256_and_si256(moved, bytes_of(0x10));
 }
 
@@ -62,14 +62,30 @@ inline __m256i levels_of(const BlockQ5K& block, int k) {
   const __m256i high = load_32_bytes(block.qh);
   __m256i fifth;
   switch (k) {  // Element 32k + i takes bit k of qh[i].
-    case 0: fifth = bit_to_4<0>(high); break;
-    case 1: fifth = bit_to_4<1>(high); break;
-    case 2: fifth = bit_to_4<2>(high); break;
-    case 3: fifth = bit_to_4<3>(high); break;
-    case 4: fifth = bit_to_4<4>(high); break;
-    case 5: fifth = bit_to_4<5>(high); break;
-    case 6: fifth = bit_to_4<6>(high); break;
-    default: fifth = bit_to_4<7>(high); break;
+    case 0:
+      fifth = bit_to_4<0>(high);
+      break;
+    case 1:
+      fifth = bit_to_4<1>(high);
+      break;
+    case 2:
+      fifth = bit_to_4<2>(high);
+      break;
+    case 3:
+      fifth = bit_to_4<3>(high);
+      break;
+    case 4:
+      fifth = bit_to_4<4>(high);
+      break;
+    case 5:
+      fifth = bit_to_4<5>(high);
+      break;
+    case 6:
+      fifth = bit_to_4<6>(high);
+      break;
+    default:
+      fifth = bit_to_4<7>(high);
+      break;
   }
   return _mm256_or_si256(nibbles, fifth);
 }
@@ -80,10 +96,18 @@ inline __m256i levels_of(const BlockQ6K& block, int k) {
   const __m256i high = load_32_bytes(block.qh + 32 * h);
   __m256i top;  // Bits 2p..2p+1 of qh moved to bits 4-5.
   switch (p) {
-    case 0: top = _mm256_slli_epi16(high, 4); break;
-    case 1: top = _mm256_slli_epi16(high, 2); break;
-    case 2: top = high; break;
-    default: top = _mm256_srli_epi16(high, 2); break;
+    case 0:
+      top = _mm256_slli_epi16(high, 4);
+      break;
+    case 1:
+      top = _mm256_slli_epi16(high, 2);
+      break;
+    case 2:
+      top = high;
+      break;
+    default:
+      top = _mm256_srli_epi16(high, 2);
+      break;
   }
   return _mm256_or_si256(nibbles, _mm256_and_si256(top, bytes_of(0x30)));
 }
@@ -96,24 +120,20 @@ inline __m256i scales_of(const void*, const RowBlock& row, int k) {
   return _mm256_set1_epi16(row.scales[k]);
 }
 
-constexpr bool has_mins(const BlockQ6K*) { return false; }
-constexpr bool has_mins(const void*) { return true; }
-
-template <typename Block, int Rows, int Columns>
-void dot_tile(const char* weights, size_t weight_row_bytes, const char* activations,
-              size_t activation_row_bytes, int64_t blocks, float* out, int64_t out_stride) {
-  constexpr bool kHasMins = has_mins(static_cast<const Block*>(nullptr));
-  __m256 sums[Rows][Columns];
-  for (auto& row : sums) {
-    for (__m256& sum : row) sum = _mm256_setzero_ps();
-  }
-  for (int64_t b = 0; b < blocks; ++b) {
-    const ActivationBlock* a[Columns];
-    for (int c = 0; c < Columns; ++c) {
-      a[c] = reinterpret_cast<const ActivationBlock*>(activations + c * activation_row_bytes) + b;
-    }
-    for (int r = 0; r < Rows; ++r) {
-      const Block& block = reinterpret_cast<const Block*>(weights + r * weight_row_bytes)[b];
+// out[c * out_stride] for one weight row and Columns activation rows.
+template <typename Block, int Columns>
+struct RowDot {
+  static void run(const Block* weights, const char* activations, int64_t activation_row_bytes,
+                  int64_t blocks, float* out, int64_t out_stride) {
+    constexpr bool kHasMins = has_mins<Block>;
+    __m256 sums[Columns];
+    for (__m256& sum : sums) sum = _mm256_setzero_ps();
+    for (int64_t b = 0; b < blocks; ++b) {
+      const ActivationBlock* a[Columns];
+      for (int c = 0; c < Columns; ++c) {
+        a[c] = reinterpret_cast<const ActivationBlock*>(activations + c * activation_row_bytes) + b;
+      }
+      const Block& block = weights[b];
       RowBlock row;
       prepare(block, row);
       __m256i dots[Columns];
@@ -136,54 +156,20 @@ void dot_tile(const char* weights, size_t weight_row_bytes, const char* activati
       }
       for (int c = 0; c < Columns; ++c) {
         const float activation_scale = a[c]->scale;
-        sums[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[c]),
-                                     _mm256_set1_ps(row.d * activation_scale), sums[r][c]);
+        sums[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[c]),
+                                  _mm256_set1_ps(row.d * activation_scale), sums[c]);
         if constexpr (kHasMins) {
-          sums[r][c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(min_dots[c]),
-                                        _mm256_set1_ps(row.dmin * activation_scale), sums[r][c]);
+          sums[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(min_dots[c]),
+                                     _mm256_set1_ps(row.dmin * activation_scale), sums[c]);
         }
       }
     }
+    for (int c = 0; c < Columns; ++c) out[c * out_stride] = simd::sum_of_8(sums[c]);
   }
-  for (int r = 0; r < Rows; ++r) {
-    for (int c = 0; c < Columns; ++c) out[c * out_stride + r] = simd::sum_of_8(sums[r][c]);
-  }
-}
+};
 
 }  // namespace
 
-template <BlockType Type>
-void dot_rows_avx2(const void* weights, size_t weight_row_bytes, int64_t rows,
-                   const void* activations, size_t activation_row_bytes, int64_t columns,
-                   int64_t n, float* out, int64_t out_stride) {
-  const auto* weight_bytes = static_cast<const char*>(weights);
-  const auto* activation_bytes = static_cast<const char*>(activations);
-  for_column_groups(columns, [&]<int Columns>(int64_t first_column) {
-    for_row_tiles<Columns == 1 ? 2 : 1>(rows, [&]<int Rows>(int64_t first_row) {
-      dot_tile<BlockOf<Type>, Rows, Columns>(
-          weight_bytes + first_row * weight_row_bytes, weight_row_bytes,
-          activation_bytes + first_column * activation_row_bytes, activation_row_bytes,
-          n / kBlockElements, out + first_column * out_stride + first_row, out_stride);
-    });
-  });
-}
-
-template <BlockType Type>
-void dot_rows_f32_avx2(const void* weights, size_t weight_row_bytes, int64_t rows,
-                       const float* activations, int64_t activation_stride, int64_t columns,
-                       int64_t n, float* out, int64_t out_stride) {
-  f32_kernel::dot_rows_f32<Type>(weights, weight_row_bytes, rows, activations, activation_stride,
-                                 columns, n, out, out_stride);
-}
-
-#define FORNACE_KQUANT_AVX2(TYPE)                                                          \
-  template void dot_rows_avx2<TYPE>(const void*, size_t, int64_t, const void*, size_t,     \
-                                    int64_t, int64_t, float*, int64_t);                    \
-  template void dot_rows_f32_avx2<TYPE>(const void*, size_t, int64_t, const float*,        \
-                                        int64_t, int64_t, int64_t, float*, int64_t);
-FORNACE_KQUANT_AVX2(BlockType::q4_k)
-FORNACE_KQUANT_AVX2(BlockType::q5_k)
-FORNACE_KQUANT_AVX2(BlockType::q6_k)
-#undef FORNACE_KQUANT_AVX2
+FORNACE_KQUANT_ENTRY_POINTS(avx2)
 
 }  // namespace fornace::cpu::kquant

@@ -12,8 +12,8 @@ inline __m512i bytes_of(uint8_t value) { return _mm512_set1_epi8(static_cast<cha
 
 // 16-bit lanes holding `low` in the lower 256 bits and `high` in the upper ones.
 inline __m512i halves_of(int16_t low, int16_t high) {
-  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(low)),
-                            _mm256_set1_epi16(high), 1);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(low)), _mm256_set1_epi16(high),
+                            1);
 }
 
 // 32 bytes in both halves of a register.
@@ -36,7 +36,7 @@ inline __m512i nibbles_of_group(const uint8_t* qs, int g) {
 // one register per 64-element group, for vpdpwssd; its d; and its mins or offset.
 struct RowBlock {
   __m512i scales[4];
-  __m512i mins;  // Q4_K/Q5_K: the 8 mins as int16 in each 128-bit lane.
+  __m512i mins;    // Q4_K/Q5_K: the 8 mins as int16 in the lowest 128 bits.
   __m512i offset;  // Q6_K: -32 * scale per 16 elements as int16, in the lower 256 bits.
   float d;
   float dmin;
@@ -44,7 +44,8 @@ struct RowBlock {
 
 // Lanes 0-7 take sub-block 2g's scale and lanes 8-15 sub-block 2g + 1's, from 8 scales in lanes.
 inline void spread_scales_by_32(uint64_t scale_bytes, __m512i (&scales)[4]) {
-  const __m512i scales32 = _mm512_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(scale_bytes)));
+  const __m512i scales32 =
+      _mm512_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(scale_bytes)));
   for (int g = 0; g < 4; ++g) {
     const __m512i index = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(2 * g)),
                                              _mm256_set1_epi32(2 * g + 1), 1);
@@ -56,7 +57,8 @@ template <typename Block>
 inline void prepare_scaled_min(const Block& block, RowBlock& row) {
   const ScalesAndMins packed = unpack_scales_and_mins(block.scales);
   spread_scales_by_32(packed.scales, row.scales);
-  row.mins = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(packed.mins))));
+  row.mins = _mm512_zextsi128_si512(
+      _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(packed.mins))));
   row.d = _cvtsh_ss(block.d);
   row.dmin = _cvtsh_ss(block.dmin);
 }
@@ -104,46 +106,28 @@ inline __m512i levels_of(const BlockQ6K& block, int k) {
   return or_masked(nibbles, moved, bytes_of(0x30));
 }
 
-constexpr bool has_mins(const BlockQ6K*) { return false; }
-constexpr bool has_mins(const void*) { return true; }
-
-// out[c * out_stride + r] for Rows weight rows and Columns activation rows.
-template <typename Block, int Rows, int Columns>
-void dot_tile(const char* weights, size_t weight_row_bytes, const char* activations,
-              size_t activation_row_bytes, int64_t blocks, float* out, int64_t out_stride) {
-  constexpr bool kHasMins = has_mins(static_cast<const Block*>(nullptr));
-  __m512 sums[Rows][Columns];
-  __m512 min_sums[Rows];  // Lanes 4c..4c+3 hold column c's.
-  for (int r = 0; r < Rows; ++r) {
-    min_sums[r] = _mm512_setzero_ps();
-    for (int c = 0; c < Columns; ++c) sums[r][c] = _mm512_setzero_ps();
-  }
-  for (int64_t b = 0; b < blocks; ++b) {
-    const ActivationBlock* a[Columns];
-    __m512 activation_scale[Columns];
-    float lane_scales[4] = {};
-    __m512i activation_sums = _mm512_setzero_si512();  // Column c's sums32 in 128-bit lane c.
-    for (int c = 0; c < Columns; ++c) {
-      a[c] = reinterpret_cast<const ActivationBlock*>(activations + c * activation_row_bytes) + b;
-      activation_scale[c] = _mm512_set1_ps(a[c]->scale);
-      lane_scales[c] = a[c]->scale;
-      if constexpr (kHasMins) {
-        const __m128i column_sums = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a[c]->sums32));
-        activation_sums = _mm512_mask_broadcast_i32x4(activation_sums, __mmask16(0xF << (4 * c)),
-                                                      column_sums);
-      }
-    }
-    const __m512 activation_scale_lanes = _mm512_permutexvar_ps(
-        _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
-        _mm512_castps128_ps512(_mm_loadu_ps(lane_scales)));
-    for (int r = 0; r < Rows; ++r) {
-      const Block& block = reinterpret_cast<const Block*>(weights + r * weight_row_bytes)[b];
+// out[c * out_stride] for one weight row and Columns activation rows.
+template <typename Block, int Columns>
+struct RowDot {
+  static void run(const Block* weights, const char* activations, int64_t activation_row_bytes,
+                  int64_t blocks, float* out, int64_t out_stride) {
+    constexpr bool kHasMins = has_mins<Block>;
+    __m512 sums[Columns];
+    for (__m512& sum : sums) sum = _mm512_setzero_ps();
+    for (int64_t b = 0; b < blocks; ++b) {
+      const Block& block = weights[b];
       RowBlock row;
       prepare(block, row);
+      const ActivationBlock* a[Columns];
       __m512i dots[Columns];
+      __m512i min_dots[Columns];  // Q4_K/Q5_K: sum(min * a) per 32 elements, in lanes 0-3.
       for (int c = 0; c < Columns; ++c) {
+        a[c] = reinterpret_cast<const ActivationBlock*>(activations + c * activation_row_bytes) + b;
         if constexpr (kHasMins) {
           dots[c] = _mm512_setzero_si512();
+          min_dots[c] = _mm512_madd_epi16(
+              row.mins, _mm512_zextsi128_si512(
+                            _mm_loadu_si128(reinterpret_cast<const __m128i*>(a[c]->sums32))));
         } else {
           const __m512i sums16 = _mm512_zextsi256_si512(
               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[c]->sums16)));
@@ -153,69 +137,28 @@ void dot_tile(const char* weights, size_t weight_row_bytes, const char* activati
       for (int k = 0; k < 4; ++k) {
         const __m512i levels = levels_of(block, k);
         for (int c = 0; c < Columns; ++c) {
-          const __m512i products = _mm512_dpbusd_epi32(
-              _mm512_setzero_si512(), levels, _mm512_loadu_si512(a[c]->q + 64 * k));
+          const __m512i products = _mm512_dpbusd_epi32(_mm512_setzero_si512(), levels,
+                                                       _mm512_loadu_si512(a[c]->q + 64 * k));
           dots[c] = _mm512_dpwssd_epi32(dots[c], products, row.scales[k]);
         }
       }
-      const __m512 d = _mm512_set1_ps(row.d);
       for (int c = 0; c < Columns; ++c) {
-        sums[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots[c]),
-                                     _mm512_mul_ps(d, activation_scale[c]), sums[r][c]);
-      }
-      if constexpr (kHasMins) {
-        const __m512i min_dots = _mm512_madd_epi16(row.mins, activation_sums);
-        min_sums[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(min_dots),
-                                      _mm512_mul_ps(_mm512_set1_ps(row.dmin), activation_scale_lanes),
-                                      min_sums[r]);
+        const __m512 activation_scale = _mm512_set1_ps(a[c]->scale);
+        sums[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots[c]),
+                                  _mm512_mul_ps(_mm512_set1_ps(row.d), activation_scale), sums[c]);
+        if constexpr (kHasMins) {
+          sums[c] =
+              _mm512_fnmadd_ps(_mm512_cvtepi32_ps(min_dots[c]),
+                               _mm512_mul_ps(_mm512_set1_ps(row.dmin), activation_scale), sums[c]);
+        }
       }
     }
+    for (int c = 0; c < Columns; ++c) out[c * out_stride] = _mm512_reduce_add_ps(sums[c]);
   }
-  for (int r = 0; r < Rows; ++r) {
-    alignas(64) float min_lanes[16];
-    _mm512_store_ps(min_lanes, min_sums[r]);
-    for (int c = 0; c < Columns; ++c) {
-      const float min_total =
-          (min_lanes[4 * c] + min_lanes[4 * c + 1]) + (min_lanes[4 * c + 2] + min_lanes[4 * c + 3]);
-      out[c * out_stride + r] = _mm512_reduce_add_ps(sums[r][c]) - min_total;
-    }
-  }
-}
+};
 
 }  // namespace
 
-template <BlockType Type>
-void dot_rows_avx512(const void* weights, size_t weight_row_bytes, int64_t rows,
-                     const void* activations, size_t activation_row_bytes, int64_t columns,
-                     int64_t n, float* out, int64_t out_stride) {
-  const auto* weight_bytes = static_cast<const char*>(weights);
-  const auto* activation_bytes = static_cast<const char*>(activations);
-  for_column_groups(columns, [&]<int Columns>(int64_t first_column) {
-    for_row_tiles<Columns <= 2 ? 4 : 2>(rows, [&]<int Rows>(int64_t first_row) {
-      dot_tile<BlockOf<Type>, Rows, Columns>(
-          weight_bytes + first_row * weight_row_bytes, weight_row_bytes,
-          activation_bytes + first_column * activation_row_bytes, activation_row_bytes,
-          n / kBlockElements, out + first_column * out_stride + first_row, out_stride);
-    });
-  });
-}
-
-template <BlockType Type>
-void dot_rows_f32_avx512(const void* weights, size_t weight_row_bytes, int64_t rows,
-                         const float* activations, int64_t activation_stride, int64_t columns,
-                         int64_t n, float* out, int64_t out_stride) {
-  f32_kernel::dot_rows_f32<Type>(weights, weight_row_bytes, rows, activations, activation_stride,
-                                 columns, n, out, out_stride);
-}
-
-#define FORNACE_KQUANT_AVX512(TYPE)                                                          \
-  template void dot_rows_avx512<TYPE>(const void*, size_t, int64_t, const void*, size_t,     \
-                                      int64_t, int64_t, float*, int64_t);                    \
-  template void dot_rows_f32_avx512<TYPE>(const void*, size_t, int64_t, const float*,        \
-                                          int64_t, int64_t, int64_t, float*, int64_t);
-FORNACE_KQUANT_AVX512(BlockType::q4_k)
-FORNACE_KQUANT_AVX512(BlockType::q5_k)
-FORNACE_KQUANT_AVX512(BlockType::q6_k)
-#undef FORNACE_KQUANT_AVX512
+FORNACE_KQUANT_ENTRY_POINTS(avx512)
 
 }  // namespace fornace::cpu::kquant

@@ -48,6 +48,10 @@ template <BlockType Type>
 using BlockOf = std::conditional_t<Type == BlockType::q4_k, BlockQ4K,
                                    std::conditional_t<Type == BlockType::q5_k, BlockQ5K, BlockQ6K>>;
 
+// Q4_K and Q5_K subtract a min per sub-block; Q6_K an offset of 32 levels.
+template <typename Block>
+constexpr bool has_mins = !std::is_same_v<Block, BlockQ6K>;
+
 // 256 activations rounded to int8 (value = scale * q, |q| <= 127) with the sums of q that fold
 // the weights' mins (per 32) and Q6_K's offset of 32 (per 16). Elements in their natural order.
 struct ActivationBlock {
@@ -86,20 +90,38 @@ template <typename Run>
 void for_column_groups(int64_t columns, Run&& run) {
   for (int64_t first = 0; first < columns; first += kQuantMaxColumns) {
     switch (std::min<int64_t>(kQuantMaxColumns, columns - first)) {
-      case 1: run.template operator()<1>(first); break;
-      case 2: run.template operator()<2>(first); break;
-      case 3: run.template operator()<3>(first); break;
-      default: run.template operator()<4>(first); break;
+      case 1:
+        run.template operator()<1>(first);
+        break;
+      case 2:
+        run.template operator()<2>(first);
+        break;
+      case 3:
+        run.template operator()<3>(first);
+        break;
+      default:
+        run.template operator()<4>(first);
+        break;
     }
   }
 }
 
-// Calls tile.template operator()<Rows>(first) over `rows` in tiles of Rows, then single rows.
-template <int Rows, typename Tile>
-void for_row_tiles(int64_t rows, Tile&& tile) {
-  int64_t first = 0;
-  for (; first + Rows <= rows; first += Rows) tile.template operator()<Rows>(first);
-  for (; first < rows; ++first) tile.template operator()<1>(first);
+// The body of every dot_rows*: RowDot<Block, Columns>::run(row, activations, activation_stride,
+// blocks, out, out_stride) for each weight row and group of activation rows (Activations is char
+// for int8 blocks, with a stride in bytes, or float, with a stride in floats).
+template <BlockType Type, template <typename, int> class RowDot, typename Activations>
+void dot_rows_with(const void* weights, size_t weight_row_bytes, int64_t rows,
+                   const Activations* activations, int64_t activation_stride, int64_t columns,
+                   int64_t n, float* out, int64_t out_stride) {
+  using Block = BlockOf<Type>;
+  for_column_groups(columns, [&]<int Columns>(int64_t first_column) {
+    for (int64_t r = 0; r < rows; ++r) {
+      RowDot<Block, Columns>::run(
+          reinterpret_cast<const Block*>(static_cast<const char*>(weights) + r * weight_row_bytes),
+          activations + first_column * activation_stride, activation_stride, n / kBlockElements,
+          out + first_column * out_stride + r, out_stride);
+    }
+  });
 }
 }  // namespace
 
@@ -111,8 +133,8 @@ void dot_rows_portable(const void* weights, size_t weight_row_bytes, int64_t row
                        int64_t n, float* out, int64_t out_stride);
 template <BlockType Type>
 void dot_rows_avx2(const void* weights, size_t weight_row_bytes, int64_t rows,
-                   const void* activations, size_t activation_row_bytes, int64_t columns,
-                   int64_t n, float* out, int64_t out_stride);
+                   const void* activations, size_t activation_row_bytes, int64_t columns, int64_t n,
+                   float* out, int64_t out_stride);
 template <BlockType Type>
 void dot_rows_avx512(const void* weights, size_t weight_row_bytes, int64_t rows,
                      const void* activations, size_t activation_row_bytes, int64_t columns,
@@ -132,3 +154,31 @@ void dot_rows_f32_avx512(const void* weights, size_t weight_row_bytes, int64_t r
                          int64_t n, float* out, int64_t out_stride);
 
 }  // namespace fornace::cpu::kquant
+
+// Defines and instantiates dot_rows_<ISA> and dot_rows_f32_<ISA> for the three types in a kernel
+// translation unit, from its RowDot (int8 activations) and f32_kernel::RowDot.
+#define FORNACE_KQUANT_ENTRY_POINTS(ISA)                                                          \
+  template <BlockType Type>                                                                       \
+  void dot_rows_##ISA(const void* weights, size_t weight_row_bytes, int64_t rows,                \
+                      const void* activations, size_t activation_row_bytes, int64_t columns,      \
+                      int64_t n, float* out, int64_t out_stride) {                                \
+    dot_rows_with<Type, RowDot>(weights, weight_row_bytes, rows,                                  \
+                                static_cast<const char*>(activations),                            \
+                                static_cast<int64_t>(activation_row_bytes), columns, n, out,      \
+                                out_stride);                                                      \
+  }                                                                                               \
+  template <BlockType Type>                                                                       \
+  void dot_rows_f32_##ISA(const void* weights, size_t weight_row_bytes, int64_t rows,            \
+                          const float* activations, int64_t activation_stride, int64_t columns,   \
+                          int64_t n, float* out, int64_t out_stride) {                            \
+    dot_rows_with<Type, f32_kernel::RowDot>(weights, weight_row_bytes, rows, activations,         \
+                                            activation_stride, columns, n, out, out_stride);      \
+  }                                                                                               \
+  FORNACE_KQUANT_INSTANTIATE(ISA, BlockType::q4_k)                                                \
+  FORNACE_KQUANT_INSTANTIATE(ISA, BlockType::q5_k)                                                \
+  FORNACE_KQUANT_INSTANTIATE(ISA, BlockType::q6_k)
+#define FORNACE_KQUANT_INSTANTIATE(ISA, TYPE)                                                     \
+  template void dot_rows_##ISA<TYPE>(const void*, size_t, int64_t, const void*, size_t, int64_t, \
+                                     int64_t, float*, int64_t);                                   \
+  template void dot_rows_f32_##ISA<TYPE>(const void*, size_t, int64_t, const float*, int64_t,    \
+                                         int64_t, int64_t, float*, int64_t);

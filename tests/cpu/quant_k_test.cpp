@@ -132,7 +132,8 @@ std::vector<float> random_activations(int64_t count, uint32_t seed) {
   std::vector<float> values(count);
   for (int64_t i = 0; i < count; ++i) {
     const int64_t block = i / kBlock;
-    values[i] = block == 2 ? 0.f : normal(generator) * std::ldexp(1.f, static_cast<int>(block % 5) - 2);
+    values[i] =
+        block == 2 ? 0.f : normal(generator) * std::ldexp(1.f, static_cast<int>(block % 5) - 2);
   }
   return values;
 }
@@ -230,7 +231,8 @@ TEST(KQuantDequantize, Q6KScalesOffsetAndBitPlanes) {
     std::vector<float> out(kBlock);
     cpu::block_kernels(BlockType::q6_k, isa).dequantize_row(block.data(), out.data(), kBlock);
     for (int e = 0; e < kBlock; ++e) {
-      ASSERT_EQ(out[e], 0.125f * scales[e / 16] * (levels[e] - 32)) << cpu::isa_name(isa) << " " << e;
+      ASSERT_EQ(out[e], 0.125f * scales[e / 16] * (levels[e] - 32))
+          << cpu::isa_name(isa) << " " << e;
     }
   }
 }
@@ -287,9 +289,12 @@ double error_bound(BlockType type, const float* block) {
     magnitude = std::max<double>(magnitude, std::fabs(block[i]));
   }
   switch (type) {
-    case BlockType::q4_k: return (high - low) / 15;
-    case BlockType::q5_k: return (high - low) / 31;
-    default: return magnitude / 16;
+    case BlockType::q4_k:
+      return (high - low) / 15;
+    case BlockType::q5_k:
+      return (high - low) / 31;
+    default:
+      return magnitude / 16;
   }
 }
 
@@ -406,7 +411,8 @@ void check_dots(const DotCase& test, Isa isa) {
     decoded.push_back(decode_row(test.type, weights.data() + r * weight_row_bytes, n));
   }
   const int64_t activation_stride = n + 16;  // Rows apart by more than their length.
-  const std::vector<float> activations = random_activations(columns * activation_stride, 40 + columns);
+  const std::vector<float> activations =
+      random_activations(columns * activation_stride, 40 + columns);
   const size_t activation_row_bytes = kernels.activation_row_bytes(n) + sizeof(ActivationBlock);
   std::vector<uint8_t> rounded(columns * activation_row_bytes);
   for (int64_t c = 0; c < columns; ++c) {
@@ -415,7 +421,8 @@ void check_dots(const DotCase& test, Isa isa) {
   }
   const int64_t out_stride = rows + 3;
   const float kUntouched = -12345.f;
-  std::vector<float> out(columns * out_stride, kUntouched), out_f32(columns * out_stride, kUntouched);
+  std::vector<float> out(columns * out_stride, kUntouched),
+      out_f32(columns * out_stride, kUntouched);
   kernels.dot_rows(weights.data(), weight_row_bytes, rows, rounded.data(), activation_row_bytes,
                    columns, n, out.data(), out_stride);
   kernels.dot_rows_f32(weights.data(), weight_row_bytes, rows, activations.data(),
