@@ -144,22 +144,23 @@ void quantize_row(const float* in, void* blocks, int64_t n) {
 
 template <const BlockLayout& Layout>
 void quantize_activations(const float* in, void* out, int64_t n) {
-  auto* pairs = static_cast<ActivationPair*>(out);
+  auto* quads = static_cast<ActivationQuad*>(out);
   for (int64_t block = 0; block < block_count(n); ++block) {
     const float* x = in + block * kBlockElements;
     float max_magnitude = 0.0f;
     for (int j = 0; j < kBlockElements; ++j) max_magnitude = std::max(max_magnitude, std::fabs(x[j]));
     const float scale = activation_scale(max_magnitude);
     const float inverse = activation_inverse_scale(scale);
-    int8_t* values = pairs[block / 2].values + (block % 2) * kBlockElements;
+    ActivationOutput destination = ActivationOutput::of(quads, block);
     int32_t sum = 0;
     for (int j = 0; j < kBlockElements; ++j) {
-      values[j] = static_cast<int8_t>(std::nearbyint(x[j] * inverse));
-      sum += values[j];
+      const auto q = static_cast<int8_t>(std::nearbyint(x[j] * inverse));
+      (j < kHalf ? destination.low[j] : destination.high[j - kHalf]) = q;
+      sum += q;
     }
-    store_activation_lanes<Layout>(pairs[block / 2], static_cast<int>(block % 2), scale, sum);
+    store_activation_lanes<Layout>(destination, scale, sum);
   }
-  finish_activation_row(pairs, block_count(n));
+  finish_activation_row(quads, block_count(n));
 }
 
 // Scalar integer dot products: the definition the vector kernels reproduce. Columns go up to
@@ -184,8 +185,9 @@ void dot_rows(const void* weights, size_t weight_row_bytes, int64_t rows, const 
           int32_t products = 0;
           int32_t activation_sum = 0;
           for (int j = 0; j < kBlockElements; ++j) {
-            products += values[j] * activation.values[j];
-            activation_sum += activation.values[j];
+            const int q = j < kHalf ? activation.low[j] : activation.high[j - kHalf];
+            products += values[j] * q;
+            activation_sum += q;
           }
           float sum = scale * activation.scale[0] * static_cast<float>(products);
           if constexpr (has_min(Layout)) {

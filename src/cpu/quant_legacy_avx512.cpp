@@ -18,52 +18,62 @@ inline __m256i load_256(const uint8_t* source) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(source));
 }
 
-// The unsigned weights q (Q8_0: value + 128) of `Count` consecutive blocks (1 or 2), in element
-// order: block 0 in bytes 0-31, block 1 (or zeros) in bytes 32-63.
-template <const BlockLayout& Layout, int Count>
-inline __m512i unsigned_weights(const uint8_t* block) {
+// The unsigned weights q (Q8_0: value + 128) of a quad of 4 consecutive blocks, laid out as the
+// activation quads: `low` holds elements 0-15 of blocks 0-3, `high` elements 16-31.
+struct QuadWeights {
+  __m512i low;
+  __m512i high;
+};
+
+// 16 bytes at `offset` in each of the 4 blocks, one per 128-bit lane.
+template <const BlockLayout& Layout>
+inline __m512i gather_quad(const uint8_t* block, int offset) {
+  __m512i gathered = _mm512_castsi128_si512(load_128(block + offset));
+  gathered = _mm512_inserti32x4(gathered, load_128(block + Layout.bytes + offset), 1);
+  gathered = _mm512_inserti32x4(gathered, load_128(block + 2 * Layout.bytes + offset), 2);
+  return _mm512_inserti32x4(gathered, load_128(block + 3 * Layout.bytes + offset), 3);
+}
+
+template <const BlockLayout& Layout>
+inline QuadWeights unsigned_quad(const uint8_t* block) {
   if constexpr (Layout.bits == 8) {
-    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-    __m256i first = _mm256_xor_si256(load_256(block + Layout.values_at), flip);
-    if constexpr (Count == 1) return _mm512_zextsi256_si512(first);
-    __m256i second = _mm256_xor_si256(load_256(block + Layout.bytes + Layout.values_at), flip);
-    return _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    return {_mm512_xor_si512(gather_quad<Layout>(block, Layout.values_at), flip),
+            _mm512_xor_si512(gather_quad<Layout>(block, Layout.values_at + 16), flip)};
   } else {
-    // Each 16 nibble bytes into two 128-bit lanes, the second shifted by 4: low then high nibbles.
-    __m512i packed = _mm512_maskz_broadcast_i32x4(0x00ff, load_128(block + Layout.values_at));
-    if constexpr (Count == 2) {
-      packed = _mm512_mask_broadcast_i32x4(packed, 0xff00,
-                                           load_128(block + Layout.bytes + Layout.values_at));
-    }
-    constexpr int64_t kByFour = 0x0004000400040004;
-    const __m512i shift_words = _mm512_set_epi64(kByFour, kByFour, 0, 0, kByFour, kByFour, 0, 0);
-    __m512i q = _mm512_and_si512(_mm512_srlv_epi16(packed, shift_words), _mm512_set1_epi8(0x0f));
+    const __m512i packed = gather_quad<Layout>(block, Layout.values_at);
+    const __m512i nibble = _mm512_set1_epi8(0x0f);
+    QuadWeights q{_mm512_and_si512(packed, nibble),
+                  _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble)};
     if constexpr (Layout.bits == 5) {
-      uint64_t high_bits = load_u32(block + Layout.high_bits_at);
-      if constexpr (Count == 2) {
-        high_bits |= static_cast<uint64_t>(load_u32(block + Layout.bytes + Layout.high_bits_at))
-                     << 32;
+      // Bits 0-15 of each block's fifth bits go with `low`, bits 16-31 with `high`.
+      uint64_t low_bits = 0;
+      uint64_t high_bits = 0;
+      for (int index = 0; index < 4; ++index) {
+        const uint64_t bits = load_u32(block + index * Layout.bytes + Layout.high_bits_at);
+        low_bits |= (bits & 0xffff) << (16 * index);
+        high_bits |= (bits >> 16) << (16 * index);
       }
-      q = _mm512_mask_add_epi8(q, _cvtu64_mask64(high_bits), q, _mm512_set1_epi8(16));
+      const __m512i fifth = _mm512_set1_epi8(16);
+      q.low = _mm512_mask_add_epi8(q.low, _cvtu64_mask64(low_bits), q.low, fifth);
+      q.high = _mm512_mask_add_epi8(q.high, _cvtu64_mask64(high_bits), q.high, fifth);
     }
     return q;
   }
 }
 
-// An f16 field of `Count` consecutive blocks as f32 lanes: the first block's in lanes 0-7, the
-// second's (or 0) in lanes 8-15.
-template <const BlockLayout& Layout, int Count>
-inline __m512 f16_lanes(const uint8_t* field) {
-  uint32_t bits = load_u16(field);
-  if constexpr (Count == 2) bits |= static_cast<uint32_t>(load_u16(field + Layout.bytes)) << 16;
-  const __m128 both = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(bits)));
-  const __m512i lanes = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-  return _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(both));
+// The f16 field at `field` of a quad's 4 blocks as f32 lanes, 4 per block.
+template <const BlockLayout& Layout>
+inline __m512 quad_lanes(const uint8_t* field) {
+  uint64_t bits = 0;
+  for (int index = 0; index < 4; ++index) {
+    bits |= static_cast<uint64_t>(load_u16(field + index * Layout.bytes)) << (16 * index);
+  }
+  const __m128 four = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(bits)));
+  const __m512i lanes = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  return _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(four));
 }
 
-// Integer dot products of Rows weight rows with Columns activation rows, two blocks per step:
-// sum = vpdpbusd(correction, unsigned q, activation q) per lane, then f32 lanes accumulate
-// sum x weight scale x activation scale (plus weight min x the activation's scaled sum).
 struct Lanes {
   using Vector = __m512;
   static Vector zero() { return _mm512_setzero_ps(); }
@@ -72,9 +82,10 @@ struct Lanes {
 template <int Rows, int Columns>
 using TileBase = TileState<Lanes, Rows, Columns>;
 
-// Integer dot products of Rows weight rows with Columns activation rows, two blocks per step:
-// sum = vpdpbusd(correction, unsigned q, activation q) per lane, then f32 lanes accumulate
-// sum x weight scale x activation scale (plus weight min x the activation's scaled sum).
+// Integer dot products of Rows weight rows with Columns activation rows, a quad of blocks per
+// step: per 32-bit lane, sum = correction + unsigned q . activation q (two vpdpbusd), then f32
+// lanes accumulate sum x weight scale x activation scale (plus weight min x the activation's
+// scaled sum).
 template <const BlockLayout& Layout>
 struct IntegerTile {
   template <int Rows, int Columns>
@@ -85,40 +96,40 @@ struct IntegerTile {
 
     void run(int64_t n) {
       this->clear();
-      const int64_t blocks = block_count(n);
-      int64_t block = 0;
-      for (; block + 2 <= blocks; block += 2) step<2>(block);
-      if (block < blocks) step<1>(block);
+      for_each_step<Rows, kQuadBlocks, Layout.bytes>(
+          this->weight_row(0), this->weight_row_bytes(), block_count(n),
+          [this](const uint8_t* first, size_t row_stride, int64_t block) {
+            step(first, row_stride, block / kQuadBlocks);
+          });
     }
 
    private:
-    template <int Count>
-    void step(int64_t block) {
-      __m512i q[Rows];
+    void step(const uint8_t* first, size_t row_stride, int64_t quad_index) {
+      QuadWeights q[Rows];
       __m512 scales[Rows];
       __m512 mins[Rows];
       for (int row = 0; row < Rows; ++row) {
-        const uint8_t* source = this->weight_row(row) + block * Layout.bytes;
-        q[row] = unsigned_weights<Layout, Count>(source);
-        scales[row] = f16_lanes<Layout, Count>(source);
-        if constexpr (has_min(Layout)) mins[row] = f16_lanes<Layout, Count>(source + Layout.min_at);
+        const uint8_t* source = first + row * row_stride;
+        q[row] = unsigned_quad<Layout>(source);
+        scales[row] = quad_lanes<Layout>(source);
+        if constexpr (has_min(Layout)) mins[row] = quad_lanes<Layout>(source + Layout.min_at);
       }
       for (int column = 0; column < Columns; ++column) {
-        const auto& pair = reinterpret_cast<const ActivationPair*>(
-            this->activation_row(column))[block / 2];
-        const __m512i values = _mm512_loadu_si512(pair.values);
-        const __m512i correction = _mm512_loadu_si512(pair.correction);
-        const __m512 activation_scale = _mm512_loadu_ps(pair.scale);
+        const ActivationQuad& quad =
+            reinterpret_cast<const ActivationQuad*>(this->activation_row(column))[quad_index];
+        const __m512i low = _mm512_loadu_si512(quad.low);
+        const __m512i high = _mm512_loadu_si512(quad.high);
+        const __m512i correction = _mm512_loadu_si512(quad.correction);
+        const __m512 activation_scale = _mm512_loadu_ps(quad.scale);
         for (int row = 0; row < Rows; ++row) {
           __m512& sum = this->sums_[row][column];
-          const __m512 scale = _mm512_mul_ps(scales[row], activation_scale);
+          __m512i products = has_min(Layout) ? _mm512_setzero_si512() : correction;
+          products = _mm512_dpbusd_epi32(products, q[row].low, low);
+          products = _mm512_dpbusd_epi32(products, q[row].high, high);
+          sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(products),
+                                _mm512_mul_ps(scales[row], activation_scale), sum);
           if constexpr (has_min(Layout)) {
-            __m512i products = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[row], values);
-            sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(products), scale, sum);
             sum = _mm512_fmadd_ps(mins[row], _mm512_castsi512_ps(correction), sum);
-          } else {
-            __m512i products = _mm512_dpbusd_epi32(correction, q[row], values);
-            sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(products), scale, sum);
           }
         }
       }
@@ -204,22 +215,22 @@ void dot_rows_f32(const void* weights, size_t weight_row_bytes, int64_t rows,
 // The portable rounding (same scale, same f32 product, round to nearest even), 32 lanes at once.
 template <const BlockLayout& Layout>
 void quantize_activations(const float* in, void* out, int64_t n) {
-  auto* pairs = static_cast<ActivationPair*>(out);
+  auto* quads = static_cast<ActivationQuad*>(out);
   for (int64_t block = 0; block < block_count(n); ++block) {
-    const __m512 first = _mm512_loadu_ps(in + block * kBlockElements);
-    const __m512 second = _mm512_loadu_ps(in + block * kBlockElements + 16);
+    const __m512 low = _mm512_loadu_ps(in + block * kBlockElements);
+    const __m512 high = _mm512_loadu_ps(in + block * kBlockElements + 16);
     const float scale = activation_scale(
-        _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(first), _mm512_abs_ps(second))));
+        _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(low), _mm512_abs_ps(high))));
     const __m512 inverse = _mm512_set1_ps(activation_inverse_scale(scale));
-    const __m512i first_q = _mm512_cvtps_epi32(_mm512_mul_ps(first, inverse));
-    const __m512i second_q = _mm512_cvtps_epi32(_mm512_mul_ps(second, inverse));
-    int8_t* values = pairs[block / 2].values + (block % 2) * kBlockElements;
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(values), _mm512_cvtepi32_epi8(first_q));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(values + 16), _mm512_cvtepi32_epi8(second_q));
-    const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(first_q, second_q));
-    store_activation_lanes<Layout>(pairs[block / 2], static_cast<int>(block % 2), scale, sum);
+    const __m512i low_q = _mm512_cvtps_epi32(_mm512_mul_ps(low, inverse));
+    const __m512i high_q = _mm512_cvtps_epi32(_mm512_mul_ps(high, inverse));
+    ActivationOutput destination = ActivationOutput::of(quads, block);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(destination.low), _mm512_cvtepi32_epi8(low_q));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(destination.high), _mm512_cvtepi32_epi8(high_q));
+    const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(low_q, high_q));
+    store_activation_lanes<Layout>(destination, scale, sum);
   }
-  finish_activation_row(pairs, block_count(n));
+  finish_activation_row(quads, block_count(n));
 }
 
 template <const BlockLayout& Layout>

@@ -40,38 +40,50 @@ constexpr int unsigned_offset(const BlockLayout& layout) {
 }
 
 // Activations: each 32-element block rounded to int8 with its own scale (max |x| / 127, round to
-// nearest even), stored by pairs of blocks so that a 512-bit register takes both:
-//   values:     64 int8, block 0 then block 1;
-//   correction: 16 lanes of 32 bits, 8 per block, all zero but the block's first: for formats
+// nearest even), stored by quads of 4 blocks, so that each 32-bit lane of a 512-bit register
+// (4 lanes per block) sees one block only and a quad takes one scale multiply per lane:
+//   low:        64 int8, elements 0-15 of blocks 0, 1, 2, 3;
+//   high:       64 int8, elements 16-31 of blocks 0, 1, 2, 3;
+//   correction: 16 lanes of 32 bits, 4 per block, all zero but the block's first: for formats
 //               without a min, -unsigned_offset * sum(q) as int32 (added to the integer sum of
 //               unsigned weight x q, it makes the sum of (weight - offset) x q); for formats
 //               with a min, scale * sum(q) as f32 (times the weight's min, the min's share);
-//   scale:      16 f32, each block's scale 8 times.
-// Lanes are per block so that vector kernels load them and multiply lane by lane. An odd last
-// block pairs with a zero block (values, correction and scale all 0).
-struct ActivationPair {
-  int8_t values[2 * kBlockElements];
+//   scale:      16 f32, each block's scale 4 times.
+// Blocks past the end of the row, in the last quad, are zero (values, correction and scale).
+constexpr int64_t kQuadBlocks = 4;
+constexpr int kLanesPerBlock = 4;
+struct ActivationQuad {
+  int8_t low[kQuadBlocks * 16];
+  int8_t high[kQuadBlocks * 16];
   int32_t correction[16];
   float scale[16];
 };
-static_assert(sizeof(ActivationPair) == 192);
+static_assert(sizeof(ActivationQuad) == 256);
 
 inline int64_t block_count(int64_t n) { return n / kBlockElements; }
 inline size_t activation_row_bytes(int64_t n) {
-  return static_cast<size_t>((block_count(n) + 1) / 2) * sizeof(ActivationPair);
+  return static_cast<size_t>((block_count(n) + kQuadBlocks - 1) / kQuadBlocks) *
+         sizeof(ActivationQuad);
 }
 
-// Block `block` of an activation row: its values, correction lanes and scale lanes.
-struct ActivationBlock {
-  const int8_t* values;
-  const int32_t* correction;
-  const float* scale;
+// Block `block` of an activation row: its 16 low and 16 high values, and its lanes.
+template <typename Quad, typename Value, typename Lane, typename Scale>
+struct ActivationSlot {
+  Value* low;
+  Value* high;
+  Lane* correction;
+  Scale* scale;
+  static ActivationSlot of(Quad* row, int64_t block) {
+    Quad& quad = row[block / kQuadBlocks];
+    const int slot = static_cast<int>(block % kQuadBlocks);
+    return {quad.low + 16 * slot, quad.high + 16 * slot, quad.correction + kLanesPerBlock * slot,
+            quad.scale + kLanesPerBlock * slot};
+  }
 };
+using ActivationBlock = ActivationSlot<const ActivationQuad, const int8_t, const int32_t, const float>;
+using ActivationOutput = ActivationSlot<ActivationQuad, int8_t, int32_t, float>;
 inline ActivationBlock activation_block(const void* row, int64_t block) {
-  const auto* pair = static_cast<const ActivationPair*>(row) + block / 2;
-  const int half = static_cast<int>(block % 2);
-  return {pair->values + half * kBlockElements, pair->correction + half * 8,
-          pair->scale + half * 8};
+  return ActivationBlock::of(static_cast<const ActivationQuad*>(row), block);
 }
 
 // The tables of each ISA (null for other types). The vector tables reuse the portable
@@ -106,30 +118,49 @@ inline float activation_inverse_scale(float scale) {
   return scale >= FLT_MIN ? 1.0f / scale : 0.0f;
 }
 
-// Fills the correction and scale lanes of block `half` of a pair, whose q sum to `sum`.
+// Fills the correction and scale lanes of an activation block whose q sum to `sum`.
 template <const BlockLayout& Layout>
-inline void store_activation_lanes(ActivationPair& pair, int half, float scale, int32_t sum) {
-  int32_t* correction = pair.correction + 8 * half;
-  float* scales = pair.scale + 8 * half;
-  for (int lane = 0; lane < 8; ++lane) {
-    correction[lane] = 0;
-    scales[lane] = scale;
+inline void store_activation_lanes(const ActivationOutput& block, float scale, int32_t sum) {
+  for (int lane = 0; lane < kLanesPerBlock; ++lane) {
+    block.correction[lane] = 0;
+    block.scale[lane] = scale;
   }
   if constexpr (has_min(Layout)) {
     const float share = scale * static_cast<float>(sum);
-    std::memcpy(correction, &share, sizeof share);
+    std::memcpy(block.correction, &share, sizeof share);
   } else {
-    correction[0] = -unsigned_offset(Layout) * sum;
+    block.correction[0] = -unsigned_offset(Layout) * sum;
   }
 }
 
-// Zeroes the block that pads an odd last block to a pair.
-inline void finish_activation_row(ActivationPair* pairs, int64_t blocks) {
-  if (blocks % 2 == 0) return;
-  ActivationPair& last = pairs[blocks / 2];
-  std::memset(last.values + kBlockElements, 0, kBlockElements);
-  std::memset(last.correction + 8, 0, 8 * sizeof(int32_t));
-  std::memset(last.scale + 8, 0, 8 * sizeof(float));
+// Zeroes the blocks that pad the last quad of a row of `blocks`.
+inline void finish_activation_row(ActivationQuad* quads, int64_t blocks) {
+  for (int64_t block = blocks; block % kQuadBlocks != 0; ++block) {
+    ActivationOutput padding = ActivationOutput::of(quads, block);
+    std::memset(padding.low, 0, 16);
+    std::memset(padding.high, 0, 16);
+    std::memset(padding.correction, 0, kLanesPerBlock * sizeof(int32_t));
+    std::memset(padding.scale, 0, kLanesPerBlock * sizeof(float));
+  }
+}
+
+// Runs step(first_row_block, row_stride, block) over a row of `blocks` blocks, StepBlocks at a
+// time; a last, partial step runs on a zero-padded copy of its blocks (a zero block adds 0,
+// its activations being zero too), so kernels never read past a row.
+template <int Rows, int StepBlocks, size_t BlockBytes, typename Step>
+inline void for_each_step(const uint8_t* weights, size_t weight_row_bytes, int64_t blocks,
+                          Step&& step) {
+  int64_t block = 0;
+  for (; block + StepBlocks <= blocks; block += StepBlocks) {
+    step(weights + block * BlockBytes, weight_row_bytes, block);
+  }
+  if (block == blocks) return;
+  alignas(64) uint8_t padded[Rows][StepBlocks * BlockBytes] = {};
+  for (int row = 0; row < Rows; ++row) {
+    std::memcpy(padded[row], weights + row * weight_row_bytes + block * BlockBytes,
+                (blocks - block) * BlockBytes);
+  }
+  step(&padded[0][0], sizeof(padded[0]), block);
 }
 
 // The state of a tile kernel: where its rows start, and one vector of partial sums per
@@ -157,6 +188,7 @@ class TileState {
 
  protected:
   const uint8_t* weight_row(int row) const { return weights_ + row * weight_row_bytes_; }
+  size_t weight_row_bytes() const { return weight_row_bytes_; }
   const uint8_t* activation_row(int column) const {
     return activations_ + column * activation_row_bytes_;
   }

@@ -291,7 +291,8 @@ std::vector<double> activation_values(const void* row, int64_t n) {
   std::vector<double> values(n);
   for (int64_t k = 0; k < n; ++k) {
     cpu::legacy::ActivationBlock block = cpu::legacy::activation_block(row, k / 32);
-    values[k] = static_cast<double>(block.values[k % 32]) * block.scale[0];
+    const int j = static_cast<int>(k % 32);
+    values[k] = static_cast<double>(j < 16 ? block.low[j] : block.high[j - 16]) * block.scale[0];
   }
   return values;
 }
@@ -376,7 +377,7 @@ TEST(LegacyQuant, DotRowsMatchDoubleLoops) {
 }
 
 // Activation rounding: q = x / scale to nearest even, scale = max|x| / 127 per block, and the
-// correction lane follows the layout's definition; an odd last block pairs with zeros.
+// correction lane follows the layout's definition; blocks padding the last quad are zero.
 TEST(LegacyQuant, QuantizeActivationsFollowsTheLayout) {
   constexpr int64_t kBlocks = 5;
   std::vector<float> x = quant_test::uniform(kBlocks * 32, -3.0f, 3.0f, 21);
@@ -385,10 +386,10 @@ TEST(LegacyQuant, QuantizeActivationsFollowsTheLayout) {
   for (BlockType type : kLegacyTypes) {
     for (cpu::Isa isa : supported_isas()) {
       const cpu::BlockKernels& kernels = cpu::block_kernels(type, isa);
-      ASSERT_EQ(kernels.activation_row_bytes(kBlocks * 32), 3 * sizeof(cpu::legacy::ActivationPair));
+      ASSERT_EQ(kernels.activation_row_bytes(kBlocks * 32), 2 * sizeof(cpu::legacy::ActivationQuad));
       std::vector<uint8_t> row(kernels.activation_row_bytes(kBlocks * 32), 0xaa);
       kernels.quantize_activations(x.data(), row.data(), kBlocks * 32);
-      for (int64_t block = 0; block < kBlocks + 1; ++block) {
+      for (int64_t block = 0; block < 8; ++block) {
         cpu::legacy::ActivationBlock got = cpu::legacy::activation_block(row.data(), block);
         float max_magnitude = 0;
         int sum = 0;
@@ -399,11 +400,12 @@ TEST(LegacyQuant, QuantizeActivationsFollowsTheLayout) {
         for (int j = 0; j < 32; ++j) {
           const int expected =
               block < kBlocks && scale > 0 ? static_cast<int>(std::nearbyint(x[block * 32 + j] * (1.0f / scale))) : 0;
-          ASSERT_EQ(got.values[j], expected) << label(type, isa) << " block " << block;
+          ASSERT_EQ(j < 16 ? got.low[j] : got.high[j - 16], expected)
+              << label(type, isa) << " block " << block;
           sum += expected;
         }
-        for (int lane = 0; lane < 8; ++lane) EXPECT_EQ(got.scale[lane], scale);
-        for (int lane = 1; lane < 8; ++lane) EXPECT_EQ(got.correction[lane], 0);
+        for (int lane = 0; lane < 4; ++lane) EXPECT_EQ(got.scale[lane], scale);
+        for (int lane = 1; lane < 4; ++lane) EXPECT_EQ(got.correction[lane], 0);
         if (has_min(type)) {
           float share;
           std::memcpy(&share, got.correction, sizeof share);
