@@ -64,6 +64,22 @@ std::vector<uint8_t> make_weights(BlockType type, const Shape& shape, int64_t co
   return weights;
 }
 
+// The fields LinearProblem and QuantizedLinearProblem share, for packed rows.
+template <typename Problem>
+Problem shared_fields(const Shape& shape, int64_t rows, const std::vector<float>& input,
+                      std::vector<float>& output, const void* weight) {
+  Problem problem;
+  problem.input = input.data();
+  problem.input_stride = shape.depth;
+  problem.rows = rows;
+  problem.depth = shape.depth;
+  problem.outputs = shape.outputs;
+  problem.weight = weight;
+  problem.output = output.data();
+  problem.output_stride = shape.outputs;
+  return problem;
+}
+
 void run(benchmark::State& state, const Shape& shape, int64_t rows, int threads, BlockType type,
          bool quantize_input) {
   fornace::set_num_threads(threads);
@@ -78,30 +94,15 @@ void run(benchmark::State& state, const Shape& shape, int64_t rows, int threads,
     const uint8_t* weight = weights.data() + copy * one_copy;
     copy = (copy + 1) % copies;
     if (type == BlockType::bf16) {
-      fornace::cpu::LinearProblem problem;
-      problem.input = input.data();
-      problem.input_stride = shape.depth;
-      problem.rows = rows;
-      problem.depth = shape.depth;
-      problem.outputs = shape.outputs;
-      problem.weight = weight;
+      auto problem = shared_fields<fornace::cpu::LinearProblem>(shape, rows, input, output, weight);
       problem.weight_dtype = fornace::DType::bf16;
       problem.weight_stride = shape.depth;
-      problem.output = output.data();
-      problem.output_stride = shape.outputs;
       fornace::cpu::linear(problem);
     } else {
-      fornace::cpu::QuantizedLinearProblem problem;
-      problem.input = input.data();
-      problem.input_stride = shape.depth;
-      problem.rows = rows;
-      problem.depth = shape.depth;
-      problem.outputs = shape.outputs;
-      problem.weight = weight;
+      auto problem =
+          shared_fields<fornace::cpu::QuantizedLinearProblem>(shape, rows, input, output, weight);
       problem.weight_type = type;
       problem.weight_row_bytes = row_bytes;
-      problem.output = output.data();
-      problem.output_stride = shape.outputs;
       problem.quantize_input = quantize_input;
       fornace::cpu::quantized_linear(problem);
     }

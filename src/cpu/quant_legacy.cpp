@@ -163,39 +163,18 @@ void quantize_activations(const float* in, void* out, int64_t n) {
   finish_activation_row(quads, block_count(n));
 }
 
-// Scalar integer dot products: the definition the vector kernels reproduce. Columns go up to
-// kQuantMaxColumns at a time, each weight block decoded once for them.
-template <const BlockLayout& Layout>
-void dot_rows(const void* weights, size_t weight_row_bytes, int64_t rows, const void* activations,
-              size_t activation_row_bytes, int64_t columns, int64_t n, float* out,
-              int64_t out_stride) {
+// out[c * out_stride + r] = sum over blocks of block_dot(weight block, block index, column c),
+// columns up to kQuantMaxColumns at a time, each weight block decoded once for them.
+template <const BlockLayout& Layout, typename BlockDot>
+void scalar_dot_rows(const void* weights, size_t weight_row_bytes, int64_t rows, int64_t columns,
+                     int64_t n, float* out, int64_t out_stride, BlockDot block_dot) {
   for (int64_t first = 0; first < columns; first += kQuantMaxColumns) {
     const int64_t count = std::min(kQuantMaxColumns, columns - first);
     for (int64_t row = 0; row < rows; ++row) {
       const auto* block = static_cast<const uint8_t*>(weights) + row * weight_row_bytes;
       float sums[kQuantMaxColumns] = {};
       for (int64_t index = 0; index < block_count(n); ++index, block += Layout.bytes) {
-        int8_t values[kBlockElements];
-        decode_values<Layout>(block, values);
-        const float scale = block_scale(block);
-        for (int64_t column = 0; column < count; ++column) {
-          ActivationBlock activation = activation_block(
-              static_cast<const uint8_t*>(activations) + (first + column) * activation_row_bytes,
-              index);
-          int32_t products = 0;
-          int32_t activation_sum = 0;
-          for (int j = 0; j < kBlockElements; ++j) {
-            const int q = j < kHalf ? activation.low[j] : activation.high[j - kHalf];
-            products += values[j] * q;
-            activation_sum += q;
-          }
-          float sum = scale * activation.scale[0] * static_cast<float>(products);
-          if constexpr (has_min(Layout)) {
-            sum += block_min<Layout>(block) * activation.scale[0] *
-                   static_cast<float>(activation_sum);
-          }
-          sums[column] += sum;
-        }
+        block_dot(block, index, first, count, sums);
       }
       for (int64_t column = 0; column < count; ++column) {
         out[(first + column) * out_stride + row] = sums[column];
@@ -204,31 +183,52 @@ void dot_rows(const void* weights, size_t weight_row_bytes, int64_t rows, const 
   }
 }
 
+// Scalar integer dot products: the definition the vector kernels reproduce.
+template <const BlockLayout& Layout>
+void dot_rows(const void* weights, size_t weight_row_bytes, int64_t rows, const void* activations,
+              size_t activation_row_bytes, int64_t columns, int64_t n, float* out,
+              int64_t out_stride) {
+  auto block_dot = [&](const uint8_t* block, int64_t index, int64_t first, int64_t count,
+                       float* sums) {
+    int8_t values[kBlockElements];
+    decode_values<Layout>(block, values);
+    const float scale = block_scale(block);
+    for (int64_t column = 0; column < count; ++column) {
+      ActivationBlock activation = activation_block(
+          static_cast<const uint8_t*>(activations) + (first + column) * activation_row_bytes, index);
+      int32_t products = 0;
+      int32_t activation_sum = 0;
+      for (int j = 0; j < kBlockElements; ++j) {
+        const int q = j < kHalf ? activation.low[j] : activation.high[j - kHalf];
+        products += values[j] * q;
+        activation_sum += q;
+      }
+      sums[column] += scale * activation.scale[0] * static_cast<float>(products);
+      if constexpr (has_min(Layout)) {
+        sums[column] += block_min<Layout>(block) * activation.scale[0] *
+                        static_cast<float>(activation_sum);
+      }
+    }
+  };
+  scalar_dot_rows<Layout>(weights, weight_row_bytes, rows, columns, n, out, out_stride, block_dot);
+}
+
 template <const BlockLayout& Layout>
 void dot_rows_f32(const void* weights, size_t weight_row_bytes, int64_t rows,
                   const float* activations, int64_t activation_stride, int64_t columns, int64_t n,
                   float* out, int64_t out_stride) {
-  for (int64_t first = 0; first < columns; first += kQuantMaxColumns) {
-    const int64_t count = std::min(kQuantMaxColumns, columns - first);
-    for (int64_t row = 0; row < rows; ++row) {
-      const auto* block = static_cast<const uint8_t*>(weights) + row * weight_row_bytes;
-      float sums[kQuantMaxColumns] = {};
-      for (int64_t index = 0; index < block_count(n); ++index, block += Layout.bytes) {
-        float widened[kBlockElements];
-        dequantize_row<Layout>(block, widened, kBlockElements);
-        for (int64_t column = 0; column < count; ++column) {
-          const float* x =
-              activations + (first + column) * activation_stride + index * kBlockElements;
-          float sum = 0.0f;
-          for (int j = 0; j < kBlockElements; ++j) sum += widened[j] * x[j];
-          sums[column] += sum;
-        }
-      }
-      for (int64_t column = 0; column < count; ++column) {
-        out[(first + column) * out_stride + row] = sums[column];
-      }
+  auto block_dot = [&](const uint8_t* block, int64_t index, int64_t first, int64_t count,
+                       float* sums) {
+    float widened[kBlockElements];
+    dequantize_row<Layout>(block, widened, kBlockElements);
+    for (int64_t column = 0; column < count; ++column) {
+      const float* x = activations + (first + column) * activation_stride + index * kBlockElements;
+      float sum = 0.0f;
+      for (int j = 0; j < kBlockElements; ++j) sum += widened[j] * x[j];
+      sums[column] += sum;
     }
-  }
+  };
+  scalar_dot_rows<Layout>(weights, weight_row_bytes, rows, columns, n, out, out_stride, block_dot);
 }
 
 template <const BlockLayout& Layout>
@@ -243,31 +243,13 @@ constexpr BlockKernels kernels_of() {
   return kernels;
 }
 
-constexpr BlockKernels kQ4_0Kernels = kernels_of<kQ4_0>();
-constexpr BlockKernels kQ4_1Kernels = kernels_of<kQ4_1>();
-constexpr BlockKernels kQ5_0Kernels = kernels_of<kQ5_0>();
-constexpr BlockKernels kQ5_1Kernels = kernels_of<kQ5_1>();
-constexpr BlockKernels kQ8_0Kernels = kernels_of<kQ8_0>();
+constexpr BlockKernels kTable[5] = {kernels_of<kQ4_0>(), kernels_of<kQ4_1>(), kernels_of<kQ5_0>(),
+                                     kernels_of<kQ5_1>(), kernels_of<kQ8_0>()};
 
 }  // namespace
 
 namespace portable {
-const BlockKernels* kernels(BlockType type) {
-  switch (type) {
-    case BlockType::q4_0:
-      return &kQ4_0Kernels;
-    case BlockType::q4_1:
-      return &kQ4_1Kernels;
-    case BlockType::q5_0:
-      return &kQ5_0Kernels;
-    case BlockType::q5_1:
-      return &kQ5_1Kernels;
-    case BlockType::q8_0:
-      return &kQ8_0Kernels;
-    default:
-      return nullptr;
-  }
-}
+const BlockKernels* kernels(BlockType type) { return pick(type, kTable); }
 }  // namespace portable
 
 }  // namespace legacy

@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include "cpu/quant_legacy_kernels.h"
+#include "cpu/simd.h"
 
 namespace fornace::cpu::legacy::avx2 {
 namespace {
@@ -70,14 +71,10 @@ inline __m256 pair_lanes(const uint8_t* field) {
 }
 
 struct Lanes {
+  static constexpr int kRowsPerPass = 2;
   using Vector = __m256;
   static Vector zero() { return _mm256_setzero_ps(); }
-  static float sum(Vector value) {
-    __m128 half = _mm_add_ps(_mm256_castps256_ps128(value), _mm256_extractf128_ps(value, 1));
-    half = _mm_add_ps(half, _mm_movehl_ps(half, half));
-    half = _mm_add_ss(half, _mm_movehdup_ps(half));
-    return _mm_cvtss_f32(half);
-  }
+  static float sum(Vector value) { return simd::sum_of_8(value); }
 };
 template <int Rows, int Columns>
 using TileBase = TileState<Lanes, Rows, Columns>;
@@ -86,68 +83,62 @@ using TileBase = TileState<Lanes, Rows, Columns>;
 // vpmaddubsw (unsigned 4/5-bit q x activation q, or |Q8_0 value| x activation q with the
 // value's sign) summed by vpmaddwd, plus the correction; then f32 lanes accumulate
 // sum x weight scale x activation scale (plus weight min x the activation's scaled sum).
-template <const BlockLayout& Layout>
-struct IntegerTile {
-  template <int Rows, int Columns>
-  class Tile : public TileBase<Rows, Columns> {
-   public:
-    static constexpr int kRowsPerPass = 2;
-    using TileBase<Rows, Columns>::TileBase;
+template <const BlockLayout& Layout, int Rows, int Columns>
+class IntegerTile : public TileBase<Rows, Columns> {
+ public:
+  using TileBase<Rows, Columns>::TileBase;
 
-    void run(int64_t n) {
-      this->clear();
-      for_each_step<Rows, kStepBlocks, Layout.bytes>(
-          this->weight_row(0), this->weight_row_bytes(), block_count(n),
-          [this](const uint8_t* first, size_t row_stride, int64_t block) {
-            step(first, row_stride, block);
-          });
+  void run(int64_t n) {
+    this->template run_steps<kStepBlocks, Layout.bytes>(
+        n, [this](const uint8_t* first, size_t row_stride, int64_t block) {
+          step(first, row_stride, block);
+        });
+  }
+
+ private:
+  void step(const uint8_t* first, size_t row_stride, int64_t block) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    PairWeights q[Rows];
+    __m256 scales[Rows];
+    __m256 mins[Rows];
+    for (int row = 0; row < Rows; ++row) {
+      const uint8_t* source = first + row * row_stride;
+      q[row] = pair_weights<Layout>(source);
+      scales[row] = pair_lanes<Layout>(source);
+      if constexpr (has_min(Layout)) mins[row] = pair_lanes<Layout>(source + Layout.min_at);
     }
-
-   private:
-    void step(const uint8_t* first, size_t row_stride, int64_t block) {
-      const __m256i ones = _mm256_set1_epi16(1);
-      PairWeights q[Rows];
-      __m256 scales[Rows];
-      __m256 mins[Rows];
+    for (int column = 0; column < Columns; ++column) {
+      ActivationBlock activation = activation_block(this->activation_row(column), block);
+      const __m256i low = load_256(activation.low);
+      const __m256i high = load_256(activation.high);
+      const __m256i correction = load_256(activation.correction);
+      const __m256 activation_scale = _mm256_loadu_ps(activation.scale);
       for (int row = 0; row < Rows; ++row) {
-        const uint8_t* source = first + row * row_stride;
-        q[row] = pair_weights<Layout>(source);
-        scales[row] = pair_lanes<Layout>(source);
-        if constexpr (has_min(Layout)) mins[row] = pair_lanes<Layout>(source + Layout.min_at);
-      }
-      for (int column = 0; column < Columns; ++column) {
-        ActivationBlock activation = activation_block(this->activation_row(column), block);
-        const __m256i low = load_256(activation.low);
-        const __m256i high = load_256(activation.high);
-        const __m256i correction = load_256(activation.correction);
-        const __m256 activation_scale = _mm256_loadu_ps(activation.scale);
-        for (int row = 0; row < Rows; ++row) {
-          __m256i products;
-          if constexpr (Layout.bits == 8) {
-            // |w| x (a with w's sign): at most 2 x 128 x 127 per int16 pair, no saturation.
-            const __m256i low_pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(q[row].low, q[row].low),
-                                                           _mm256_sign_epi8(low, q[row].low));
-            const __m256i high_pairs = _mm256_maddubs_epi16(
-                _mm256_sign_epi8(q[row].high, q[row].high), _mm256_sign_epi8(high, q[row].high));
-            products = _mm256_add_epi32(_mm256_madd_epi16(low_pairs, ones),
-                                        _mm256_madd_epi16(high_pairs, ones));
-          } else {
-            // q < 32: two pairs sum to at most 4 x 31 x 128 in int16.
-            const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(q[row].low, low),
-                                                   _mm256_maddubs_epi16(q[row].high, high));
-            products = _mm256_madd_epi16(pairs, ones);
-            if constexpr (!has_min(Layout)) products = _mm256_add_epi32(products, correction);
-          }
-          __m256& sum = this->sums_[row][column];
-          sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(products),
-                                _mm256_mul_ps(scales[row], activation_scale), sum);
-          if constexpr (has_min(Layout)) {
-            sum = _mm256_fmadd_ps(mins[row], _mm256_castsi256_ps(correction), sum);
-          }
+        __m256i products;
+        if constexpr (Layout.bits == 8) {
+          // |w| x (a with w's sign): at most 2 x 128 x 127 per int16 pair, no saturation.
+          const __m256i low_pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(q[row].low, q[row].low),
+                                                         _mm256_sign_epi8(low, q[row].low));
+          const __m256i high_pairs = _mm256_maddubs_epi16(
+              _mm256_sign_epi8(q[row].high, q[row].high), _mm256_sign_epi8(high, q[row].high));
+          products = _mm256_add_epi32(_mm256_madd_epi16(low_pairs, ones),
+                                      _mm256_madd_epi16(high_pairs, ones));
+        } else {
+          // q < 32: two pairs sum to at most 4 x 31 x 128 in int16.
+          const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(q[row].low, low),
+                                                 _mm256_maddubs_epi16(q[row].high, high));
+          products = _mm256_madd_epi16(pairs, ones);
+          if constexpr (!has_min(Layout)) products = _mm256_add_epi32(products, correction);
+        }
+        __m256& sum = this->sums_[row][column];
+        sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(products),
+                              _mm256_mul_ps(scales[row], activation_scale), sum);
+        if constexpr (has_min(Layout)) {
+          sum = _mm256_fmadd_ps(mins[row], _mm256_castsi256_ps(correction), sum);
         }
       }
     }
-  };
+  }
 };
 
 // 8 q from 8 bytes, as 32-bit lanes.
@@ -204,20 +195,16 @@ inline void widen_block(const uint8_t* block, __m256 (&widened)[4]) {
 }
 
 // f32 dot products of Rows weight rows, widened block by block, with Columns f32 rows.
-template <const BlockLayout& Layout>
-struct FloatTile {
-  template <int Rows, int Columns>
-  class Tile : public TileBase<Rows, Columns> {
-   public:
-    static constexpr int kRowsPerPass = 2;
-    using TileBase<Rows, Columns>::TileBase;
+template <const BlockLayout& Layout, int Rows, int Columns>
+class FloatTile : public TileBase<Rows, Columns> {
+ public:
+  using TileBase<Rows, Columns>::TileBase;
 
-    void run(int64_t n) {
-      this->clear();
-      for (int64_t block = 0; block < block_count(n); ++block) {
-        for (int row = 0; row < Rows; ++row) {
+  void run(int64_t n) {
+    this->template run_blocks<Layout.bytes>(
+        n, [this](int row, const uint8_t* weights, int64_t block) {
           __m256 widened[4];
-          widen_block<Layout>(this->weight_row(row) + block * Layout.bytes, widened);
+          widen_block<Layout>(weights, widened);
           for (int column = 0; column < Columns; ++column) {
             const float* x = reinterpret_cast<const float*>(this->activation_row(column)) +
                              block * kBlockElements;
@@ -226,32 +213,18 @@ struct FloatTile {
               sum = _mm256_fmadd_ps(widened[group], _mm256_loadu_ps(x + 8 * group), sum);
             }
           }
-        }
-      }
-    }
-  };
+        });
+  }
 };
-
-template <const BlockLayout& Layout>
-void dot_rows(const void* weights, size_t weight_row_bytes, int64_t rows, const void* activations,
-              size_t activation_row_bytes, int64_t columns, int64_t n, float* out,
-              int64_t out_stride) {
-  dot_tiles<IntegerTile<Layout>::template Tile>(weights, weight_row_bytes, rows, activations,
-                                                activation_row_bytes, columns, n, out, out_stride);
-}
-
-template <const BlockLayout& Layout>
-void dot_rows_f32(const void* weights, size_t weight_row_bytes, int64_t rows,
-                  const float* activations, int64_t activation_stride, int64_t columns, int64_t n,
-                  float* out, int64_t out_stride) {
-  dot_tiles<FloatTile<Layout>::template Tile>(weights, weight_row_bytes, rows, activations,
-                                              activation_stride * sizeof(float), columns, n, out,
-                                              out_stride);
-}
 
 // The portable rounding (same scale, same f32 product, round to nearest even), 8 lanes at once.
 template <const BlockLayout& Layout>
-void quantize_activations(const float* in, void* out, int64_t n) {
+struct RoundActivations {
+  static void run(const float* in, void* out, int64_t n);
+};
+
+template <const BlockLayout& Layout>
+void RoundActivations<Layout>::run(const float* in, void* out, int64_t n) {
   auto* quads = static_cast<ActivationQuad*>(out);
   const __m256 magnitude_bits = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   for (int64_t block = 0; block < block_count(n); ++block) {
@@ -261,11 +234,7 @@ void quantize_activations(const float* in, void* out, int64_t n) {
       x[group] = _mm256_loadu_ps(in + block * kBlockElements + 8 * group);
       max_magnitude = _mm256_max_ps(max_magnitude, _mm256_and_ps(x[group], magnitude_bits));
     }
-    __m128 half = _mm_max_ps(_mm256_castps256_ps128(max_magnitude),
-                             _mm256_extractf128_ps(max_magnitude, 1));
-    half = _mm_max_ps(half, _mm_movehl_ps(half, half));
-    half = _mm_max_ss(half, _mm_movehdup_ps(half));
-    const float scale = activation_scale(_mm_cvtss_f32(half));
+    const float scale = activation_scale(simd::max_of_8(max_magnitude));
     const __m256 inverse = _mm256_set1_ps(activation_inverse_scale(scale));
     __m256i q[4];
     for (int group = 0; group < 4; ++group) {
@@ -290,37 +259,10 @@ void quantize_activations(const float* in, void* out, int64_t n) {
   finish_activation_row(quads, block_count(n));
 }
 
-template <const BlockLayout& Layout>
-BlockKernels kernels_of(BlockType type) {
-  BlockKernels kernels = *portable::kernels(type);
-  kernels.quantize_activations = quantize_activations<Layout>;
-  kernels.dot_rows = dot_rows<Layout>;
-  kernels.dot_rows_f32 = dot_rows_f32<Layout>;
-  return kernels;
-}
-
 }  // namespace
 
 const BlockKernels* kernels(BlockType type) {
-  static const BlockKernels q4_0 = kernels_of<kQ4_0>(BlockType::q4_0);
-  static const BlockKernels q4_1 = kernels_of<kQ4_1>(BlockType::q4_1);
-  static const BlockKernels q5_0 = kernels_of<kQ5_0>(BlockType::q5_0);
-  static const BlockKernels q5_1 = kernels_of<kQ5_1>(BlockType::q5_1);
-  static const BlockKernels q8_0 = kernels_of<kQ8_0>(BlockType::q8_0);
-  switch (type) {
-    case BlockType::q4_0:
-      return &q4_0;
-    case BlockType::q4_1:
-      return &q4_1;
-    case BlockType::q5_0:
-      return &q5_0;
-    case BlockType::q5_1:
-      return &q5_1;
-    case BlockType::q8_0:
-      return &q8_0;
-    default:
-      return nullptr;
-  }
+  return vector_kernels<IntegerTile, FloatTile, RoundActivations>(type);
 }
 
 }  // namespace fornace::cpu::legacy::avx2

@@ -75,6 +75,7 @@ inline __m512 quad_lanes(const uint8_t* field) {
 }
 
 struct Lanes {
+  static constexpr int kRowsPerPass = 4;
   using Vector = __m512;
   static Vector zero() { return _mm512_setzero_ps(); }
   static float sum(Vector value) { return _mm512_reduce_add_ps(value); }
@@ -86,55 +87,49 @@ using TileBase = TileState<Lanes, Rows, Columns>;
 // step: per 32-bit lane, sum = correction + unsigned q . activation q (two vpdpbusd), then f32
 // lanes accumulate sum x weight scale x activation scale (plus weight min x the activation's
 // scaled sum).
-template <const BlockLayout& Layout>
-struct IntegerTile {
-  template <int Rows, int Columns>
-  class Tile : public TileBase<Rows, Columns> {
-   public:
-    static constexpr int kRowsPerPass = 4;
-    using TileBase<Rows, Columns>::TileBase;
+template <const BlockLayout& Layout, int Rows, int Columns>
+class IntegerTile : public TileBase<Rows, Columns> {
+ public:
+  using TileBase<Rows, Columns>::TileBase;
 
-    void run(int64_t n) {
-      this->clear();
-      for_each_step<Rows, kQuadBlocks, Layout.bytes>(
-          this->weight_row(0), this->weight_row_bytes(), block_count(n),
-          [this](const uint8_t* first, size_t row_stride, int64_t block) {
-            step(first, row_stride, block / kQuadBlocks);
-          });
+  void run(int64_t n) {
+    this->template run_steps<kQuadBlocks, Layout.bytes>(
+        n, [this](const uint8_t* first, size_t row_stride, int64_t block) {
+          step(first, row_stride, block / kQuadBlocks);
+        });
+  }
+
+ private:
+  void step(const uint8_t* first, size_t row_stride, int64_t quad_index) {
+    QuadWeights q[Rows];
+    __m512 scales[Rows];
+    __m512 mins[Rows];
+    for (int row = 0; row < Rows; ++row) {
+      const uint8_t* source = first + row * row_stride;
+      q[row] = unsigned_quad<Layout>(source);
+      scales[row] = quad_lanes<Layout>(source);
+      if constexpr (has_min(Layout)) mins[row] = quad_lanes<Layout>(source + Layout.min_at);
     }
-
-   private:
-    void step(const uint8_t* first, size_t row_stride, int64_t quad_index) {
-      QuadWeights q[Rows];
-      __m512 scales[Rows];
-      __m512 mins[Rows];
+    for (int column = 0; column < Columns; ++column) {
+      const ActivationQuad& quad =
+          reinterpret_cast<const ActivationQuad*>(this->activation_row(column))[quad_index];
+      const __m512i low = _mm512_loadu_si512(quad.low);
+      const __m512i high = _mm512_loadu_si512(quad.high);
+      const __m512i correction = _mm512_loadu_si512(quad.correction);
+      const __m512 activation_scale = _mm512_loadu_ps(quad.scale);
       for (int row = 0; row < Rows; ++row) {
-        const uint8_t* source = first + row * row_stride;
-        q[row] = unsigned_quad<Layout>(source);
-        scales[row] = quad_lanes<Layout>(source);
-        if constexpr (has_min(Layout)) mins[row] = quad_lanes<Layout>(source + Layout.min_at);
-      }
-      for (int column = 0; column < Columns; ++column) {
-        const ActivationQuad& quad =
-            reinterpret_cast<const ActivationQuad*>(this->activation_row(column))[quad_index];
-        const __m512i low = _mm512_loadu_si512(quad.low);
-        const __m512i high = _mm512_loadu_si512(quad.high);
-        const __m512i correction = _mm512_loadu_si512(quad.correction);
-        const __m512 activation_scale = _mm512_loadu_ps(quad.scale);
-        for (int row = 0; row < Rows; ++row) {
-          __m512& sum = this->sums_[row][column];
-          __m512i products = has_min(Layout) ? _mm512_setzero_si512() : correction;
-          products = _mm512_dpbusd_epi32(products, q[row].low, low);
-          products = _mm512_dpbusd_epi32(products, q[row].high, high);
-          sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(products),
-                                _mm512_mul_ps(scales[row], activation_scale), sum);
-          if constexpr (has_min(Layout)) {
-            sum = _mm512_fmadd_ps(mins[row], _mm512_castsi512_ps(correction), sum);
-          }
+        __m512& sum = this->sums_[row][column];
+        __m512i products = has_min(Layout) ? _mm512_setzero_si512() : correction;
+        products = _mm512_dpbusd_epi32(products, q[row].low, low);
+        products = _mm512_dpbusd_epi32(products, q[row].high, high);
+        sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(products),
+                              _mm512_mul_ps(scales[row], activation_scale), sum);
+        if constexpr (has_min(Layout)) {
+          sum = _mm512_fmadd_ps(mins[row], _mm512_castsi512_ps(correction), sum);
         }
       }
     }
-  };
+  }
 };
 
 // One block widened to f32 in registers, exactly as dequantize_row gives it: elements 0-15 in
@@ -168,20 +163,16 @@ inline void widen_block(const uint8_t* block, __m512& low, __m512& high) {
 }
 
 // f32 dot products of Rows weight rows, widened block by block, with Columns f32 rows.
-template <const BlockLayout& Layout>
-struct FloatTile {
-  template <int Rows, int Columns>
-  class Tile : public TileBase<Rows, Columns> {
-   public:
-    static constexpr int kRowsPerPass = 4;
-    using TileBase<Rows, Columns>::TileBase;
+template <const BlockLayout& Layout, int Rows, int Columns>
+class FloatTile : public TileBase<Rows, Columns> {
+ public:
+  using TileBase<Rows, Columns>::TileBase;
 
-    void run(int64_t n) {
-      this->clear();
-      for (int64_t block = 0; block < block_count(n); ++block) {
-        for (int row = 0; row < Rows; ++row) {
+  void run(int64_t n) {
+    this->template run_blocks<Layout.bytes>(
+        n, [this](int row, const uint8_t* weights, int64_t block) {
           __m512 low, high;
-          widen_block<Layout>(this->weight_row(row) + block * Layout.bytes, low, high);
+          widen_block<Layout>(weights, low, high);
           for (int column = 0; column < Columns; ++column) {
             const float* x = reinterpret_cast<const float*>(this->activation_row(column)) +
                              block * kBlockElements;
@@ -189,32 +180,18 @@ struct FloatTile {
             sum = _mm512_fmadd_ps(low, _mm512_loadu_ps(x), sum);
             sum = _mm512_fmadd_ps(high, _mm512_loadu_ps(x + 16), sum);
           }
-        }
-      }
-    }
-  };
+        });
+  }
 };
-
-template <const BlockLayout& Layout>
-void dot_rows(const void* weights, size_t weight_row_bytes, int64_t rows, const void* activations,
-              size_t activation_row_bytes, int64_t columns, int64_t n, float* out,
-              int64_t out_stride) {
-  dot_tiles<IntegerTile<Layout>::template Tile>(weights, weight_row_bytes, rows, activations,
-                                                activation_row_bytes, columns, n, out, out_stride);
-}
-
-template <const BlockLayout& Layout>
-void dot_rows_f32(const void* weights, size_t weight_row_bytes, int64_t rows,
-                  const float* activations, int64_t activation_stride, int64_t columns, int64_t n,
-                  float* out, int64_t out_stride) {
-  dot_tiles<FloatTile<Layout>::template Tile>(weights, weight_row_bytes, rows, activations,
-                                              activation_stride * sizeof(float), columns, n, out,
-                                              out_stride);
-}
 
 // The portable rounding (same scale, same f32 product, round to nearest even), 32 lanes at once.
 template <const BlockLayout& Layout>
-void quantize_activations(const float* in, void* out, int64_t n) {
+struct RoundActivations {
+  static void run(const float* in, void* out, int64_t n);
+};
+
+template <const BlockLayout& Layout>
+void RoundActivations<Layout>::run(const float* in, void* out, int64_t n) {
   auto* quads = static_cast<ActivationQuad*>(out);
   for (int64_t block = 0; block < block_count(n); ++block) {
     const __m512 low = _mm512_loadu_ps(in + block * kBlockElements);
@@ -233,37 +210,10 @@ void quantize_activations(const float* in, void* out, int64_t n) {
   finish_activation_row(quads, block_count(n));
 }
 
-template <const BlockLayout& Layout>
-BlockKernels kernels_of(BlockType type) {
-  BlockKernels kernels = *portable::kernels(type);
-  kernels.quantize_activations = quantize_activations<Layout>;
-  kernels.dot_rows = dot_rows<Layout>;
-  kernels.dot_rows_f32 = dot_rows_f32<Layout>;
-  return kernels;
-}
-
 }  // namespace
 
 const BlockKernels* kernels(BlockType type) {
-  static const BlockKernels q4_0 = kernels_of<kQ4_0>(BlockType::q4_0);
-  static const BlockKernels q4_1 = kernels_of<kQ4_1>(BlockType::q4_1);
-  static const BlockKernels q5_0 = kernels_of<kQ5_0>(BlockType::q5_0);
-  static const BlockKernels q5_1 = kernels_of<kQ5_1>(BlockType::q5_1);
-  static const BlockKernels q8_0 = kernels_of<kQ8_0>(BlockType::q8_0);
-  switch (type) {
-    case BlockType::q4_0:
-      return &q4_0;
-    case BlockType::q4_1:
-      return &q4_1;
-    case BlockType::q5_0:
-      return &q5_0;
-    case BlockType::q5_1:
-      return &q5_1;
-    case BlockType::q8_0:
-      return &q8_0;
-    default:
-      return nullptr;
-  }
+  return vector_kernels<IntegerTile, FloatTile, RoundActivations>(type);
 }
 
 }  // namespace fornace::cpu::legacy::avx512

@@ -144,33 +144,16 @@ inline void finish_activation_row(ActivationQuad* quads, int64_t blocks) {
   }
 }
 
-// Runs step(first_row_block, row_stride, block) over a row of `blocks` blocks, StepBlocks at a
-// time; a last, partial step runs on a zero-padded copy of its blocks (a zero block adds 0,
-// its activations being zero too), so kernels never read past a row.
-template <int Rows, int StepBlocks, size_t BlockBytes, typename Step>
-inline void for_each_step(const uint8_t* weights, size_t weight_row_bytes, int64_t blocks,
-                          Step&& step) {
-  int64_t block = 0;
-  for (; block + StepBlocks <= blocks; block += StepBlocks) {
-    step(weights + block * BlockBytes, weight_row_bytes, block);
-  }
-  if (block == blocks) return;
-  alignas(64) uint8_t padded[Rows][StepBlocks * BlockBytes] = {};
-  for (int row = 0; row < Rows; ++row) {
-    std::memcpy(padded[row], weights + row * weight_row_bytes + block * BlockBytes,
-                (blocks - block) * BlockBytes);
-  }
-  step(&padded[0][0], sizeof(padded[0]), block);
-}
-
 // The state of a tile kernel: where its rows start, and one vector of partial sums per
 // (row, column), which store() reduces with Lanes::sum into out[column * out_stride + row].
-// Lanes names the vector type (Lanes::Vector) and its sum.
+// Lanes names the vector type (Lanes::Vector), its zero and sum, and the rows per pass.
 template <typename Lanes, int Rows, int Columns>
 class TileState {
   using Vector = typename Lanes::Vector;
 
  public:
+  static constexpr int kRowsPerPass = Lanes::kRowsPerPass;
+
   TileState(const uint8_t* weights, size_t weight_row_bytes, const void* activations,
             size_t activation_row_bytes)
       : weights_(weights),
@@ -187,20 +170,50 @@ class TileState {
   }
 
  protected:
-  const uint8_t* weight_row(int row) const { return weights_ + row * weight_row_bytes_; }
-  size_t weight_row_bytes() const { return weight_row_bytes_; }
   const uint8_t* activation_row(int column) const {
     return activations_ + column * activation_row_bytes_;
   }
-  void clear() {
-    for (auto& row : sums_) {
-      for (Vector& sum : row) sum = Lanes::zero();
+
+  // Clears the sums, then runs step(first_row_block, row_stride, block) over the row's blocks,
+  // StepBlocks at a time; a last, partial step runs on a zero-padded copy of its blocks (a zero
+  // block adds 0, its activations being zero too), so kernels never read past a row.
+  template <int StepBlocks, size_t BlockBytes, typename Step>
+  void run_steps(int64_t n, Step&& step) {
+    clear();
+    const int64_t blocks = n / kBlockElements;
+    int64_t block = 0;
+    for (; block + StepBlocks <= blocks; block += StepBlocks) {
+      step(weights_ + block * BlockBytes, weight_row_bytes_, block);
+    }
+    if (block == blocks) return;
+    alignas(64) uint8_t padded[Rows][StepBlocks * BlockBytes] = {};
+    for (int row = 0; row < Rows; ++row) {
+      std::memcpy(padded[row], weights_ + row * weight_row_bytes_ + block * BlockBytes,
+                  (blocks - block) * BlockBytes);
+    }
+    step(&padded[0][0], sizeof(padded[0]), block);
+  }
+
+  // Clears the sums, then runs body(row, weight block, block) block by block, rows inner.
+  template <size_t BlockBytes, typename Body>
+  void run_blocks(int64_t n, Body&& body) {
+    clear();
+    for (int64_t block = 0; block < n / kBlockElements; ++block) {
+      for (int row = 0; row < Rows; ++row) {
+        body(row, weights_ + row * weight_row_bytes_ + block * BlockBytes, block);
+      }
     }
   }
 
   Vector sums_[Rows][Columns];
 
  private:
+  void clear() {
+    for (auto& row : sums_) {
+      for (Vector& sum : row) sum = Lanes::zero();
+    }
+  }
+
   const uint8_t* weights_;
   size_t weight_row_bytes_;
   const uint8_t* activations_;
@@ -216,7 +229,7 @@ template <template <int, int> class Tile, int Columns>
 void dot_columns(const uint8_t* weights, size_t weight_row_bytes, int64_t rows,
                  const void* activations, size_t activation_row_bytes, int64_t n, float* out,
                  int64_t out_stride) {
-  constexpr int kRowsPerPass = Tile<1, 1>::kRowsPerPass;
+  constexpr int kRowsPerPass = Tile<1, Columns>::kRowsPerPass;
   int64_t row = 0;
   for (; row + kRowsPerPass <= rows; row += kRowsPerPass) {
     Tile<kRowsPerPass, Columns> tile(weights + row * weight_row_bytes, weight_row_bytes,
@@ -233,6 +246,7 @@ void dot_columns(const uint8_t* weights, size_t weight_row_bytes, int64_t rows,
 }
 
 // Columns beyond kQuantMaxColumns go in further passes over the weights.
+static_assert(kQuantMaxColumns == 4);
 template <template <int, int> class Tile>
 void dot_tiles(const void* weights, size_t weight_row_bytes, int64_t rows,
                const void* activations, size_t activation_row_bytes, int64_t columns, int64_t n,
@@ -261,7 +275,70 @@ void dot_tiles(const void* weights, size_t weight_row_bytes, int64_t rows,
     }
   }
 }
-static_assert(kQuantMaxColumns == 4);
+
+// The entry for `type` of a table ordered Q4_0, Q4_1, Q5_0, Q5_1, Q8_0; null for other types.
+inline const BlockKernels* pick(BlockType type, const BlockKernels (&table)[5]) {
+  switch (type) {
+    case BlockType::q4_0:
+      return &table[0];
+    case BlockType::q4_1:
+      return &table[1];
+    case BlockType::q5_0:
+      return &table[2];
+    case BlockType::q5_1:
+      return &table[3];
+    case BlockType::q8_0:
+      return &table[4];
+    default:
+      return nullptr;
+  }
+}
+
+// A vector ISA's table from its tiles, IntegerTile<Layout, Rows, Columns> (dot_rows) and
+// FloatTile<Layout, Rows, Columns> (dot_rows_f32), and its activation rounding,
+// RoundActivations<Layout>::run (quantize_activations); the portable table supplies the rest.
+template <template <const BlockLayout&, int, int> class Tile, const BlockLayout& Layout>
+struct TileOf {
+  template <int Rows, int Columns>
+  using type = Tile<Layout, Rows, Columns>;
+};
+
+template <template <const BlockLayout&, int, int> class IntegerTile,
+          template <const BlockLayout&, int, int> class FloatTile,
+          template <const BlockLayout&> class RoundActivations, const BlockLayout& Layout>
+BlockKernels vector_kernels_of(BlockType type) {
+  BlockKernels kernels = *portable::kernels(type);
+  kernels.quantize_activations = RoundActivations<Layout>::run;
+  kernels.dot_rows = [](const void* weights, size_t weight_row_bytes, int64_t rows,
+                        const void* activations, size_t activation_row_bytes, int64_t columns,
+                        int64_t n, float* out, int64_t out_stride) {
+    dot_tiles<TileOf<IntegerTile, Layout>::template type>(weights, weight_row_bytes, rows,
+                                                         activations, activation_row_bytes,
+                                                         columns, n, out, out_stride);
+  };
+  kernels.dot_rows_f32 = [](const void* weights, size_t weight_row_bytes, int64_t rows,
+                            const float* activations, int64_t activation_stride, int64_t columns,
+                            int64_t n, float* out, int64_t out_stride) {
+    dot_tiles<TileOf<FloatTile, Layout>::template type>(weights, weight_row_bytes, rows,
+                                                       activations,
+                                                       activation_stride * sizeof(float), columns,
+                                                       n, out, out_stride);
+  };
+  return kernels;
+}
+
+template <template <const BlockLayout&, int, int> class IntegerTile,
+          template <const BlockLayout&, int, int> class FloatTile,
+          template <const BlockLayout&> class RoundActivations>
+const BlockKernels* vector_kernels(BlockType type) {
+  static const BlockKernels table[5] = {
+      vector_kernels_of<IntegerTile, FloatTile, RoundActivations, kQ4_0>(BlockType::q4_0),
+      vector_kernels_of<IntegerTile, FloatTile, RoundActivations, kQ4_1>(BlockType::q4_1),
+      vector_kernels_of<IntegerTile, FloatTile, RoundActivations, kQ5_0>(BlockType::q5_0),
+      vector_kernels_of<IntegerTile, FloatTile, RoundActivations, kQ5_1>(BlockType::q5_1),
+      vector_kernels_of<IntegerTile, FloatTile, RoundActivations, kQ8_0>(BlockType::q8_0)};
+  return pick(type, table);
+}
 
 }  // namespace
 }  // namespace fornace::cpu::legacy
