@@ -6,7 +6,7 @@
 namespace fornace::cpu {
 
 // Which buffer: kernels that may be in use on one thread at the same time take different slots.
-enum class ScratchSlot { gemv_input, gemm_weight_panels, count };
+enum class ScratchSlot { gemv_input, gemm_weight_panels, quantized_input, count };
 
 // A buffer of at least `bytes`, owned by the calling thread; valid until the next call for the
 // same slot on this thread. It starts at 64 KiB so that small uses never grow it.

@@ -1,0 +1,156 @@
+// quantized_linear() on the Qwen2.5-0.5B shapes beside the bf16 linear(): decode GEMV GB/s of
+// weights read (1 input row, weights cycled past the last-level cache) and prefill GEMM GFLOP/s
+// (512 input rows), per legacy block type.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/block_type.h"
+#include "core/dtype.h"
+#include "cpu/cpu_features.h"
+#include "cpu/gemm.h"
+#include "cpu/quant.h"
+#include "cpu/thread_pool.h"
+
+namespace {
+
+using fornace::BlockType;
+
+struct Shape {
+  const char* name;
+  int64_t outputs;  // N
+  int64_t depth;    // K
+};
+constexpr Shape kShapes[] = {{"q_proj", 896, 896}, {"gate_proj", 4864, 896}, {"down_proj", 896, 4864}};
+constexpr int64_t kPrefillRows = 512;
+// Decode weights cycle through copies that together exceed the last-level cache.
+constexpr int64_t kDecodeFootprint = int64_t{256} << 20;
+
+std::vector<float> random_values(int64_t count, uint32_t seed) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<float> distribution(-1.0f, 1.0f);
+  std::vector<float> values(count);
+  for (float& value : values) value = distribution(generator);
+  return values;
+}
+
+// One copy of the weights in `type` (bf16 for the reference), `copies` times over.
+std::vector<uint8_t> make_weights(BlockType type, const Shape& shape, int64_t copies,
+                                  size_t* row_bytes) {
+  const std::vector<float> values = random_values(shape.outputs * shape.depth, 1);
+  *row_bytes = fornace::block_row_bytes(type, shape.depth);
+  const size_t bytes = *row_bytes * shape.outputs;
+  std::vector<uint8_t> weights(bytes * copies);
+  if (type == BlockType::bf16) {
+    for (int64_t index = 0; index < shape.outputs * shape.depth; ++index) {
+      uint16_t bits = fornace::f32_to_bf16(values[index]);
+      std::memcpy(weights.data() + 2 * index, &bits, 2);
+    }
+  } else {
+    const fornace::cpu::BlockKernels& kernels = fornace::cpu::block_kernels(type);
+    for (int64_t row = 0; row < shape.outputs; ++row) {
+      kernels.quantize_row(values.data() + row * shape.depth, weights.data() + row * *row_bytes,
+                           shape.depth);
+    }
+  }
+  for (int64_t copy = 1; copy < copies; ++copy) {
+    std::memcpy(weights.data() + copy * bytes, weights.data(), bytes);
+  }
+  return weights;
+}
+
+// The fields LinearProblem and QuantizedLinearProblem share, for packed rows.
+template <typename Problem>
+Problem shared_fields(const Shape& shape, int64_t rows, const std::vector<float>& input,
+                      std::vector<float>& output, const void* weight) {
+  Problem problem;
+  problem.input = input.data();
+  problem.input_stride = shape.depth;
+  problem.rows = rows;
+  problem.depth = shape.depth;
+  problem.outputs = shape.outputs;
+  problem.weight = weight;
+  problem.output = output.data();
+  problem.output_stride = shape.outputs;
+  return problem;
+}
+
+void run(benchmark::State& state, const Shape& shape, int64_t rows, int threads, BlockType type,
+         bool quantize_input) {
+  fornace::set_num_threads(threads);
+  size_t row_bytes = 0;
+  const int64_t one_copy = static_cast<int64_t>(fornace::block_row_bytes(type, shape.depth)) * shape.outputs;
+  const int64_t copies = rows == 1 ? std::max<int64_t>(1, kDecodeFootprint / one_copy) : 1;
+  std::vector<uint8_t> weights = make_weights(type, shape, copies, &row_bytes);
+  std::vector<float> input = random_values(rows * shape.depth, 2);
+  std::vector<float> output(rows * shape.outputs);
+  int64_t copy = 0;
+  for (auto _ : state) {
+    const uint8_t* weight = weights.data() + copy * one_copy;
+    copy = (copy + 1) % copies;
+    if (type == BlockType::bf16) {
+      auto problem = shared_fields<fornace::cpu::LinearProblem>(shape, rows, input, output, weight);
+      problem.weight_dtype = fornace::DType::bf16;
+      problem.weight_stride = shape.depth;
+      fornace::cpu::linear(problem);
+    } else {
+      auto problem =
+          shared_fields<fornace::cpu::QuantizedLinearProblem>(shape, rows, input, output, weight);
+      problem.weight_type = type;
+      problem.weight_row_bytes = row_bytes;
+      problem.quantize_input = quantize_input;
+      fornace::cpu::quantized_linear(problem);
+    }
+    benchmark::DoNotOptimize(output.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(one_copy) * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * rows * shape.outputs * shape.depth * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(fornace::cpu::isa_name(fornace::cpu::active_isa()));
+  fornace::set_num_threads(0);
+}
+
+double minimum(const std::vector<double>& values) {
+  return *std::min_element(values.begin(), values.end());
+}
+double maximum(const std::vector<double>& values) {
+  return *std::max_element(values.begin(), values.end());
+}
+
+// Quant/<shape>/rows:<M>/threads:<T>/<type>[/f32-input] for M in {1, 512}, T in {1, 2}, the
+// legacy types and bf16; the f32-input variants (quantize_input = false) at decode only.
+const bool kRegistered = [] {
+  const BlockType types[] = {BlockType::bf16, BlockType::q8_0, BlockType::q4_0, BlockType::q4_1,
+                             BlockType::q5_0, BlockType::q5_1};
+  for (const Shape& shape : kShapes) {
+    for (int64_t rows : {int64_t{1}, kPrefillRows}) {
+      for (int threads : {1, 2}) {
+        for (BlockType type : types) {
+          for (bool quantize_input : {true, false}) {
+            if (!quantize_input && (rows > 1 || type == BlockType::bf16)) continue;
+            std::string name = std::string("Quant/") + shape.name + "/rows:" +
+                               std::to_string(rows) + "/threads:" + std::to_string(threads) + "/" +
+                               fornace::block_format(type).name + (quantize_input ? "" : "/f32-input");
+            benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
+              run(state, shape, rows, threads, type, quantize_input);
+            })
+                ->UseRealTime()
+                ->Unit(benchmark::kMicrosecond)
+                ->ComputeStatistics("min", minimum)
+                ->ComputeStatistics("max", maximum);
+          }
+        }
+      }
+    }
+  }
+  return true;
+}();
+
+}  // namespace

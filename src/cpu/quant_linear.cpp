@@ -1,0 +1,106 @@
+// quantized_linear(): the input rounded to activation blocks once, weight rows split across the
+// thread pool, and each cache-sized block of weight rows reused for every group of input rows.
+#include <algorithm>
+
+#include "core/error.h"
+#include "cpu/quant.h"
+#include "cpu/scratch.h"
+#include "cpu/thread_pool.h"
+
+namespace fornace::cpu {
+namespace {
+
+// Threads take weight rows in units of this many (the kernels' rows per pass).
+constexpr int64_t kRowUnit = 4;
+// Each part handed to a thread carries at least about this much work, in weight bytes times
+// groups of input rows, so that small layers do not pay for a dispatch per few rows.
+constexpr int64_t kMinWorkPerPart = 64 << 10;
+// Weight rows per cache block: about this many bytes, which stay in L2 while every group of
+// kQuantMaxColumns input rows passes over them.
+constexpr int64_t kCacheBlockBytes = 192 << 10;
+// Inputs of at least this many elements are quantized by all threads.
+constexpr int64_t kParallelQuantizeElements = 1 << 16;
+
+void check(const QuantizedLinearProblem& problem) {
+  const size_t packed_row_bytes = block_row_bytes(problem.weight_type, problem.depth);
+  if (problem.weight_row_bytes < packed_row_bytes) {
+    fail("quantized_linear: weight rows of ", problem.weight_row_bytes, " bytes are shorter than ",
+         packed_row_bytes, " bytes of ", block_format(problem.weight_type).name);
+  }
+  if (problem.rows > 1 && (problem.input_stride < problem.depth ||
+                           problem.output_stride < problem.outputs)) {
+    fail("quantized_linear: input stride ", problem.input_stride, " or output stride ",
+         problem.output_stride, " shorter than a row");
+  }
+}
+
+// Rounds every input row to the kernels' activation blocks, into the caller's scratch.
+const uint8_t* quantize_input(const QuantizedLinearProblem& problem, const BlockKernels& kernels,
+                              size_t activation_row_bytes) {
+  auto* activations = static_cast<uint8_t*>(
+      thread_scratch(ScratchSlot::quantized_input, problem.rows * activation_row_bytes));
+  auto quantize_rows = [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      kernels.quantize_activations(problem.input + row * problem.input_stride,
+                                   activations + row * activation_row_bytes, problem.depth);
+    }
+  };
+  if (problem.rows * problem.depth >= kParallelQuantizeElements) {
+    ThreadPool::global().run(problem.rows, 1, quantize_rows);
+  } else {
+    quantize_rows(0, problem.rows);
+  }
+  return activations;
+}
+
+}  // namespace
+
+void quantized_linear(const QuantizedLinearProblem& problem) {
+  if (problem.rows <= 0 || problem.outputs <= 0) return;
+  check(problem);
+  const BlockKernels& kernels = block_kernels(problem.weight_type);
+  const size_t activation_row_bytes =
+      problem.quantize_input ? kernels.activation_row_bytes(problem.depth) : 0;
+  const uint8_t* activations =
+      problem.quantize_input ? quantize_input(problem, kernels, activation_row_bytes) : nullptr;
+  const auto* weight = static_cast<const uint8_t*>(problem.weight);
+  const int64_t weight_row_bytes = std::max<int64_t>(1, problem.weight_row_bytes);
+  const int64_t groups = (problem.rows + kQuantMaxColumns - 1) / kQuantMaxColumns;
+  const int64_t block_rows = std::max<int64_t>(
+      kRowUnit, kCacheBlockBytes / weight_row_bytes / kRowUnit * kRowUnit);
+
+  // Weight rows [begin, end): block by block, every group of input rows over each block.
+  auto run_rows = [&](int64_t begin, int64_t end) {
+    for (int64_t block_begin = begin; block_begin < end; block_begin += block_rows) {
+      const int64_t block_end = std::min(end, block_begin + block_rows);
+      const uint8_t* block_weight = weight + block_begin * problem.weight_row_bytes;
+      for (int64_t row = 0; row < problem.rows; row += kQuantMaxColumns) {
+        const int64_t columns = std::min(kQuantMaxColumns, problem.rows - row);
+        float* out = problem.output + row * problem.output_stride + block_begin;
+        if (problem.quantize_input) {
+          kernels.dot_rows(block_weight, problem.weight_row_bytes, block_end - block_begin,
+                           activations + row * activation_row_bytes, activation_row_bytes,
+                           columns, problem.depth, out, problem.output_stride);
+        } else {
+          kernels.dot_rows_f32(block_weight, problem.weight_row_bytes, block_end - block_begin,
+                               problem.input + row * problem.input_stride, problem.input_stride,
+                               columns, problem.depth, out, problem.output_stride);
+        }
+        if (problem.bias == nullptr) continue;
+        for (int64_t column = 0; column < columns; ++column) {
+          float* out_row = out + column * problem.output_stride;
+          for (int64_t r = block_begin; r < block_end; ++r) out_row[r - block_begin] += problem.bias[r];
+        }
+      }
+    }
+  };
+
+  const int64_t units = (problem.outputs + kRowUnit - 1) / kRowUnit;
+  const int64_t min_units =
+      std::max<int64_t>(1, kMinWorkPerPart / (weight_row_bytes * kRowUnit * groups));
+  ThreadPool::global().run_balanced(units, min_units, [&](int64_t first, int64_t last) {
+    run_rows(first * kRowUnit, std::min(problem.outputs, last * kRowUnit));
+  });
+}
+
+}  // namespace fornace::cpu

@@ -1,0 +1,163 @@
+// quantized_linear() against a double-precision loop over the widened weights, for every block
+// type with kernels, on every ISA, several thread counts, strides, biases and row counts.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/block_type.h"
+#include "core/error.h"
+#include "cpu/quant.h"
+#include "cpu/quant_test_support.h"
+#include "cpu/thread_pool.h"
+
+namespace fornace {
+namespace {
+
+using quant_test::supported_isas;
+
+// Every quantized type whose kernels exist and can write weights (the K-quant kernels may not
+// have landed yet).
+std::vector<BlockType> types_with_kernels() {
+  std::vector<BlockType> types;
+  for (BlockType type : {BlockType::q4_0, BlockType::q4_1, BlockType::q5_0, BlockType::q5_1,
+                         BlockType::q8_0, BlockType::q4_k, BlockType::q5_k, BlockType::q6_k}) {
+    try {
+      if (cpu::block_kernels(type, cpu::Isa::portable).quantize_row) types.push_back(type);
+    } catch (const Error&) {
+    }
+  }
+  return types;
+}
+
+struct Layer {
+  BlockType type;
+  int64_t depth;
+  int64_t outputs;
+  size_t row_bytes;  // padded past the packed row, as a strided view would be
+  std::vector<uint8_t> weight;
+  std::vector<double> widened;  // [outputs, depth]
+  std::vector<float> bias;
+};
+
+Layer make_layer(BlockType type, int64_t depth, int64_t outputs) {
+  Layer layer{type, depth, outputs, block_row_bytes(type, depth) + 8, {}, {}, {}};
+  const cpu::BlockKernels& kernels = cpu::block_kernels(type, cpu::Isa::portable);
+  std::vector<float> values = quant_test::uniform(outputs * depth, -1.0f, 1.0f, depth + outputs);
+  layer.weight.resize(outputs * layer.row_bytes);
+  layer.widened.resize(outputs * depth);
+  std::vector<float> row(depth);
+  for (int64_t r = 0; r < outputs; ++r) {
+    uint8_t* blocks = layer.weight.data() + r * layer.row_bytes;
+    kernels.quantize_row(values.data() + r * depth, blocks, depth);
+    kernels.dequantize_row(blocks, row.data(), depth);
+    for (int64_t k = 0; k < depth; ++k) layer.widened[r * depth + k] = row[k];
+  }
+  layer.bias = quant_test::uniform(outputs, -0.5f, 0.5f, 3);
+  return layer;
+}
+
+void check_layer(const Layer& layer, int64_t rows, bool quantize_input, bool with_bias,
+                 const std::string& where) {
+  const int64_t input_stride = layer.depth + 5;
+  const int64_t output_stride = layer.outputs + 3;
+  std::vector<float> input = quant_test::uniform(rows * input_stride, -2.0f, 2.0f, rows);
+  std::vector<float> output(rows * output_stride, NAN);
+  cpu::QuantizedLinearProblem problem;
+  problem.input = input.data();
+  problem.input_stride = input_stride;
+  problem.rows = rows;
+  problem.depth = layer.depth;
+  problem.outputs = layer.outputs;
+  problem.weight = layer.weight.data();
+  problem.weight_type = layer.type;
+  problem.weight_row_bytes = layer.row_bytes;
+  problem.bias = with_bias ? layer.bias.data() : nullptr;
+  problem.output = output.data();
+  problem.output_stride = output_stride;
+  problem.quantize_input = quantize_input;
+  cpu::quantized_linear(problem);
+
+  const int64_t block = block_format(layer.type).block_elements;
+  for (int64_t m = 0; m < rows; ++m) {
+    const float* x = input.data() + m * input_stride;
+    for (int64_t r = 0; r < layer.outputs; ++r) {
+      const double* w = layer.widened.data() + r * layer.depth;
+      double exact = with_bias ? layer.bias[r] : 0.0;
+      double magnitude = with_bias ? std::fabs(layer.bias[r]) : 0.0;
+      for (int64_t k = 0; k < layer.depth; ++k) {
+        exact += w[k] * x[k];
+        magnitude += std::fabs(w[k] * x[k]);
+      }
+      // f32 accumulation; with 8-bit activations, plus their rounding bound over the
+      // activation blocks (taken as long as the weight's blocks).
+      double allowed = 2e-6 * magnitude;
+      if (quantize_input) {
+        allowed += quant_test::activation_rounding_bound(w, x, layer.depth, block);
+      }
+      ASSERT_NEAR(output[m * output_stride + r], exact, allowed)
+          << where << ", input row " << m << ", output " << r;
+    }
+    for (int64_t gap = layer.outputs; gap < output_stride; ++gap) {
+      ASSERT_TRUE(std::isnan(output[m * output_stride + gap])) << where << ": wrote past a row";
+    }
+  }
+}
+
+TEST(QuantizedLinear, MatchesADoubleLoop) {
+  for (BlockType type : types_with_kernels()) {
+    const int64_t block = block_format(type).block_elements;
+    // An odd block count and odd output count; then enough rows for several cache blocks.
+    std::vector<Layer> layers;
+    layers.push_back(make_layer(type, 3 * block, 37));
+    layers.push_back(make_layer(type, block == 32 ? 896 : 4 * block, 1027));
+    for (cpu::Isa isa : supported_isas()) {
+      cpu::set_isa(isa);
+      for (const Layer& layer : layers) {
+        for (int threads : {1, 2, 3}) {
+          set_num_threads(threads);
+          for (int64_t rows : {1, 3, 4, 5, 17, 64}) {
+            if (layer.outputs > 100 && rows > 17) continue;  // the double loop's cost
+            for (bool quantize_input : {true, false}) {
+              const bool with_bias = (rows + threads) % 2 == 1;
+              check_layer(layer, rows, quantize_input, with_bias,
+                          std::string(block_format(type).name) + " on " + cpu::isa_name(isa) +
+                              ", " + std::to_string(layer.depth) + " -> " +
+                              std::to_string(layer.outputs) + ", " + std::to_string(threads) +
+                              " threads, " + std::to_string(rows) + " rows, " +
+                              (quantize_input ? "8-bit" : "f32") + " input" +
+                              (with_bias ? ", bias" : ""));
+            }
+          }
+        }
+      }
+    }
+  }
+  cpu::reset_isa();
+  set_num_threads(0);
+}
+
+TEST(QuantizedLinear, RejectsRowsShorterThanTheirBlocks) {
+  std::vector<float> input(64, 1.0f);
+  std::vector<float> output(2);
+  std::vector<uint8_t> weight(2 * 68);
+  cpu::QuantizedLinearProblem problem;
+  problem.input = input.data();
+  problem.input_stride = 64;
+  problem.rows = 1;
+  problem.depth = 64;
+  problem.outputs = 2;
+  problem.weight = weight.data();
+  problem.weight_type = BlockType::q8_0;
+  problem.weight_row_bytes = 67;  // two Q8_0 blocks take 68
+  problem.output = output.data();
+  problem.output_stride = 2;
+  EXPECT_THROW(cpu::quantized_linear(problem), Error);
+  problem.weight_row_bytes = 68;
+  problem.depth = 48;  // not a whole number of blocks
+  EXPECT_THROW(cpu::quantized_linear(problem), Error);
+}
+
+}  // namespace
+}  // namespace fornace
