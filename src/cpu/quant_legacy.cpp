@@ -266,9 +266,3 @@ const BlockKernels* legacy_block_kernels(BlockType type, Isa isa) {
 }
 
 }  // namespace fornace::cpu
-
-namespace fornace::cpu {
-
-void quantized_linear(const QuantizedLinearProblem&) {}
-
-}  // namespace fornace::cpu
