@@ -141,7 +141,13 @@ class Cursor {
     if (length > max_bytes) {
       fail_here(what, " at byte ", start, " is ", length, " bytes, over the limit of ", max_bytes);
     }
-    const unsigned char* text = take(length, concat(what, " of ", length, " bytes"));
+    // Checked here rather than by take(), so that no message is built for each good string.
+    if (length > remaining()) {
+      fail_here(what, " of ", length, " bytes at byte ", offset_, " runs past the end of the file (",
+                size_, " bytes); the file is truncated or corrupt");
+    }
+    const unsigned char* text = bytes_ + offset_;
+    offset_ += static_cast<size_t>(length);
     return std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(length));
   }
 

@@ -215,11 +215,13 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
   std::unique_ptr<Model> model;
   {
     memory::PhaseScope phase(Phase::load);
+    // The model first: a GGUF file's mapping stays alive in its weights, and the tokenizer
+    // reads its keys through the same mapping rather than mapping the file again.
+    model = load_model(model_directory, model_options);
     if (!prompt_ids || is_gguf_path(model_directory) ||
         fs::exists(fs::path(model_directory) / "tokenizer.json")) {
       tokenizer.emplace(Tokenizer::load(model_directory));
     }
-    model = load_model(model_directory, model_options);
   }
   const double load_ms = ms_since(command_start);
   const ModelConfig& config = model->config();
