@@ -29,6 +29,11 @@ synth: build tokenizer
 bench: synth
 	bash scripts/bench.sh $(BUILD) $(SYNTH_MODEL)
 
+# Quantized GGUF files of the synthetic model (fornace quantize) against its BF16 checkpoint.
+.PHONY: bench-quantized
+bench-quantized: synth
+	bash scripts/bench-quantized.sh $(BUILD) $(SYNTH_MODEL)
+
 model:
 	bash scripts/download-model.sh $(MODEL)
 
