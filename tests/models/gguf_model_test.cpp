@@ -6,8 +6,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "common/relative_error.h"
+#include "common/run_fornace.h"
+#include "io/test_files.h"
 #include "common/test_models.h"
 #include "core/error.h"
 #include "io/gguf.h"
@@ -18,6 +21,7 @@
 #include "models/model.h"
 #include "ops/copy.h"
 #include "ops/creation.h"
+#include "text/tokenizer.h"
 
 namespace fornace {
 namespace {
@@ -238,6 +242,63 @@ TEST(GgufQuantize, AFailedExportLeavesNoFile) {
       error_of([&] { export_gguf(missing_config.string(), target.string(), GgufFileType::q8_0); });
   EXPECT_NE(message.find("config.json"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(target));
+}
+
+// What `fornace quantize` writes, as npm's @huggingface/gguf reads it: every tensor with the
+// GGUF name, dims and type that the names, shapes and llama-quantize rules say, and the config
+// and tokenizer keys with the checkpoint's values.
+TEST(GgufQuantize, TheIndependentReaderSeesWhatQuantizeMeantToWrite) {
+  const std::string preset = "tiny";
+  std::string path = synthetic_gguf_file(preset, DType::f32, "q4_k_m");
+  auto result = test_support::run_command_line(
+      "node " + test_support::shell_quote(FORNACE_SOURCE_DIR "/tests/reference/gguf/read_gguf.mjs") +
+      " " + test_support::shell_quote(path));
+  ASSERT_EQ(result.exit_code, 0) << result.output << "\n(make test-packages installs the reader)";
+  nlohmann::json read = nlohmann::json::parse(result.output);
+  ModelConfig config = synthetic_preset(preset);
+  std::vector<TensorSpec> specs = checkpoint_tensor_specs(config, DType::f32);
+  ASSERT_EQ(read["tensors"].size(), specs.size());
+  for (size_t index = 0; index < specs.size(); ++index) {
+    const TensorSpec& spec = specs[index];
+    const nlohmann::json& info = read["tensors"][index];
+    EXPECT_EQ(info["name"], gguf_tensor_name(spec.name, config.model_type));
+    nlohmann::json dims = nlohmann::json::array();
+    for (size_t dim = spec.shape.size(); dim-- > 0;) dims.push_back(std::to_string(spec.shape[dim]));
+    EXPECT_EQ(info["shape"], dims) << spec.name;
+    BlockType expected = spec.shape.size() == 1
+                             ? BlockType::f32
+                             : gguf_tensor_type(GgufFileType::q4_k_m, info["name"], spec.shape[1],
+                                                config.num_hidden_layers, true);
+    EXPECT_EQ(info["dtype"], block_format(expected).ggml_type) << spec.name;
+  }
+  const nlohmann::json& metadata = read["metadata"];
+  EXPECT_EQ(metadata["general.architecture"]["value"], "qwen2");
+  EXPECT_EQ(metadata["general.file_type"]["value"], 15);  // llama.cpp's MOSTLY_Q4_K_M
+  EXPECT_EQ(metadata["qwen2.block_count"]["value"], config.num_hidden_layers);
+  EXPECT_EQ(metadata["qwen2.embedding_length"]["value"], config.hidden_size);
+  EXPECT_EQ(metadata["qwen2.attention.head_count_kv"]["value"], config.num_key_value_heads);
+  EXPECT_EQ(metadata["tokenizer.ggml.model"]["value"], "gpt2");
+  EXPECT_EQ(metadata["tokenizer.ggml.pre"]["value"], "qwen2");
+  EXPECT_EQ(metadata["tokenizer.ggml.tokens"]["value"].size(), static_cast<size_t>(config.vocab_size));
+  nlohmann::json tokenizer_config = nlohmann::json::parse(
+      slurp(synthetic_model_directory(preset, DType::f32) + "/tokenizer_config.json"));
+  EXPECT_EQ(metadata["tokenizer.chat_template"]["value"], tokenizer_config["chat_template"]);
+}
+
+// The tokenizer read back from a written file's keys encodes the corpus as the checkpoint's
+// tokenizer.json does, and renders the same chat template.
+TEST(GgufModels, TheFilesTokenizerEncodesAsTheCheckpointsTokenizerJson) {
+  std::string corpus = slurp(FORNACE_SOURCE_DIR "/tests/data/alice.txt");
+  ASSERT_FALSE(corpus.empty());
+  for (const char* preset : kTinyPresets) {
+    std::string directory = synthetic_model_directory(preset, DType::f32);
+    Tokenizer from_json = Tokenizer::load(directory);
+    Tokenizer from_gguf = Tokenizer::load(synthetic_gguf_file(preset, DType::f32, "q8_0"));
+    EXPECT_EQ(from_gguf.encode(corpus), from_json.encode(corpus)) << preset;
+    std::vector<ChatMessage> chat = {{"system", "Be brief."}, {"user", "Hi <b>there</b> 😀"}};
+    EXPECT_EQ(from_gguf.apply_chat_template(chat, true), from_json.apply_chat_template(chat, true))
+        << preset;
+  }
 }
 
 // Decode reads every tensor once, the embedding only when it is also the lm_head: the sum over

@@ -51,8 +51,9 @@ std::string wide_model(const std::string& preset) {
   return checkpoint_of("wide-" + preset, config);
 }
 
+// The weights alone (no tokenizer keys), beside the checkpoint.
 std::string gguf_of(const std::string& directory, const std::string& type) {
-  std::string path = directory + "." + type + ".gguf";
+  std::string path = directory + ".weights-only." + type + ".gguf";
   if (!fs::exists(path)) export_gguf(directory, path, *parse_gguf_file_type(type));
   return path;
 }
