@@ -26,41 +26,54 @@ inline __m512i or_masked(__m512i a, __m512i b, __m512i c) {
   return _mm512_ternarylogic_epi32(a, b, c, 0xF8);
 }
 
+// vpshufb indices giving each 32-bit lane byte `low` (128-bit lanes 0-1) or `high` (lanes 2-3)
+// zero-extended, for a source with the same 16 bytes in every 128-bit lane.
+inline __m512i spread_index(int low, int high) {
+  const __m128i low_lane = _mm_set1_epi32(low | ~0xFF);
+  const __m128i high_lane = _mm_set1_epi32(high | ~0xFF);
+  return _mm512_inserti64x4(
+      _mm512_castsi256_si512(_mm256_set_m128i(low_lane, low_lane)),
+      _mm256_set_m128i(high_lane, high_lane), 1);
+}
+
 // The 64 levels of elements 64g..64g+63 of a Q4_K/Q5_K block from its 32 bytes of nibbles.
 inline __m512i nibbles_of_group(const uint8_t* qs, int g) {
   return _mm512_and_si512(_mm512_srlv_epi16(broadcast_32_bytes(qs + 32 * g), halves_of(0, 4)),
                           bytes_of(0x0F));
 }
 
-// What one weight row contributes per block: the sub-block scales as 32-bit lanes (scale, 0),
-// one register per 64-element group, for vpdpwssd; its d; and its mins or offset.
+// What one weight block contributes: the sub-block scales as 32-bit lanes (scale, 0), one
+// register per 64-element group, for vpdpwssd; and its mins (Q4_K/Q5_K, 8 int16) or offsets
+// (Q6_K, -32 * scale per 16 elements as 16 int16).
 struct RowBlock {
   __m512i scales[4];
-  __m512i mins;    // Q4_K/Q5_K: the 8 mins as int16 in the lowest 128 bits.
-  __m512i offset;  // Q6_K: -32 * scale per 16 elements as int16, in the lower 256 bits.
-  float d;
-  float dmin;
+  __m256i mins_or_offsets;
 };
 
-// Lanes 0-7 take sub-block 2g's scale and lanes 8-15 sub-block 2g + 1's, from 8 scales in lanes.
-inline void spread_scales_by_32(uint64_t scale_bytes, __m512i (&scales)[4]) {
-  const __m512i scales32 =
-      _mm512_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(scale_bytes)));
-  for (int g = 0; g < 4; ++g) {
-    const __m512i index = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(2 * g)),
-                                             _mm256_set1_epi32(2 * g + 1), 1);
-    scales[g] = _mm512_permutexvar_epi32(index, scales32);
-  }
+// Bytes 0-7 the eight 6-bit scales and bytes 8-15 the mins of a Q4_K/Q5_K block, unpacked with
+// vector ops from the 12 bytes at `packed` (16 are read: the block continues past them).
+inline __m128i scale_and_min_bytes(const uint8_t* packed) {
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed));
+  // Low parts: scales 0-3, the nibbles of scales 4-7, mins 0-3, the nibbles of mins 4-7.
+  const __m128i low = _mm_shuffle_epi8(raw, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8,
+                                                          9, 10, 11));
+  // Top 2 bits of scales 4-7 (bytes 0-3) and mins 4-7 (bytes 4-7), in bits 6-7.
+  const __m128i high = _mm_shuffle_epi8(raw, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1,
+                                                           -1, 4, 5, 6, 7));
+  const __m128i low_bits = _mm_and_si128(_mm_srlv_epi32(low, _mm_setr_epi32(0, 0, 0, 4)),
+                                         _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f,
+                                                        0x0f0f0f0f));
+  return _mm_ternarylogic_epi32(low_bits, _mm_srli_epi32(high, 2), _mm_set1_epi8(0x30), 0xF8);
 }
 
 template <typename Block>
 inline void prepare_scaled_min(const Block& block, RowBlock& row) {
-  const ScalesAndMins packed = unpack_scales_and_mins(block.scales);
-  spread_scales_by_32(packed.scales, row.scales);
-  row.mins = _mm512_zextsi128_si512(
-      _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(packed.mins))));
-  row.d = _cvtsh_ss(block.d);
-  row.dmin = _cvtsh_ss(block.dmin);
+  const __m128i bytes = scale_and_min_bytes(block.scales);
+  const __m512i spread = _mm512_broadcast_i32x4(bytes);
+  for (int g = 0; g < 4; ++g) {
+    row.scales[g] = _mm512_shuffle_epi8(spread, spread_index(2 * g, 2 * g + 1));
+  }
+  row.mins_or_offsets = _mm256_castsi128_si256(_mm_cvtepu8_epi16(_mm_unpackhi_epi64(bytes, bytes)));
 }
 
 inline void prepare(const BlockQ4K& block, RowBlock& row) { prepare_scaled_min(block, row); }
@@ -68,18 +81,33 @@ inline void prepare(const BlockQ5K& block, RowBlock& row) { prepare_scaled_min(b
 inline void prepare(const BlockQ6K& block, RowBlock& row) {
   const __m256i scales16 =
       _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales)));
-  // Zero-extended 16-bit scales: the upper half of each 32-bit lane is 0 for vpdpwssd.
-  const __m512i scales32 = _mm512_cvtepu16_epi32(scales16);
+  // Words 0-7 and 8-15 each in every 128-bit lane; 32-bit lanes 4i..4i+3 of register k take the
+  // scale of sub-block 4k + i, sign-extended in the low word and 0 in the high one.
+  const __m512i wide = _mm512_castsi256_si512(scales16);
+  const __m512i first = _mm512_shuffle_i32x4(wide, wide, 0x00);
+  const __m512i second = _mm512_shuffle_i32x4(wide, wide, 0x55);
   for (int k = 0; k < 4; ++k) {
-    // Lanes 4i..4i+3 (16 elements) take the scale of sub-block 4k + i.
-    const __m512i index = _mm512_cvtepu8_epi32(_mm_set_epi8(
-        4 * k + 3, 4 * k + 3, 4 * k + 3, 4 * k + 3, 4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 2,
-        4 * k + 1, 4 * k + 1, 4 * k + 1, 4 * k + 1, 4 * k, 4 * k, 4 * k, 4 * k));
-    row.scales[k] = _mm512_permutexvar_epi32(index, scales32);
+    const int w = 4 * (k % 2);  // Word of sub-block 4k in its 128-bit source.
+    const __m128i lane0 = _mm_set1_epi32(2 * w | ((2 * w + 1) << 8) | ~0xFFFF);
+    const __m128i lane1 = _mm_set1_epi32((2 * w + 2) | ((2 * w + 3) << 8) | ~0xFFFF);
+    const __m128i lane2 = _mm_set1_epi32((2 * w + 4) | ((2 * w + 5) << 8) | ~0xFFFF);
+    const __m128i lane3 = _mm_set1_epi32((2 * w + 6) | ((2 * w + 7) << 8) | ~0xFFFF);
+    const __m512i index = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_set_m128i(lane1, lane0)), _mm256_set_m128i(lane3, lane2), 1);
+    row.scales[k] = _mm512_shuffle_epi8(k < 2 ? first : second, index);
   }
-  row.offset = _mm512_zextsi256_si512(
-      _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(scales16, 5)));
-  row.d = _cvtsh_ss(block.d);
+  row.mins_or_offsets = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(scales16, 5));
+}
+
+// d and dmin (Q6_K: d and 0) of a block as floats in lanes 0 and 1.
+inline __m128 block_factors(const BlockQ4K& block) {
+  return _mm_cvtph_ps(_mm_cvtsi32_si128(block.d | block.dmin << 16));
+}
+inline __m128 block_factors(const BlockQ5K& block) {
+  return _mm_cvtph_ps(_mm_cvtsi32_si128(block.d | block.dmin << 16));
+}
+inline __m128 block_factors(const BlockQ6K& block) {
+  return _mm_cvtph_ps(_mm_cvtsi32_si128(block.d));
 }
 
 // The levels of elements 64k..64k+63, as unsigned bytes.
@@ -106,54 +134,87 @@ inline __m512i levels_of(const BlockQ6K& block, int k) {
   return or_masked(nibbles, moved, bytes_of(0x30));
 }
 
+// Per activation row: f32 lanes summing to the row's dot, d-scaled (two chains, alternate
+// blocks) and, for Q4_K/Q5_K, dmin-scaled mins, reduced once at the end.
+template <int Columns>
+struct Accumulators {
+  __m512 sums[2][Columns];
+  __m128 mins[Columns];
+};
+
+// Adds block `b` of one weight row against Columns activation rows into chain `Chain`.
+template <typename Block, int Columns, int Chain>
+inline void accumulate_block(const Block& block, const char* activations,
+                             int64_t activation_row_bytes, int64_t b, Accumulators<Columns>& acc) {
+  constexpr bool kHasMins = has_mins<Block>;
+  RowBlock row;
+  prepare(block, row);
+  const __m128 factors = block_factors(block);
+  const ActivationBlock* a[Columns];
+  __m512i dots[Columns];
+  for (int c = 0; c < Columns; ++c) {
+    a[c] = reinterpret_cast<const ActivationBlock*>(activations + c * activation_row_bytes) + b;
+    if constexpr (kHasMins) {
+      dots[c] = _mm512_setzero_si512();
+    } else {
+      const __m512i sums16 = _mm512_zextsi256_si512(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[c]->sums16)));
+      dots[c] = _mm512_dpwssd_epi32(_mm512_setzero_si512(),
+                                    _mm512_zextsi256_si512(row.mins_or_offsets), sums16);
+    }
+  }
+  for (int k = 0; k < 4; ++k) {
+    const __m512i levels = levels_of(block, k);
+    for (int c = 0; c < Columns; ++c) {
+      const __m512i products = _mm512_dpbusd_epi32(_mm512_setzero_si512(), levels,
+                                                   _mm512_loadu_si512(a[c]->q + 64 * k));
+      dots[c] = _mm512_dpwssd_epi32(dots[c], products, row.scales[k]);
+    }
+  }
+  for (int c = 0; c < Columns; ++c) {
+    // Lane 0: d * activation scale; lane 1: dmin * activation scale.
+    const __m128 scaled = _mm_mul_ps(factors, _mm_broadcast_ss(&a[c]->scale));
+    acc.sums[Chain][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots[c]),
+                                         _mm512_broadcastss_ps(scaled), acc.sums[Chain][c]);
+    if constexpr (kHasMins) {
+      // The int16 pairs zero in the upper lanes of the 256-bit zero-extension.
+      const __m128i min_dots = _mm_madd_epi16(
+          _mm256_castsi256_si128(row.mins_or_offsets),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(a[c]->sums32)));
+      acc.mins[c] = _mm_fmadd_ps(_mm_cvtepi32_ps(min_dots), _mm_shuffle_ps(scaled, scaled, 0x55),
+                                 acc.mins[c]);
+    }
+  }
+}
+
 // out[c * out_stride] for one weight row and Columns activation rows.
 template <typename Block, int Columns>
 struct RowDot {
   static void run(const Block* weights, const char* activations, int64_t activation_row_bytes,
                   int64_t blocks, float* out, int64_t out_stride) {
-    constexpr bool kHasMins = has_mins<Block>;
-    __m512 sums[Columns];
-    for (__m512& sum : sums) sum = _mm512_setzero_ps();
-    for (int64_t b = 0; b < blocks; ++b) {
-      const Block& block = weights[b];
-      RowBlock row;
-      prepare(block, row);
-      const ActivationBlock* a[Columns];
-      __m512i dots[Columns];
-      __m512i min_dots[Columns];  // Q4_K/Q5_K: sum(min * a) per 32 elements, in lanes 0-3.
-      for (int c = 0; c < Columns; ++c) {
-        a[c] = reinterpret_cast<const ActivationBlock*>(activations + c * activation_row_bytes) + b;
-        if constexpr (kHasMins) {
-          dots[c] = _mm512_setzero_si512();
-          min_dots[c] = _mm512_madd_epi16(
-              row.mins, _mm512_zextsi128_si512(
-                            _mm_loadu_si128(reinterpret_cast<const __m128i*>(a[c]->sums32))));
-        } else {
-          const __m512i sums16 = _mm512_zextsi256_si512(
-              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[c]->sums16)));
-          dots[c] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), row.offset, sums16);
-        }
-      }
-      for (int k = 0; k < 4; ++k) {
-        const __m512i levels = levels_of(block, k);
-        for (int c = 0; c < Columns; ++c) {
-          const __m512i products = _mm512_dpbusd_epi32(_mm512_setzero_si512(), levels,
-                                                       _mm512_loadu_si512(a[c]->q + 64 * k));
-          dots[c] = _mm512_dpwssd_epi32(dots[c], products, row.scales[k]);
-        }
-      }
-      for (int c = 0; c < Columns; ++c) {
-        const __m512 activation_scale = _mm512_set1_ps(a[c]->scale);
-        sums[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots[c]),
-                                  _mm512_mul_ps(_mm512_set1_ps(row.d), activation_scale), sums[c]);
-        if constexpr (kHasMins) {
-          sums[c] =
-              _mm512_fnmadd_ps(_mm512_cvtepi32_ps(min_dots[c]),
-                               _mm512_mul_ps(_mm512_set1_ps(row.dmin), activation_scale), sums[c]);
-        }
-      }
+    Accumulators<Columns> acc;
+    for (int c = 0; c < Columns; ++c) {
+      acc.sums[0][c] = acc.sums[1][c] = _mm512_setzero_ps();
+      acc.mins[c] = _mm_setzero_ps();
     }
-    for (int c = 0; c < Columns; ++c) out[c * out_stride] = _mm512_reduce_add_ps(sums[c]);
+    int64_t b = 0;
+    for (; b + 1 < blocks; b += 2) {
+      accumulate_block<Block, Columns, 0>(weights[b], activations, activation_row_bytes, b, acc);
+      accumulate_block<Block, Columns, 1>(weights[b + 1], activations, activation_row_bytes, b + 1,
+                                          acc);
+    }
+    if (b < blocks) {
+      accumulate_block<Block, Columns, 0>(weights[b], activations, activation_row_bytes, b, acc);
+    }
+    for (int c = 0; c < Columns; ++c) {
+      float total = _mm512_reduce_add_ps(_mm512_add_ps(acc.sums[0][c], acc.sums[1][c]));
+      if constexpr (has_mins<Block>) {
+        const __m128 m = acc.mins[c];
+        const __m128 pairs = _mm_add_ps(m, _mm_movehl_ps(m, m));
+        total -= _mm_cvtss_f32(_mm_add_ss(pairs, _mm_movehdup_ps(pairs)));
+      }
+      out[c * out_stride] = total;
+    }
   }
 };
 
