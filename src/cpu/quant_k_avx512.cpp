@@ -26,15 +26,27 @@ inline __m512i or_masked(__m512i a, __m512i b, __m512i c) {
   return _mm512_ternarylogic_epi32(a, b, c, 0xF8);
 }
 
-// vpshufb indices giving each 32-bit lane byte `low` (128-bit lanes 0-1) or `high` (lanes 2-3)
-// zero-extended, for a source with the same 16 bytes in every 128-bit lane.
-inline __m512i spread_index(int low, int high) {
-  const __m128i low_lane = _mm_set1_epi32(low | ~0xFF);
-  const __m128i high_lane = _mm_set1_epi32(high | ~0xFF);
-  return _mm512_inserti64x4(
-      _mm512_castsi256_si512(_mm256_set_m128i(low_lane, low_lane)),
-      _mm256_set_m128i(high_lane, high_lane), 1);
+// vpshufb indices for 32 int16 lanes: in 128-bit lane L, words 0-3 take source bytes (word & 0xFF,
+// word >> 8) of first[L] and words 4-7 those of second[L] (0x80 gives a zero byte).
+struct PairIndex {
+  alignas(64) uint16_t words[32];
+};
+constexpr PairIndex pair_index(const uint16_t (&first)[4], const uint16_t (&second)[4]) {
+  PairIndex index{};
+  for (int lane = 0; lane < 4; ++lane) {
+    for (int w = 0; w < 4; ++w) {
+      index.words[8 * lane + w] = first[lane];
+      index.words[8 * lane + 4 + w] = second[lane];
+    }
+  }
+  return index;
 }
+inline __m512i load_index(const PairIndex& index) { return _mm512_load_si512(index.words); }
+
+// Byte j zero-extended to a word, as a pair_index entry.
+constexpr uint16_t byte_entry(int j) { return static_cast<uint16_t>(0x8000 | j); }
+// Word w, as a pair_index entry.
+constexpr uint16_t word_entry(int w) { return static_cast<uint16_t>((2 * w + 1) << 8 | 2 * w); }
 
 // The 64 levels of elements 64g..64g+63 of a Q4_K/Q5_K block from its 32 bytes of nibbles.
 inline __m512i nibbles_of_group(const uint8_t* qs, int g) {
@@ -42,11 +54,11 @@ inline __m512i nibbles_of_group(const uint8_t* qs, int g) {
                           bytes_of(0x0F));
 }
 
-// What one weight block contributes: the sub-block scales as 32-bit lanes (scale, 0), one
-// register per 64-element group, for vpdpwssd; and its mins (Q4_K/Q5_K, 8 int16) or offsets
-// (Q6_K, -32 * scale per 16 elements as 16 int16).
+// What one weight block contributes: the sub-block scales as int16 pairs, one register per pair
+// of 64-element groups, laid out as the packed products of that pair (see accumulate_block); and
+// its mins (Q4_K/Q5_K, 8 int16) or offsets (Q6_K, -32 * scale per 16 elements as 16 int16).
 struct RowBlock {
-  __m512i scales[4];
+  __m512i scales[2];
   __m256i mins_or_offsets;
 };
 
@@ -66,12 +78,23 @@ inline __m128i scale_and_min_bytes(const uint8_t* packed) {
   return _mm_ternarylogic_epi32(low_bits, _mm_srli_epi32(high, 2), _mm_set1_epi8(0x30), 0xF8);
 }
 
+// Group g's products: sub-block 2g in 128-bit lanes 0-1, 2g + 1 in lanes 2-3.
+constexpr PairIndex kScalePairs[2] = {
+    pair_index({byte_entry(0), byte_entry(0), byte_entry(1), byte_entry(1)},
+               {byte_entry(2), byte_entry(2), byte_entry(3), byte_entry(3)}),
+    pair_index({byte_entry(4), byte_entry(4), byte_entry(5), byte_entry(5)},
+               {byte_entry(6), byte_entry(6), byte_entry(7), byte_entry(7)})};
+// Q6_K group k's products: sub-block 4k + L in 128-bit lane L (words 4k.. of the source lane).
+constexpr PairIndex kSixBitScalePair = pair_index(
+    {word_entry(0), word_entry(1), word_entry(2), word_entry(3)},
+    {word_entry(4), word_entry(5), word_entry(6), word_entry(7)});
+
 template <typename Block>
 inline void prepare_scaled_min(const Block& block, RowBlock& row) {
   const __m128i bytes = scale_and_min_bytes(block.scales);
   const __m512i spread = _mm512_broadcast_i32x4(bytes);
-  for (int g = 0; g < 4; ++g) {
-    row.scales[g] = _mm512_shuffle_epi8(spread, spread_index(2 * g, 2 * g + 1));
+  for (int pair = 0; pair < 2; ++pair) {
+    row.scales[pair] = _mm512_shuffle_epi8(spread, load_index(kScalePairs[pair]));
   }
   row.mins_or_offsets = _mm256_castsi128_si256(_mm_cvtepu8_epi16(_mm_unpackhi_epi64(bytes, bytes)));
 }
@@ -81,21 +104,11 @@ inline void prepare(const BlockQ5K& block, RowBlock& row) { prepare_scaled_min(b
 inline void prepare(const BlockQ6K& block, RowBlock& row) {
   const __m256i scales16 =
       _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales)));
-  // Words 0-7 and 8-15 each in every 128-bit lane; 32-bit lanes 4i..4i+3 of register k take the
-  // scale of sub-block 4k + i, sign-extended in the low word and 0 in the high one.
+  // Scales 0-7 (groups 0-1) and 8-15 (groups 2-3) in every 128-bit lane.
   const __m512i wide = _mm512_castsi256_si512(scales16);
-  const __m512i first = _mm512_shuffle_i32x4(wide, wide, 0x00);
-  const __m512i second = _mm512_shuffle_i32x4(wide, wide, 0x55);
-  for (int k = 0; k < 4; ++k) {
-    const int w = 4 * (k % 2);  // Word of sub-block 4k in its 128-bit source.
-    const __m128i lane0 = _mm_set1_epi32(2 * w | ((2 * w + 1) << 8) | ~0xFFFF);
-    const __m128i lane1 = _mm_set1_epi32((2 * w + 2) | ((2 * w + 3) << 8) | ~0xFFFF);
-    const __m128i lane2 = _mm_set1_epi32((2 * w + 4) | ((2 * w + 5) << 8) | ~0xFFFF);
-    const __m128i lane3 = _mm_set1_epi32((2 * w + 6) | ((2 * w + 7) << 8) | ~0xFFFF);
-    const __m512i index = _mm512_inserti64x4(
-        _mm512_castsi256_si512(_mm256_set_m128i(lane1, lane0)), _mm256_set_m128i(lane3, lane2), 1);
-    row.scales[k] = _mm512_shuffle_epi8(k < 2 ? first : second, index);
-  }
+  const __m512i index = load_index(kSixBitScalePair);
+  row.scales[0] = _mm512_shuffle_epi8(_mm512_shuffle_i32x4(wide, wide, 0x00), index);
+  row.scales[1] = _mm512_shuffle_epi8(_mm512_shuffle_i32x4(wide, wide, 0x55), index);
   row.mins_or_offsets = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(scales16, 5));
 }
 
@@ -163,12 +176,19 @@ inline void accumulate_block(const Block& block, const char* activations,
                                     _mm512_zextsi256_si512(row.mins_or_offsets), sums16);
     }
   }
-  for (int k = 0; k < 4; ++k) {
-    const __m512i levels = levels_of(block, k);
+  // Groups 2p and 2p + 1: their int32 products fit int16 (at most 4 * 63 * 127), so one vpackssdw
+  // joins them and one vpdpwssd applies both groups' scales.
+  for (int pair = 0; pair < 2; ++pair) {
+    const __m512i even = levels_of(block, 2 * pair);
+    const __m512i odd = levels_of(block, 2 * pair + 1);
     for (int c = 0; c < Columns; ++c) {
-      const __m512i products = _mm512_dpbusd_epi32(_mm512_setzero_si512(), levels,
-                                                   _mm512_loadu_si512(a[c]->q + 64 * k));
-      dots[c] = _mm512_dpwssd_epi32(dots[c], products, row.scales[k]);
+      const int8_t* q = a[c]->q + 128 * pair;
+      const __m512i even_products =
+          _mm512_dpbusd_epi32(_mm512_setzero_si512(), even, _mm512_loadu_si512(q));
+      const __m512i odd_products =
+          _mm512_dpbusd_epi32(_mm512_setzero_si512(), odd, _mm512_loadu_si512(q + 64));
+      dots[c] = _mm512_dpwssd_epi32(dots[c], _mm512_packs_epi32(even_products, odd_products),
+                                    row.scales[pair]);
     }
   }
   for (int c = 0; c < Columns; ++c) {
