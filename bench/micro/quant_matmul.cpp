@@ -1,6 +1,6 @@
 // quantized_linear() on the Qwen2.5-0.5B shapes beside the bf16 linear(): decode GEMV GB/s of
 // weights read (1 input row, weights cycled past the last-level cache) and prefill GEMM GFLOP/s
-// (512 input rows), per legacy block type.
+// (512 input rows), per legacy block type; decode also with one copy of q_proj that stays in L2.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -81,11 +81,12 @@ Problem shared_fields(const Shape& shape, int64_t rows, const std::vector<float>
 }
 
 void run(benchmark::State& state, const Shape& shape, int64_t rows, int threads, BlockType type,
-         bool quantize_input) {
+         bool quantize_input, bool cached) {
   fornace::set_num_threads(threads);
   size_t row_bytes = 0;
   const int64_t one_copy = static_cast<int64_t>(fornace::block_row_bytes(type, shape.depth)) * shape.outputs;
-  const int64_t copies = rows == 1 ? std::max<int64_t>(1, kDecodeFootprint / one_copy) : 1;
+  const int64_t copies =
+      rows == 1 && !cached ? std::max<int64_t>(1, kDecodeFootprint / one_copy) : 1;
   std::vector<uint8_t> weights = make_weights(type, shape, copies, &row_bytes);
   std::vector<float> input = random_values(rows * shape.depth, 2);
   std::vector<float> output(rows * shape.outputs);
@@ -125,7 +126,19 @@ double maximum(const std::vector<double>& values) {
 }
 
 // Quant/<shape>/rows:<M>/threads:<T>/<type>[/f32-input] for M in {1, 512}, T in {1, 2}, the
-// legacy types and bf16; the f32-input variants (quantize_input = false) at decode only.
+// legacy types and bf16; the f32-input variants (quantize_input = false) at decode only; and
+// Quant/q_proj/rows:1/threads:1/<type>/cached, its weights in L2.
+void register_run(const std::string& name, const Shape& shape, int64_t rows, int threads,
+                  BlockType type, bool quantize_input, bool cached) {
+  benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
+    run(state, shape, rows, threads, type, quantize_input, cached);
+  })
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond)
+      ->ComputeStatistics("min", minimum)
+      ->ComputeStatistics("max", maximum);
+}
+
 const bool kRegistered = [] {
   const BlockType types[] = {BlockType::bf16, BlockType::q8_0, BlockType::q4_0, BlockType::q4_1,
                              BlockType::q5_0, BlockType::q5_1};
@@ -138,17 +151,16 @@ const bool kRegistered = [] {
             std::string name = std::string("Quant/") + shape.name + "/rows:" +
                                std::to_string(rows) + "/threads:" + std::to_string(threads) + "/" +
                                fornace::block_format(type).name + (quantize_input ? "" : "/f32-input");
-            benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
-              run(state, shape, rows, threads, type, quantize_input);
-            })
-                ->UseRealTime()
-                ->Unit(benchmark::kMicrosecond)
-                ->ComputeStatistics("min", minimum)
-                ->ComputeStatistics("max", maximum);
+            register_run(name, shape, rows, threads, type, quantize_input, false);
           }
         }
       }
     }
+  }
+  for (BlockType type : types) {
+    register_run(std::string("Quant/q_proj/rows:1/threads:1/") + fornace::block_format(type).name +
+                     "/cached",
+                 kShapes[0], 1, 1, type, true, true);
   }
   return true;
 }();

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "cpu/quant.h"
 
@@ -181,9 +182,21 @@ class TileState {
   // block adds 0, its activations being zero too), so kernels never read past a row.
   template <int StepBlocks, size_t BlockBytes, typename Step>
   void run_steps(int64_t n, Step&& step) {
+    run_step_pairs<StepBlocks, BlockBytes>(n, nullptr, step);
+  }
+
+  // The same, two steps at a time through pair_step(first_row_block, row_stride, block) while
+  // two fit (with pair_step null, one at a time throughout).
+  template <int StepBlocks, size_t BlockBytes, typename PairStep, typename Step>
+  void run_step_pairs(int64_t n, PairStep&& pair_step, Step&& step) {
     clear();
     const int64_t blocks = n / kBlockElements;
     int64_t block = 0;
+    if constexpr (!std::is_null_pointer_v<std::remove_reference_t<PairStep>>) {
+      for (; block + 2 * StepBlocks <= blocks; block += 2 * StepBlocks) {
+        pair_step(weights_ + block * BlockBytes, weight_row_bytes_, block);
+      }
+    }
     for (; block + StepBlocks <= blocks; block += StepBlocks) {
       step(weights_ + block * BlockBytes, weight_row_bytes_, block);
     }

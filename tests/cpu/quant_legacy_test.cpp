@@ -303,7 +303,8 @@ struct DotShape {
   int64_t n;
 };
 constexpr DotShape kDotShapes[] = {{1, 1, 32},  {3, 2, 64},  {4, 4, 96},   {5, 3, 896},
-                                   {9, 4, 160}, {2, 1, 4864}, {7, 4, 1024}, {4, 1, 32}};
+                                   {9, 4, 160}, {2, 1, 4864}, {7, 4, 1024}, {4, 1, 32},
+                                   {3, 1, 416}};
 
 // out[c * stride + r] for each shape; positions between the rows stay untouched (NaN).
 TEST(LegacyQuant, DotRowsMatchDoubleLoops) {
