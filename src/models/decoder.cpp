@@ -2,6 +2,7 @@
 #include "models/decoder.h"
 
 #include "core/error.h"
+#include "ops/creation.h"
 #include "ops/math.h"
 
 namespace fornace {
@@ -46,27 +47,53 @@ Tensor DecoderModel::forward(const Tensor& ids, KvCacheSet& cache, Logits wanted
   if (ids.rank() != 2 || ids.dim(0) != 1) {
     fail(config_.model_type, ": ids must be [1, S], got ", ids.describe());
   }
-  const int64_t start = cache.length();
+  const int64_t length = ids.dim(1);
+  // The first pass must not use the buffers: a cat cache keeps its first K and V as given.
+  const bool decode_step = length == 1 && cache.length() > 0;
+  if (wanted == Logits::none) {
+    run(ids, Sequences(cache), decode_step, 0);
+    return Tensor();
+  }
+  return run(ids, Sequences(cache), decode_step, wanted == Logits::last ? 1 : length);
+}
+
+Tensor DecoderModel::forward_batch(const std::vector<uint32_t>& ids,
+                                   std::span<KvCacheSet* const> caches) {
+  if (ids.size() != caches.size()) {
+    fail(config_.model_type, ": a batched step got ", ids.size(), " ids for ", caches.size(),
+         " sequences");
+  }
+  Sequences sequences(caches);
+  for (int64_t row = 0; row < sequences.count(); ++row) {
+    if (sequences.start(row) == 0) {
+      fail(config_.model_type, ": sequence ", row, " of a batched step has no prompt in its cache");
+    }
+  }
+  std::vector<float> values(ids.begin(), ids.end());
+  Tensor id_tensor = from_vector(values, {1, static_cast<int64_t>(ids.size())}, DType::u32);
+  return run(id_tensor, sequences, false, sequences.count());
+}
+
+Tensor DecoderModel::run(const Tensor& ids, const Sequences& sequences, bool decode_step,
+                         int64_t logit_rows) {
   const int64_t length = ids.dim(1);
   const int64_t width = config_.hidden_size;
-  // The first pass must not use the buffers: a cat cache keeps its first K and V as given.
-  Activations activations(step_buffers_, length == 1 && start > 0);
+  Activations activations(step_buffers_, decode_step);
   Tensor hidden = activations.get(Slot::hidden, {1, length, width}, "embedding");
   embedding_.forward_into(hidden, ids);
   if (embedding_scale_ != 0) scale_into(hidden, hidden, embedding_scale_);
   Tensor normed = activations.get(Slot::normed, {1, length, width}, "rms_norm");
-  forward_layers(hidden, normed, cache, start, activations);
-  if (wanted == Logits::none) return Tensor();
-  int64_t rows = wanted == Logits::last ? 1 : length;
-  Tensor last_hidden = hidden.narrow(1, length - rows, rows);
-  Tensor last_normed = normed.narrow(1, length - rows, rows);
+  forward_layers(hidden, normed, sequences, activations);
+  if (logit_rows == 0) return Tensor();
+  Tensor last_hidden = hidden.narrow(1, length - logit_rows, logit_rows);
+  Tensor last_normed = normed.narrow(1, length - logit_rows, logit_rows);
   final_norm_.forward_into(last_normed, last_hidden);
-  Tensor logits = activations.get(Slot::logits, {1, rows, config_.vocab_size}, "linear");
+  Tensor logits = activations.get(Slot::logits, {1, logit_rows, config_.vocab_size}, "linear");
   lm_head_.forward_into(logits, last_normed);
   if (config_.final_logit_softcapping > 0) {
     soft_cap_into(logits, logits, config_.final_logit_softcapping);
   }
-  return logits.view({rows, config_.vocab_size});
+  return logits.view({logit_rows, config_.vocab_size});
 }
 
 }  // namespace fornace

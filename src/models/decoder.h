@@ -21,6 +21,8 @@ class DecoderModel : public Model {
   const WeightTally& weights_read_per_token() const override { return weights_read_; }
   // In a decode step the returned logits live in a buffer that the next forward overwrites.
   Tensor forward(const Tensor& ids, KvCacheSet& cache, Logits wanted) override;
+  Tensor forward_batch(const std::vector<uint32_t>& ids,
+                       std::span<KvCacheSet* const> caches) override;
 
  protected:
   DecoderModel(const ModelConfig& config, const ModelOptions& options)
@@ -39,15 +41,19 @@ class DecoderModel : public Model {
   AttentionShape attention_shape(double scale, int64_t window = 0) const;
   // Makes the decode buffers of a layer's attention and MLP.
   void reserve_buffers(const SelfAttention& attention, const GatedMlp& mlp);
-  // Runs every layer on hidden [1, S, hidden] in place; `normed` is a buffer of that shape.
-  virtual void forward_layers(const Tensor& hidden, const Tensor& normed, KvCacheSet& cache,
-                              int64_t start, Activations& activations) const = 0;
+  // Runs every layer on hidden [1, rows, hidden] of `sequences` in place; `normed` is a buffer
+  // of that shape.
+  virtual void forward_layers(const Tensor& hidden, const Tensor& normed,
+                              const Sequences& sequences, Activations& activations) const = 0;
 
   ModelConfig config_;
   ModelOptions options_;
   StepBuffers step_buffers_;
 
  private:
+  // Embeds `ids` [1, rows], runs the layers and returns f32 logits of the last `logit_rows` rows.
+  Tensor run(const Tensor& ids, const Sequences& sequences, bool decode_step, int64_t logit_rows);
+
   DType weight_dtype_ = DType::bf16;
   DType kv_dtype_ = DType::bf16;
   WeightTally weights_read_;

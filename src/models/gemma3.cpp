@@ -87,13 +87,13 @@ class Gemma3Model : public DecoderModel {
   }
 
  private:
-  void forward_layers(const Tensor& hidden, const Tensor& normed, KvCacheSet& cache, int64_t start,
+  void forward_layers(const Tensor& hidden, const Tensor& normed, const Sequences& sequences,
                       Activations& activations) const override {
     for (size_t index = 0; index < layers_.size(); ++index) {
       const Gemma3Layer& layer = layers_[index];
       layer.input_norm.forward_into(normed, hidden);
-      Tensor attended = layer.attention.forward(normed, cache.layer(static_cast<int64_t>(index)),
-                                                start, activations);
+      Tensor attended = layer.attention.forward(normed, sequences,
+                                                static_cast<int64_t>(index), activations);
       layer.post_attention_norm.forward_into(attended, attended);
       add_into(hidden, hidden, attended);
       layer.pre_feedforward_norm.forward_into(normed, hidden);

@@ -62,14 +62,13 @@ class LlamaModel : public DecoderModel {
   }
 
  private:
-  void forward_layers(const Tensor& hidden, const Tensor& normed, KvCacheSet& cache, int64_t start,
+  void forward_layers(const Tensor& hidden, const Tensor& normed, const Sequences& sequences,
                       Activations& activations) const override {
     for (size_t index = 0; index < layers_.size(); ++index) {
       const LlamaLayer& layer = layers_[index];
       layer.input_norm.forward_into(normed, hidden);
       add_into(hidden, hidden,
-               layer.attention.forward(normed, cache.layer(static_cast<int64_t>(index)), start,
-                                       activations));
+               layer.attention.forward(normed, sequences, static_cast<int64_t>(index), activations));
       layer.post_attention_norm.forward_into(normed, hidden);
       add_into(hidden, hidden, layer.mlp.forward(normed, activations));
     }

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,12 @@ class Model {
   // position for Logits::last, and an undefined tensor for Logits::none (a prompt chunk that is
   // not the last one skips the lm_head).
   virtual Tensor forward(const Tensor& ids, KvCacheSet& cache, Logits logits = Logits::last) = 0;
+  // One decode step of B sequences together: ids[b] is the next token of the sequence in
+  // caches[b], at the position after what that cache holds. The projections and the MLP run
+  // over the B rows at once (each weight read once per step); attention runs per sequence over
+  // its own cache. Returns f32 logits [B, vocab].
+  virtual Tensor forward_batch(const std::vector<uint32_t>& ids,
+                               std::span<KvCacheSet* const> caches) = 0;
   // The shape a KV cache for this model needs, holding up to `max_length` positions.
   KvCacheShape kv_cache_shape(int64_t max_length) const;
 };

@@ -19,6 +19,7 @@ enum class Slot {
   query_rotated,
   key_rotated,
   attended,
+  merged,  // Attended rows of a batched pass, [1, B, heads * D].
   projected,
   gate,
   up,

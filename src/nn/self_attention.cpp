@@ -49,16 +49,12 @@ void SelfAttention::reserve(StepBuffers& buffers) const {
   buffers.reserve(Slot::projected, {1, 1, output_.outputs()});
 }
 
-Tensor SelfAttention::forward(const Tensor& input, KvCache& cache, int64_t start,
+Tensor SelfAttention::forward(const Tensor& input, const Sequences& sequences, int64_t layer,
                               Activations& activations) const {
-  const int64_t length = input.dim(1);
+  const int64_t rows = input.dim(1);
   const int64_t head_dim = shape_.head_dim;
-  // [1, S, heads * D] -> the view [1, heads, S, D].
-  auto split_heads = [&](const Tensor& projected, int64_t heads) {
-    return projected.view({1, length, heads, head_dim}).transpose(1, 2);
-  };
   auto projection = [&](Slot slot, int64_t heads) {
-    return activations.get(slot, {1, length, heads * head_dim}, "linear");
+    return activations.get(slot, {1, rows, heads * head_dim}, "linear");
   };
   Tensor projected_query = projection(Slot::query, shape_.query_heads);
   Tensor projected_key = projection(Slot::key, shape_.kv_heads);
@@ -70,11 +66,48 @@ Tensor SelfAttention::forward(const Tensor& input, KvCache& cache, int64_t start
   auto normalize_heads = [&](const std::optional<RmsNorm>& norm, const Tensor& projected,
                              int64_t heads) {
     if (!norm) return;
-    Tensor per_head = projected.view({1, length, heads, head_dim});
+    Tensor per_head = projected.view({1, rows, heads, head_dim});
     norm->forward_into(per_head, per_head);
   };
   normalize_heads(query_norm_, projected_query, shape_.query_heads);
   normalize_heads(key_norm_, projected_key, shape_.kv_heads);
+  // V is converted to the cache's dtype in its projection layout, then reaches the cache as the
+  // transposed view it is in Candle.
+  if (shape_.kv_dtype != value_cached.dtype()) {
+    Tensor converted =
+        activations.get(Slot::value_cached, value_cached.shape(), "to_dtype", shape_.kv_dtype);
+    copy_into(converted, value_cached);
+    value_cached = converted;
+  }
+  Tensor merged;
+  if (!sequences.batched()) {
+    merged = attend(projected_query, projected_key, value_cached,
+                    sequences.cache(0).layer(layer), sequences.start(0), activations);
+  } else {
+    // One token per sequence: each row attends over its own cache at its own position.
+    merged = activations.get(Slot::merged, {1, rows, shape_.query_heads * head_dim}, "attention");
+    for (int64_t row = 0; row < rows; ++row) {
+      Tensor attended =
+          attend(projected_query.narrow(1, row, 1), projected_key.narrow(1, row, 1),
+                 value_cached.narrow(1, row, 1), sequences.cache(row).layer(layer),
+                 sequences.start(row), activations);
+      copy_into(merged.narrow(1, row, 1), attended);
+    }
+  }
+  Tensor output = activations.get(Slot::projected, {1, rows, output_.outputs()}, "linear");
+  output_.forward_into(output, merged);
+  return output;
+}
+
+Tensor SelfAttention::attend(const Tensor& projected_query, const Tensor& projected_key,
+                             const Tensor& projected_value, KvCache& cache, int64_t start,
+                             Activations& activations) const {
+  const int64_t length = projected_query.dim(1);
+  const int64_t head_dim = shape_.head_dim;
+  // [1, S, heads * D] -> the view [1, heads, S, D].
+  auto split_heads = [&](const Tensor& projected, int64_t heads) {
+    return projected.view({1, length, heads, head_dim}).transpose(1, 2);
+  };
   auto rotate = [&](const Tensor& projected, int64_t heads, Slot slot, DType dtype) {
     Tensor split = split_heads(projected, heads);
     Tensor rotated = activations.get(slot, split.shape(), "rope", dtype);
@@ -84,36 +117,22 @@ Tensor SelfAttention::forward(const Tensor& input, KvCache& cache, int64_t start
   Tensor query = rotate(projected_query, shape_.query_heads, Slot::query_rotated, DType::f32);
   // K leaves RoPE as a new contiguous tensor in the cache's dtype.
   Tensor key = rotate(projected_key, shape_.kv_heads, Slot::key_rotated, shape_.kv_dtype);
-  // V is converted to the cache's dtype in its projection layout, then reaches the cache as the
-  // transposed view it is in Candle.
-  if (shape_.kv_dtype != value_cached.dtype()) {
-    Tensor converted =
-        activations.get(Slot::value_cached, value_cached.shape(), "to_dtype", shape_.kv_dtype);
-    copy_into(converted, value_cached);
-    value_cached = converted;
-  }
-  Tensor value = split_heads(value_cached, shape_.kv_heads);
+  Tensor value = split_heads(projected_value, shape_.kv_heads);
   if (shape_.contiguous_value) value = contiguous(value);
   auto [all_keys, all_values] = cache.append(key, value);
   memory::record_attention_read(
       (all_keys.numel() + all_values.numel()) * static_cast<int64_t>(all_keys.element_size()));
-  Tensor merged;
   if (shape_.path == AttentionPath::candle) {
     // Candle's models: attn_output.transpose(1, 2)?.reshape((b_sz, q_len, hidden))?
     Tensor attended = candle_attention(query, all_keys, all_values, shape_.scale, shape_.window,
                                        shape_.candle_f32_operands);
-    merged = reshape(attended.transpose(1, 2), {1, length, -1},
-                     ReshapeViews::only_when_contiguous);
-  } else {
-    Tensor attended = activations.get(Slot::attended, query.shape(), "attention");
-    attention_into(attended, query, all_keys, all_values, shape_.scale, length > 1 || shape_.window,
-                   shape_.window);
-    // [1, H, S, D] -> [1, S, H * D]: a view for one token, a copy for a prompt.
-    merged = reshape(attended.transpose(1, 2), {1, length, -1});
+    return reshape(attended.transpose(1, 2), {1, length, -1}, ReshapeViews::only_when_contiguous);
   }
-  Tensor output = activations.get(Slot::projected, {1, length, output_.outputs()}, "linear");
-  output_.forward_into(output, merged);
-  return output;
+  Tensor attended = activations.get(Slot::attended, query.shape(), "attention");
+  attention_into(attended, query, all_keys, all_values, shape_.scale, length > 1 || shape_.window,
+                 shape_.window);
+  // [1, H, S, D] -> [1, S, H * D]: a view for one token, a copy for a prompt.
+  return reshape(attended.transpose(1, 2), {1, length, -1});
 }
 
 }  // namespace fornace

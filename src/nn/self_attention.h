@@ -11,6 +11,7 @@
 #include "nn/attention.h"
 #include "nn/kv_cache.h"
 #include "nn/layers.h"
+#include "nn/sequences.h"
 #include "nn/weights.h"
 
 namespace fornace {
@@ -46,12 +47,19 @@ class SelfAttention {
 
   // Makes the one-token decode buffers it writes into.
   void reserve(StepBuffers& buffers) const;
-  // input [1, S, hidden] at positions start .. start + S - 1; appends their K and V to `cache`
-  // and returns the output projection [1, S, hidden] (Slot::projected).
-  Tensor forward(const Tensor& input, KvCache& cache, int64_t start,
+  // input [1, rows, hidden] of `sequences` (one sequence's S tokens, or one token of each of B
+  // sequences); appends each row's K and V to its sequence's cache of layer `layer` and returns
+  // the output projection [1, rows, hidden] (Slot::projected).
+  Tensor forward(const Tensor& input, const Sequences& sequences, int64_t layer,
                  Activations& activations) const;
 
  private:
+  // RoPE, cache append and attention of one sequence's rows [1, S, heads * D] at positions
+  // start onwards: the attended values [1, S, query heads * D].
+  Tensor attend(const Tensor& projected_query, const Tensor& projected_key,
+                const Tensor& projected_value, KvCache& cache, int64_t start,
+                Activations& activations) const;
+
   AttentionShape shape_;
   Linear query_;
   Linear key_;
