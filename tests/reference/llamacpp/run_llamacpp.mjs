@@ -1,5 +1,5 @@
 // Loads GGUF files with llama.cpp (node-llama-cpp's prebuilt CPU binaries) and prints what it reports.
-// usage: node run_llamacpp.mjs < REQUESTS.json
+// usage: node run_llamacpp.mjs REQUESTS.json
 // REQUESTS: a JSON array of {model, texts?, prompt_ids?, forced_ids?, new_tokens?,
 //   log_probabilities_out?}.
 // Prints a JSON array with one result per request, in order:
@@ -15,7 +15,11 @@ import { getLlama, LlamaLogLevel } from "node-llama-cpp";
 import { readFileSync, writeFileSync } from "node:fs";
 
 const THREADS = 2;
-const requests = JSON.parse(readFileSync(0, "utf8"));
+if (!process.argv[2]) {
+  console.error("usage: node run_llamacpp.mjs REQUESTS.json");
+  process.exit(2);
+}
+const requests = JSON.parse(readFileSync(process.argv[2], "utf8"));
 let log = [];
 // Prebuilt CPU binaries only: never build, download or look for a GPU.
 const llama = await getLlama({
