@@ -242,7 +242,8 @@ TEST(GgufVocabularyFromJson, HasExactlyTheEmbeddingsRows) {
   EXPECT_EQ(vocabulary.tokens.size(), rows);
   EXPECT_EQ(vocabulary.token_types.size(), rows);
   EXPECT_EQ(vocabulary.scores.size(), rows);
-  EXPECT_EQ(std::count(vocabulary.tokens.begin(), vocabulary.tokens.end(), "<image_soft_token>"), 0);
+  EXPECT_EQ(std::count(vocabulary.tokens.begin(), vocabulary.tokens.end(), "<image_soft_token>"),
+            0);
   Tokenizer tokenizer = Tokenizer::from_gguf_vocabulary(vocabulary, "gemma3 (rows)");
   const std::string text = "<start_of_turn>user\nHello world 123<end_of_turn>";
   EXPECT_EQ(tokenizer.encode(text), json_tokenizer.encode(text));

@@ -102,8 +102,7 @@ async function run(request) {
       threads: THREADS,
       flashAttention: false,
       swaFullCache: true,
-      // Fornace keeps f32 keys and values for f32 weights; this leaves the weights as the only
-      // difference.
+      // f32 keys and values, as Fornace keeps them for f32 weights: the cache rounds nothing.
       experimentalKvCacheKeyType: "F32",
       experimentalKvCacheValueType: "F32",
     });
