@@ -142,8 +142,9 @@ void set_architecture_metadata(GgufWriter& writer, const ModelConfig& config,
     if (config.final_logit_softcapping > 0) {
       writer.set(prefix + "final_logit_softcapping", f32(config.final_logit_softcapping));
     }
-    // llama.cpp fixes the rest (every sixth layer global, scores by key_length^-1/2); a config
-    // that differs, such as the tiny test presets, keeps its values in keys llama.cpp ignores.
+    // llama.cpp reads the layer pattern (every sixth layer global when absent) but scales scores
+    // by key_length^-1/2 whatever query_pre_attn_scalar says: a config that differs, such as the
+    // tiny test preset's, keeps its value in a key llama.cpp ignores.
     const int64_t pattern = gemma3_layer_pattern(config);
     if (pattern != kGemma3LayerPattern) {
       writer.set(prefix + "attention.sliding_window_pattern", u32(pattern));

@@ -63,10 +63,10 @@ std::string replace_all(std::string_view text, std::string_view pattern, std::st
 class GgufVocabularyWriter {
  public:
   GgufVocabularyWriter(const TokenizerState& state, const SpecialTokenConfig& config,
-                       size_t padded_size)
+                       size_t embedding_rows)
       : state_(state),
         config_(config),
-        count_(std::max(state.model.vocabulary.size(), padded_size)) {}
+        count_(embedding_rows > 0 ? embedding_rows : state.model.vocabulary.size()) {}
 
   GgufVocabulary write() {
     if (state_.model.byte_level) {
@@ -124,15 +124,22 @@ class GgufVocabularyWriter {
   // Tokens and their types, as the converter types them: added tokens are control when special
   // (or when they look it), else user-defined; with SentencePiece "<0xNN>" tokens are bytes and
   // the user-defined tokens have their "▁" back as spaces, since llama.cpp matches them in the
-  // raw text. Ids without a token are "[PAD<id>]", unused.
+  // raw text. Ids without a token are "[PAD<id>]", unused; added tokens past the embedding's rows
+  // (Gemma 3's <image_soft_token>) are left out, as the converter leaves them.
   void write_tokens() {
     const Vocabulary& vocabulary = state_.model.vocabulary;
     const bool sentencepiece = vocabulary_.model == "llama";
-    std::vector<const AddedToken*> added(count_, nullptr);
+    std::vector<const AddedToken*> added(std::max(count_, vocabulary.size()), nullptr);
     for (const AddedToken& token : state_.added_tokens) added[token.id] = &token;
+    for (uint32_t id = static_cast<uint32_t>(count_); id < vocabulary.size(); ++id) {
+      if (vocabulary.contains(id) && added[id] == nullptr) {
+        error("model.vocab", concat("token ", id, " '", vocabulary.text(id),
+                                    "' is past the embedding's ", count_, " rows"));
+      }
+    }
     vocabulary_.tokens.reserve(count_);
     vocabulary_.token_types.reserve(count_);
-    mergeable_.assign(count_, false);
+    mergeable_.assign(std::max(count_, vocabulary.size()), false);
     for (uint32_t id = 0; id < count_; ++id) {
       GgufTokenType type = GgufTokenType::normal;
       std::string text;
@@ -213,7 +220,7 @@ class GgufVocabularyWriter {
       std::optional<uint32_t> id;
       if (!content) return id;
       for (const AddedToken& token : state_.added_tokens) {
-        if (token.content == *content) return id = token.id;
+        if (token.content == *content && token.id < count_) return id = token.id;
       }
       return id;
     };
@@ -243,13 +250,13 @@ class GgufVocabularyWriter {
 GgufVocabulary gguf_vocabulary_from_tokenizer_json(std::string_view tokenizer_json,
                                                    std::string_view tokenizer_config_json,
                                                    const std::string& source_name,
-                                                   size_t padded_size) {
+                                                   size_t embedding_rows) {
   TokenizerState state;
   state.source_name = source_name;
   parse_tokenizer_json(tokenizer_json, state);
   const std::string config_name = source_name + " (tokenizer_config.json)";
   SpecialTokenConfig config = read_special_token_config(tokenizer_config_json, config_name);
-  GgufVocabulary vocabulary = GgufVocabularyWriter(state, config, padded_size).write();
+  GgufVocabulary vocabulary = GgufVocabularyWriter(state, config, embedding_rows).write();
   if (!tokenizer_config_json.empty()) {
     vocabulary.chat_template =
         read_chat_template_config(tokenizer_config_json, config_name).chat_template;
@@ -257,11 +264,11 @@ GgufVocabulary gguf_vocabulary_from_tokenizer_json(std::string_view tokenizer_js
   return vocabulary;
 }
 
-GgufVocabulary load_gguf_vocabulary(const std::string& directory, size_t padded_size) {
+GgufVocabulary load_gguf_vocabulary(const std::string& directory, size_t embedding_rows) {
   const std::string path = directory + "/tokenizer.json";
   const std::string config_path = directory + "/tokenizer_config.json";
   std::string config = std::filesystem::exists(config_path) ? read_file(config_path) : "";
-  return gguf_vocabulary_from_tokenizer_json(read_file(path), config, path, padded_size);
+  return gguf_vocabulary_from_tokenizer_json(read_file(path), config, path, embedding_rows);
 }
 
 }  // namespace fornace::text

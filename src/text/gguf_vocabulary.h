@@ -56,16 +56,18 @@ struct GgufVocabulary {
 // The values llama.cpp's converter (convert_hf_to_gguf.py) writes for a tokenizer.json and its
 // tokenizer_config.json (empty when there is none): byte-level BPE as model gpt2 with the pre
 // name of its pre-tokenizer (Qwen2.5 and Qwen3: qwen2, Llama 3: llama-bpe), SentencePiece-style
-// BPE with byte fallback (Gemma 3) as model llama with scores. Ids without a token, up to
-// `padded_size` (the embedding's rows, when larger), become "[PAD<id>]" of type unused. A
-// tokenizer these keys cannot express throws Error naming `source_name` and what is missing.
+// BPE with byte fallback (Gemma 3) as model llama with scores. Given `embedding_rows` (0: as
+// many as the tokenizer has ids), there are exactly that many tokens, since llama.cpp requires
+// token_embd's rows to equal the token count: ids without a token become "[PAD<id>]" of type
+// unused, and added tokens past the rows are left out, as the converter leaves them. A tokenizer
+// these keys cannot express throws Error naming `source_name` and what is missing.
 GgufVocabulary gguf_vocabulary_from_tokenizer_json(std::string_view tokenizer_json,
                                                    std::string_view tokenizer_config_json,
                                                    const std::string& source_name,
-                                                   size_t padded_size = 0);
+                                                   size_t embedding_rows = 0);
 
 // The same from <directory>/tokenizer.json and, when present, <directory>/tokenizer_config.json.
-GgufVocabulary load_gguf_vocabulary(const std::string& directory, size_t padded_size = 0);
+GgufVocabulary load_gguf_vocabulary(const std::string& directory, size_t embedding_rows = 0);
 
 // The tokenizer.ggml.pre names that Fornace reads with the gpt2 model, comma-separated.
 std::string supported_gguf_pre_names();

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -228,6 +229,24 @@ TEST(GgufVocabularyFromJson, PadsToTheEmbeddingsRowsWithUnusedTokens) {
   EXPECT_EQ(tokenizer.vocab_size(), 151936u);
   EXPECT_EQ(tokenizer.encode("Hello world"),
             family_tokenizers("qwen2_5").from_json.encode("Hello world"));
+}
+
+TEST(GgufVocabularyFromJson, HasExactlyTheEmbeddingsRows) {
+  // Gemma 3's tokenizer.json adds <image_soft_token> past the text models' 262144 embedding rows;
+  // llama.cpp refuses a file whose token count is not token_embd's row count.
+  const uint32_t rows = 262144;
+  const Tokenizer& json_tokenizer = family_tokenizers("gemma3").from_json;
+  ASSERT_GE(*json_tokenizer.token_to_id("<image_soft_token>"), rows);
+  std::string json = testing::read_test_file(family_directory("gemma3") + "/tokenizer.json");
+  GgufVocabulary vocabulary = text::gguf_vocabulary_from_tokenizer_json(json, "", "gemma3", rows);
+  EXPECT_EQ(vocabulary.tokens.size(), rows);
+  EXPECT_EQ(vocabulary.token_types.size(), rows);
+  EXPECT_EQ(vocabulary.scores.size(), rows);
+  EXPECT_EQ(std::count(vocabulary.tokens.begin(), vocabulary.tokens.end(), "<image_soft_token>"),
+            0);
+  Tokenizer tokenizer = Tokenizer::from_gguf_vocabulary(vocabulary, "gemma3 (rows)");
+  const std::string text = "<start_of_turn>user\nHello world 123<end_of_turn>";
+  EXPECT_EQ(tokenizer.encode(text), json_tokenizer.encode(text));
 }
 
 // ---- Hand-made vocabularies ----------------------------------------------------------------
@@ -477,6 +496,19 @@ TEST(GgufVocabularyFromJson, RejectsWhatNoGgufVocabularyExpresses) {
                     "the merges that make 'abc' are not consecutive");
   // b+c makes a token, but the file lists no such merge.
   expect_json_error(sentencepiece_json({"a b", "ab c"}), "'b' + 'c' makes the token 'bc'");
+}
+
+TEST(GgufVocabularyFromJson, RefusesModelTokensPastTheEmbeddingsRows) {
+  // abc (id 5) comes from the model's vocab, not added_tokens: dropping it would change encodings.
+  try {
+    text::gguf_vocabulary_from_tokenizer_json(sentencepiece_json({"a b", "b c", "ab c"}), "",
+                                              "tiny.json", 5);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("token 5 'abc' is past the embedding's 5 rows"),
+              std::string::npos)
+        << error.what();
+  }
 }
 
 }  // namespace
