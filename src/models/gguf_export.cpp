@@ -113,8 +113,10 @@ void encode_rows(const float* values, int64_t rows, int64_t columns, BlockType t
   });
 }
 
-void set_architecture_metadata(GgufWriter& writer, const ModelConfig& config,
-                               const std::string& name, GgufFileType type) {
+// Sets the architecture's keys; returns what llama.cpp will read differently from Fornace.
+std::vector<std::string> set_architecture_metadata(GgufWriter& writer, const ModelConfig& config,
+                                                   const std::string& name, GgufFileType type) {
+  std::vector<std::string> warnings;
   const std::string architecture = gguf_architecture(config.model_type);
   const std::string prefix = architecture + ".";
   auto u32 = [](int64_t value) { return GgufValue(static_cast<uint32_t>(value)); };
@@ -151,9 +153,14 @@ void set_architecture_metadata(GgufWriter& writer, const ModelConfig& config,
     }
     if (config.query_pre_attn_scalar != static_cast<double>(config.head_dim())) {
       writer.set(prefix + "attention.query_pre_attn_scalar", f32(config.query_pre_attn_scalar));
+      warnings.push_back(concat("query_pre_attn_scalar ", config.query_pre_attn_scalar,
+                                " is not head_dim ", config.head_dim(),
+                                ": llama.cpp scales attention scores by head_dim^-1/2 and will "
+                                "compute another model from this file; Fornace reads it as meant"));
     }
     writer.set(prefix + "rope.freq_base_swa", f32(config.rope_local_base_freq));
   }
+  return warnings;
 }
 
 }  // namespace
@@ -206,7 +213,8 @@ GgufExportSummary export_gguf(const std::string& model_path, const std::string& 
   GgufWriter writer;
   std::string name = std::filesystem::path(model_path).filename().string();
   if (name.empty()) name = std::filesystem::path(model_path).parent_path().filename().string();
-  set_architecture_metadata(writer, config, name, type);
+  GgufExportSummary summary;
+  summary.warnings = set_architecture_metadata(writer, config, name, type);
   if (extra_metadata) {
     for (const GgufKeyValue& entry : extra_metadata(config)) writer.set(entry.key, entry.value);
   }
@@ -241,7 +249,6 @@ GgufExportSummary export_gguf(const std::string& model_path, const std::string& 
                       {static_cast<int64_t>(rope_divisors.size())});
   }
 
-  GgufExportSummary summary;
   std::map<BlockType, int64_t> bytes_per_type;
   writer.write(out_path, [&](size_t index, std::span<std::byte> data) {
     const Planned& planned = plan[index];

@@ -33,6 +33,8 @@ struct GgufExportSummary {
   int64_t tensors = 0;
   int64_t bytes = 0;  // The file's size.
   std::vector<std::pair<BlockType, int64_t>> bytes_per_type;
+  // What llama.cpp will read differently from what the config says (Fornace reads it as meant).
+  std::vector<std::string> warnings;
 };
 
 // Keys to add to the architecture's (the tokenizer's), given the model's config.

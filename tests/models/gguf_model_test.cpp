@@ -230,6 +230,18 @@ TEST(GgufModels, AMissingTensorIsNamedInBothNamings) {
   }
 }
 
+TEST(GgufQuantize, WarnsWhenLlamaCppWillReadAnotherModel) {
+  fs::path out = fs::path(FORNACE_BINARY_DIR) / "test-models" / "warned.gguf";
+  GgufExportSummary gemma = export_gguf(synthetic_model_directory("tiny-gemma3", DType::f32),
+                                        out.string(), GgufFileType::q8_0);
+  ASSERT_EQ(gemma.warnings.size(), 1u);
+  EXPECT_NE(gemma.warnings[0].find("query_pre_attn_scalar 256"), std::string::npos);
+  GgufExportSummary qwen = export_gguf(synthetic_model_directory("tiny", DType::f32),
+                                       out.string(), GgufFileType::q8_0);
+  EXPECT_TRUE(qwen.warnings.empty());
+  fs::remove(out);
+}
+
 TEST(GgufQuantize, AFailedExportLeavesNoFile) {
   std::string directory = synthetic_model_directory("tiny", DType::f32);
   fs::path out = fs::path(FORNACE_BINARY_DIR) / "test-models" / "no-such-dir" / "x.gguf";

@@ -40,6 +40,7 @@ int quantize_command(int argc, char** argv) {
     });
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (const std::string& warning : summary.warnings) std::cerr << "warning: " << warning << "\n";
     std::string parts;
     for (const auto& [block_type, bytes] : summary.bytes_per_type) {
       char part[64];
