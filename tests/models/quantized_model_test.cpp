@@ -101,7 +101,8 @@ std::vector<Case> cases() {
 TEST(QuantizedModels, TheFilesHoldEveryBlockTypeOfTheFileTypes) {
   std::set<std::string> seen;
   for (const Case& each : cases()) {
-    for (const GgufTensorInfo& info : GgufFile::open(gguf_of(each.model, each.type))->tensors()) {
+    std::shared_ptr<GgufFile> file = GgufFile::open(gguf_of(each.model, each.type));
+    for (const GgufTensorInfo& info : file->tensors()) {
       seen.insert(block_format(info.type).name);
     }
   }
