@@ -38,8 +38,7 @@ constexpr WordIndex pair_index(Block block, Byte byte) {
 }
 
 // The word indices of a nibble format: its 16 nibble bytes, block k in 128-bit lane k; its f16
-// scales (words 0-15) and mins (words 16-31), 4 per block; and its 32-bit fifth bits at the
-// start of lane k.
+// scales (words 0-15) and mins (words 16-31), 4 per block.
 template <const BlockLayout& Layout>
 struct PairIndex {
   static_assert(Layout.bytes <= 32 && Layout.values_at % 2 == 0);
@@ -49,9 +48,6 @@ struct PairIndex {
   static constexpr WordIndex kScales =
       pair_index([](int word) { return word % 16 / 4; },
                  [](int word) { return word < 16 || !has_min(Layout) ? 0 : Layout.min_at; });
-  static constexpr WordIndex kHighBits =
-      pair_index([](int word) { return word / 8; },
-                 [](int word) { return Layout.high_bits_at + 2 * (word % 2); });
 };
 
 inline __m512i load_index(const WordIndex& index) { return _mm512_loadu_si512(index.data()); }
@@ -110,16 +106,23 @@ inline QuadWeights unpack_quad(const uint8_t* quad) {
     q.low = _mm512_and_si512(packed, nibble);
     q.high = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
     if constexpr (Layout.bits == 5) {
-      // Each lane's block's fifth bits, byte b of `low` taking bit b of bits 0-15 and of `high`
-      // bit b of bits 16-31: the byte that holds it spread over 8 lanes, then tested.
-      const __m512i bits = _mm512_permutex2var_epi16(pair01, load_index(Index::kHighBits), pair23);
-      const __m512i low_bytes = _mm512_set4_epi64(0x0101010101010101, 0, 0x0101010101010101, 0);
-      const __m512i high_bytes = _mm512_set4_epi64(0x0303030303030303, 0x0202020202020202,
-                                                   0x0303030303030303, 0x0202020202020202);
-      const __m512i bit = _mm512_set1_epi64(static_cast<long long>(0x8040201008040201));
+      // Byte b of `low` takes bit b % 16 of its block's fifth bits, of `high` bit 16 + b % 16:
+      // the masks gathered with scalar shifts, which leave the vector pipes to the products.
+      auto pair_bits = [quad](int first) {
+        return static_cast<uint64_t>(load_u32(quad + first * Layout.bytes + Layout.high_bits_at)) |
+               static_cast<uint64_t>(
+                   load_u32(quad + (first + 1) * Layout.bytes + Layout.high_bits_at))
+                   << 32;
+      };
+      const uint64_t bits01 = pair_bits(0);
+      const uint64_t bits23 = pair_bits(2);
+      auto low_half = [](uint64_t bits) { return (bits & 0xffff) | ((bits >> 16) & 0xffff0000); };
+      auto high_half = [](uint64_t bits) {
+        return ((bits >> 16) & 0xffff) | ((bits >> 32) & 0xffff0000);
+      };
+      const __mmask64 low_set = low_half(bits01) | low_half(bits23) << 32;
+      const __mmask64 high_set = high_half(bits01) | high_half(bits23) << 32;
       const __m512i fifth = _mm512_set1_epi8(16);
-      const __mmask64 low_set = _mm512_test_epi8_mask(_mm512_shuffle_epi8(bits, low_bytes), bit);
-      const __mmask64 high_set = _mm512_test_epi8_mask(_mm512_shuffle_epi8(bits, high_bytes), bit);
       q.low = _mm512_mask_add_epi8(q.low, low_set, q.low, fifth);
       q.high = _mm512_mask_add_epi8(q.high, high_set, q.high, fifth);
     }
@@ -140,6 +143,23 @@ struct Lanes {
 template <int Rows, int Columns>
 using TileBase = TileState<Lanes, Rows, Columns>;
 
+// The lane sums of a, b, c and d, in that order.
+inline __m128 reduce_four(__m512 a, __m512 b, __m512 c, __m512 d) {
+  // 256-bit halves added: ab holds a in 128-bit lanes 0 and 1, b in 2 and 3; cd likewise.
+  const __m512 ab =
+      _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
+  const __m512 cd =
+      _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xee));
+  // Then 128-bit lanes added: 128-bit lane k holds 4 partial sums of the k-th of a, b, c, d.
+  const __m512 all =
+      _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xdd));
+  // Within each 128-bit lane: pairs, then halves.
+  const __m512 pairs = _mm512_add_ps(all, _mm512_permute_ps(all, 0xb1));
+  const __m512 sums = _mm512_add_ps(pairs, _mm512_permute_ps(pairs, 0x4e));
+  const __m512i first_lanes = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
+  return _mm512_castps512_ps128(_mm512_permutexvar_ps(first_lanes, sums));
+}
+
 // Integer dot products of Rows weight rows with Columns activation rows, a quad of blocks per
 // step: per 32-bit lane, sum = correction + unsigned q . activation q (two vpdpbusd), then f32
 // lanes accumulate sum x weight scale x activation scale (plus weight min x the activation's
@@ -152,6 +172,20 @@ class IntegerTile : public TileBase<Rows, Columns> {
 
  public:
   using TileBase<Rows, Columns>::TileBase;
+
+  // With 4 rows, each column's 4 sums reduce together into the 4 adjacent outputs: fewer
+  // shuffles than 4 reductions, which count at short rows (896 wide: 7 quads a tile).
+  void store(float* out, int64_t out_stride) const {
+    if constexpr (Rows != 4) {
+      TileBase<Rows, Columns>::store(out, out_stride);
+    } else {
+      for (int column = 0; column < Columns; ++column) {
+        _mm_storeu_ps(out + column * out_stride,
+                      reduce_four(this->sums_[0][column], this->sums_[1][column],
+                                  this->sums_[2][column], this->sums_[3][column]));
+      }
+    }
+  }
 
   void run(int64_t n) {
     constexpr size_t kQuadStride = kQuadBlocks * Layout.bytes;
