@@ -1,5 +1,7 @@
 // AVX-512 kernels of the legacy block formats: vpdpbusd on pairs of blocks unpacked in registers,
 // f32 FMA on blocks widened in registers, and vector activation rounding.
+// pext for the fifth bits: every AVX-512 CPU has BMI2.
+#pragma GCC target("bmi2")
 #include <immintrin.h>
 
 #include <array>
@@ -103,11 +105,11 @@ inline QuadWeights unpack_quad(const uint8_t* quad) {
     if constexpr (has_min(Layout)) q.mins = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(halves, 1));
     const __m512i packed = _mm512_permutex2var_epi16(pair01, load_index(Index::kValues), pair23);
     const __m512i nibble = _mm512_set1_epi8(0x0f);
-    q.low = _mm512_and_si512(packed, nibble);
-    q.high = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
+    const __m512i shifted = _mm512_srli_epi16(packed, 4);
     if constexpr (Layout.bits == 5) {
       // Byte b of `low` takes bit b % 16 of its block's fifth bits, of `high` bit 16 + b % 16:
-      // the masks gathered with scalar shifts, which leave the vector pipes to the products.
+      // the masks gathered by pext from two blocks' bits at a time, then 16 or 0 or-ed in
+      // (ternary logic: q = (nibbles & 0x0f) | fifth).
       auto pair_bits = [quad](int first) {
         return static_cast<uint64_t>(load_u32(quad + first * Layout.bytes + Layout.high_bits_at)) |
                static_cast<uint64_t>(
@@ -116,15 +118,19 @@ inline QuadWeights unpack_quad(const uint8_t* quad) {
       };
       const uint64_t bits01 = pair_bits(0);
       const uint64_t bits23 = pair_bits(2);
-      auto low_half = [](uint64_t bits) { return (bits & 0xffff) | ((bits >> 16) & 0xffff0000); };
-      auto high_half = [](uint64_t bits) {
-        return ((bits >> 16) & 0xffff) | ((bits >> 32) & 0xffff0000);
-      };
-      const __mmask64 low_set = low_half(bits01) | low_half(bits23) << 32;
-      const __mmask64 high_set = high_half(bits01) | high_half(bits23) << 32;
+      constexpr uint64_t kLowHalves = 0x0000ffff0000ffff;
+      const __mmask64 low_set = _pext_u64(bits01, kLowHalves) | _pext_u64(bits23, kLowHalves) << 32;
+      const __mmask64 high_set = _pext_u64(bits01, ~kLowHalves) | _pext_u64(bits23, ~kLowHalves)
+                                                                      << 32;
       const __m512i fifth = _mm512_set1_epi8(16);
-      q.low = _mm512_mask_add_epi8(q.low, low_set, q.low, fifth);
-      q.high = _mm512_mask_add_epi8(q.high, high_set, q.high, fifth);
+      // 0xea: a & b | c.
+      q.low =
+          _mm512_ternarylogic_epi32(packed, nibble, _mm512_maskz_mov_epi8(low_set, fifth), 0xea);
+      q.high =
+          _mm512_ternarylogic_epi32(shifted, nibble, _mm512_maskz_mov_epi8(high_set, fifth), 0xea);
+    } else {
+      q.low = _mm512_and_si512(packed, nibble);
+      q.high = _mm512_and_si512(shifted, nibble);
     }
     return q;
   }
