@@ -40,7 +40,8 @@ constexpr WordIndex pair_index(Block block, Byte byte) {
 }
 
 // The word indices of a nibble format: its 16 nibble bytes, block k in 128-bit lane k; its f16
-// scales (words 0-15) and mins (words 16-31), 4 per block.
+// scales (words 0-15) and mins (words 16-31), 4 per block; and its 32-bit fifth bits at the
+// start of lane k.
 template <const BlockLayout& Layout>
 struct PairIndex {
   static_assert(Layout.bytes <= 32 && Layout.values_at % 2 == 0);
@@ -50,6 +51,9 @@ struct PairIndex {
   static constexpr WordIndex kScales =
       pair_index([](int word) { return word % 16 / 4; },
                  [](int word) { return word < 16 || !has_min(Layout) ? 0 : Layout.min_at; });
+  static constexpr WordIndex kHighBits =
+      pair_index([](int word) { return word / 8; },
+                 [](int word) { return Layout.high_bits_at + 2 * (word % 2); });
 };
 
 inline __m512i load_index(const WordIndex& index) { return _mm512_loadu_si512(index.data()); }
@@ -75,7 +79,9 @@ inline __m512 scale_lanes(const uint8_t* first, size_t bytes) {
   return _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(four));
 }
 
-template <const BlockLayout& Layout>
+// ScalarMasks: the fifth bits' masks from general registers (pext), which leaves the vector
+// pipes to the products of several columns; else from vector shuffles (faster for one column).
+template <const BlockLayout& Layout, bool ScalarMasks>
 inline QuadWeights unpack_quad(const uint8_t* quad) {
   QuadWeights q;
   if constexpr (Layout.bits == 8) {
@@ -107,21 +113,34 @@ inline QuadWeights unpack_quad(const uint8_t* quad) {
     const __m512i nibble = _mm512_set1_epi8(0x0f);
     const __m512i shifted = _mm512_srli_epi16(packed, 4);
     if constexpr (Layout.bits == 5) {
-      // Byte b of `low` takes bit b % 16 of its block's fifth bits, of `high` bit 16 + b % 16:
-      // the masks gathered by pext from two blocks' bits at a time, then 16 or 0 or-ed in
-      // (ternary logic: q = (nibbles & 0x0f) | fifth).
-      auto pair_bits = [quad](int first) {
-        return static_cast<uint64_t>(load_u32(quad + first * Layout.bytes + Layout.high_bits_at)) |
-               static_cast<uint64_t>(
-                   load_u32(quad + (first + 1) * Layout.bytes + Layout.high_bits_at))
-                   << 32;
-      };
-      const uint64_t bits01 = pair_bits(0);
-      const uint64_t bits23 = pair_bits(2);
-      constexpr uint64_t kLowHalves = 0x0000ffff0000ffff;
-      const __mmask64 low_set = _pext_u64(bits01, kLowHalves) | _pext_u64(bits23, kLowHalves) << 32;
-      const __mmask64 high_set = _pext_u64(bits01, ~kLowHalves) | _pext_u64(bits23, ~kLowHalves)
-                                                                      << 32;
+      // Byte b of `low` takes bit b % 16 of its block's fifth bits, of `high` bit 16 + b % 16;
+      // then 16 or 0 is or-ed in (ternary logic: q = (nibbles & 0x0f) | fifth).
+      __mmask64 low_set, high_set;
+      if constexpr (ScalarMasks) {
+        // Gathered by pext from two blocks' bits at a time.
+        auto pair_bits = [quad](int first) {
+          return static_cast<uint64_t>(
+                     load_u32(quad + first * Layout.bytes + Layout.high_bits_at)) |
+                 static_cast<uint64_t>(
+                     load_u32(quad + (first + 1) * Layout.bytes + Layout.high_bits_at))
+                     << 32;
+        };
+        const uint64_t bits01 = pair_bits(0);
+        const uint64_t bits23 = pair_bits(2);
+        constexpr uint64_t kLowHalves = 0x0000ffff0000ffff;
+        low_set = _pext_u64(bits01, kLowHalves) | _pext_u64(bits23, kLowHalves) << 32;
+        high_set = _pext_u64(bits01, ~kLowHalves) | _pext_u64(bits23, ~kLowHalves) << 32;
+      } else {
+        // The byte that holds each bit spread over 8 lanes, then tested.
+        const __m512i bits =
+            _mm512_permutex2var_epi16(pair01, load_index(Index::kHighBits), pair23);
+        const __m512i low_bytes = _mm512_set4_epi64(0x0101010101010101, 0, 0x0101010101010101, 0);
+        const __m512i high_bytes = _mm512_set4_epi64(0x0303030303030303, 0x0202020202020202,
+                                                     0x0303030303030303, 0x0202020202020202);
+        const __m512i bit = _mm512_set1_epi64(static_cast<long long>(0x8040201008040201));
+        low_set = _mm512_test_epi8_mask(_mm512_shuffle_epi8(bits, low_bytes), bit);
+        high_set = _mm512_test_epi8_mask(_mm512_shuffle_epi8(bits, high_bytes), bit);
+      }
       const __m512i fifth = _mm512_set1_epi8(16);
       // 0xea: a & b | c.
       q.low =
@@ -219,7 +238,8 @@ class IntegerTile : public TileBase<Rows, Columns> {
  private:
   void step(const uint8_t* first, size_t row_stride, int64_t quad_index, int chain) {
     QuadWeights q[Rows];
-    for (int row = 0; row < Rows; ++row) q[row] = unpack_quad<Layout>(first + row * row_stride);
+    for (int row = 0; row < Rows; ++row)
+      q[row] = unpack_quad<Layout, !kChained>(first + row * row_stride);
     for (int column = 0; column < Columns; ++column) {
       const ActivationQuad& quad =
           reinterpret_cast<const ActivationQuad*>(this->activation_row(column))[quad_index];
