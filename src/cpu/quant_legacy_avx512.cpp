@@ -1,5 +1,7 @@
 // AVX-512 kernels of the legacy block formats: vpdpbusd on pairs of blocks unpacked in registers,
 // f32 FMA on blocks widened in registers, and vector activation rounding.
+// pext for the fifth bits: every AVX-512 CPU has BMI2.
+#pragma GCC target("bmi2")
 #include <immintrin.h>
 
 #include <array>
@@ -77,7 +79,9 @@ inline __m512 scale_lanes(const uint8_t* first, size_t bytes) {
   return _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(four));
 }
 
-template <const BlockLayout& Layout>
+// ScalarMasks: the fifth bits' masks from general registers (pext), which leaves the vector
+// pipes to the products of several columns; else from vector shuffles (faster for one column).
+template <const BlockLayout& Layout, bool ScalarMasks>
 inline QuadWeights unpack_quad(const uint8_t* quad) {
   QuadWeights q;
   if constexpr (Layout.bits == 8) {
@@ -107,21 +111,45 @@ inline QuadWeights unpack_quad(const uint8_t* quad) {
     if constexpr (has_min(Layout)) q.mins = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(halves, 1));
     const __m512i packed = _mm512_permutex2var_epi16(pair01, load_index(Index::kValues), pair23);
     const __m512i nibble = _mm512_set1_epi8(0x0f);
-    q.low = _mm512_and_si512(packed, nibble);
-    q.high = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
+    const __m512i shifted = _mm512_srli_epi16(packed, 4);
     if constexpr (Layout.bits == 5) {
-      // Each lane's block's fifth bits, byte b of `low` taking bit b of bits 0-15 and of `high`
-      // bit b of bits 16-31: the byte that holds it spread over 8 lanes, then tested.
-      const __m512i bits = _mm512_permutex2var_epi16(pair01, load_index(Index::kHighBits), pair23);
-      const __m512i low_bytes = _mm512_set4_epi64(0x0101010101010101, 0, 0x0101010101010101, 0);
-      const __m512i high_bytes = _mm512_set4_epi64(0x0303030303030303, 0x0202020202020202,
-                                                   0x0303030303030303, 0x0202020202020202);
-      const __m512i bit = _mm512_set1_epi64(static_cast<long long>(0x8040201008040201));
+      // Byte b of `low` takes bit b % 16 of its block's fifth bits, of `high` bit 16 + b % 16;
+      // then 16 or 0 is or-ed in (ternary logic: q = (nibbles & 0x0f) | fifth).
+      __mmask64 low_set, high_set;
+      if constexpr (ScalarMasks) {
+        // Gathered by pext from two blocks' bits at a time.
+        auto pair_bits = [quad](int first) {
+          return static_cast<uint64_t>(
+                     load_u32(quad + first * Layout.bytes + Layout.high_bits_at)) |
+                 static_cast<uint64_t>(
+                     load_u32(quad + (first + 1) * Layout.bytes + Layout.high_bits_at))
+                     << 32;
+        };
+        const uint64_t bits01 = pair_bits(0);
+        const uint64_t bits23 = pair_bits(2);
+        constexpr uint64_t kLowHalves = 0x0000ffff0000ffff;
+        low_set = _pext_u64(bits01, kLowHalves) | _pext_u64(bits23, kLowHalves) << 32;
+        high_set = _pext_u64(bits01, ~kLowHalves) | _pext_u64(bits23, ~kLowHalves) << 32;
+      } else {
+        // The byte that holds each bit spread over 8 lanes, then tested.
+        const __m512i bits =
+            _mm512_permutex2var_epi16(pair01, load_index(Index::kHighBits), pair23);
+        const __m512i low_bytes = _mm512_set4_epi64(0x0101010101010101, 0, 0x0101010101010101, 0);
+        const __m512i high_bytes = _mm512_set4_epi64(0x0303030303030303, 0x0202020202020202,
+                                                     0x0303030303030303, 0x0202020202020202);
+        const __m512i bit = _mm512_set1_epi64(static_cast<long long>(0x8040201008040201));
+        low_set = _mm512_test_epi8_mask(_mm512_shuffle_epi8(bits, low_bytes), bit);
+        high_set = _mm512_test_epi8_mask(_mm512_shuffle_epi8(bits, high_bytes), bit);
+      }
       const __m512i fifth = _mm512_set1_epi8(16);
-      const __mmask64 low_set = _mm512_test_epi8_mask(_mm512_shuffle_epi8(bits, low_bytes), bit);
-      const __mmask64 high_set = _mm512_test_epi8_mask(_mm512_shuffle_epi8(bits, high_bytes), bit);
-      q.low = _mm512_mask_add_epi8(q.low, low_set, q.low, fifth);
-      q.high = _mm512_mask_add_epi8(q.high, high_set, q.high, fifth);
+      // 0xea: a & b | c.
+      q.low =
+          _mm512_ternarylogic_epi32(packed, nibble, _mm512_maskz_mov_epi8(low_set, fifth), 0xea);
+      q.high =
+          _mm512_ternarylogic_epi32(shifted, nibble, _mm512_maskz_mov_epi8(high_set, fifth), 0xea);
+    } else {
+      q.low = _mm512_and_si512(packed, nibble);
+      q.high = _mm512_and_si512(shifted, nibble);
     }
     return q;
   }
@@ -140,6 +168,23 @@ struct Lanes {
 template <int Rows, int Columns>
 using TileBase = TileState<Lanes, Rows, Columns>;
 
+// The lane sums of a, b, c and d, in that order.
+inline __m128 reduce_four(__m512 a, __m512 b, __m512 c, __m512 d) {
+  // 256-bit halves added: ab holds a in 128-bit lanes 0 and 1, b in 2 and 3; cd likewise.
+  const __m512 ab =
+      _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
+  const __m512 cd =
+      _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xee));
+  // Then 128-bit lanes added: 128-bit lane k holds 4 partial sums of the k-th of a, b, c, d.
+  const __m512 all =
+      _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xdd));
+  // Within each 128-bit lane: pairs, then halves.
+  const __m512 pairs = _mm512_add_ps(all, _mm512_permute_ps(all, 0xb1));
+  const __m512 sums = _mm512_add_ps(pairs, _mm512_permute_ps(pairs, 0x4e));
+  const __m512i first_lanes = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
+  return _mm512_castps512_ps128(_mm512_permutexvar_ps(first_lanes, sums));
+}
+
 // Integer dot products of Rows weight rows with Columns activation rows, a quad of blocks per
 // step: per 32-bit lane, sum = correction + unsigned q . activation q (two vpdpbusd), then f32
 // lanes accumulate sum x weight scale x activation scale (plus weight min x the activation's
@@ -152,6 +197,20 @@ class IntegerTile : public TileBase<Rows, Columns> {
 
  public:
   using TileBase<Rows, Columns>::TileBase;
+
+  // With 4 rows, each column's 4 sums reduce together into the 4 adjacent outputs: fewer
+  // shuffles than 4 reductions, which count at short rows (896 wide: 7 quads a tile).
+  void store(float* out, int64_t out_stride) const {
+    if constexpr (Rows != 4) {
+      TileBase<Rows, Columns>::store(out, out_stride);
+    } else {
+      for (int column = 0; column < Columns; ++column) {
+        _mm_storeu_ps(out + column * out_stride,
+                      reduce_four(this->sums_[0][column], this->sums_[1][column],
+                                  this->sums_[2][column], this->sums_[3][column]));
+      }
+    }
+  }
 
   void run(int64_t n) {
     constexpr size_t kQuadStride = kQuadBlocks * Layout.bytes;
@@ -179,7 +238,8 @@ class IntegerTile : public TileBase<Rows, Columns> {
  private:
   void step(const uint8_t* first, size_t row_stride, int64_t quad_index, int chain) {
     QuadWeights q[Rows];
-    for (int row = 0; row < Rows; ++row) q[row] = unpack_quad<Layout>(first + row * row_stride);
+    for (int row = 0; row < Rows; ++row)
+      q[row] = unpack_quad<Layout, !kChained>(first + row * row_stride);
     for (int column = 0; column < Columns; ++column) {
       const ActivationQuad& quad =
           reinterpret_cast<const ActivationQuad*>(this->activation_row(column))[quad_index];
