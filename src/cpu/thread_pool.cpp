@@ -61,10 +61,15 @@ void ThreadPool::start(int threads) {
   }
 }
 
+void ThreadPool::wake_sleepers() {
+  wakeups_.fetch_add(1, std::memory_order_seq_cst);
+  wakeups_.notify_all();
+}
+
 void ThreadPool::stop() {
   stopping_ = true;
   state_.fetch_add(kGenerationUnit, std::memory_order_seq_cst);
-  state_.notify_all();
+  wake_sleepers();
   for (std::thread& worker : workers_) worker.join();
   workers_.clear();
 }
@@ -101,10 +106,13 @@ void ThreadPool::worker_loop(uint64_t seen) {
       if (current != seen || std::chrono::steady_clock::now() > spin_until) break;
     }
     if (current == seen) {
-      // Counted before the wait re-checks the state: a caller that publishes a job either sees
-      // this sleeper and wakes it, or this wait sees the new state.
+      // Counted before the state is checked again: a caller that publishes a job after that
+      // check sees this sleeper and bumps wakeups_, so the wait returns at once or is woken.
+      const uint32_t wakeups = wakeups_.load(std::memory_order_seq_cst);
       sleepers_.fetch_add(1, std::memory_order_seq_cst);
-      state_.wait(seen, std::memory_order_seq_cst);
+      if (state_.load(std::memory_order_seq_cst) == seen) {
+        wakeups_.wait(wakeups, std::memory_order_seq_cst);
+      }
       sleepers_.fetch_sub(1, std::memory_order_relaxed);
       current = state_.load(std::memory_order_acquire);
     }
@@ -159,7 +167,7 @@ void ThreadPool::dispatch(int64_t count, int64_t requested_parts, void* context,
   const uint64_t state = (generation << 32) | (static_cast<uint64_t>(parts) << 16);
   state_.store(state, std::memory_order_seq_cst);
   // Spinning workers see the new state by themselves; only sleepers need the syscall.
-  if (sleepers_.load(std::memory_order_seq_cst) > 0) state_.notify_all();
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) wake_sleepers();
   claim_parts(state);
   // Only parts that a worker has claimed (and so is running) can still be outstanding.
   while (done_parts_.load(std::memory_order_acquire) != parts) FORNACE_PAUSE();

@@ -80,6 +80,8 @@ class ThreadPool {
   void dispatch(int64_t count, int64_t parts, void* context, Invoker invoker);
   void start(int threads);
   void stop();
+  // Wakes the workers asleep in worker_loop.
+  void wake_sleepers();
   // `seen` is the job state when the worker was started; it joins every later job.
   void worker_loop(uint64_t seen);
   // Claims and runs parts of the job in `state` until none is left; returns the last state seen.
@@ -96,8 +98,12 @@ class ThreadPool {
   // Claiming a part is a compare-exchange on the whole word, so a stale claim never succeeds.
   std::atomic<uint64_t> state_{0};
   std::atomic<int> done_parts_{0};
-  // Workers asleep on state_ (or about to be); dispatch skips the futex wake when zero.
+  // Workers asleep on wakeups_ (or about to be); dispatch skips the futex wake when zero.
   std::atomic<int> sleepers_{0};
+  // Bumped to wake sleeping workers. Workers sleep on this 32-bit word rather than on state_:
+  // GCC 12's std::atomic<uint64_t>::wait goes through a proxy that can miss a notify_all
+  // (libstdc++ PR 106183), which hung ThreadPool::stop() here once.
+  std::atomic<uint32_t> wakeups_{0};
   std::atomic<bool> stopping_{false};
   bool running_ = false;
   GuidedParts guided_;  // The part boundaries of a run_balanced job; inactive for run().
