@@ -100,9 +100,9 @@ class ThreadPool {
   std::atomic<int> done_parts_{0};
   // Workers asleep on wakeups_ (or about to be); dispatch skips the futex wake when zero.
   std::atomic<int> sleepers_{0};
-  // Bumped to wake sleeping workers. Workers sleep on this 32-bit word rather than on state_:
-  // GCC 12's std::atomic<uint64_t>::wait goes through a proxy that can miss a notify_all
-  // (libstdc++ PR 106183), which hung ThreadPool::stop() here once.
+  // Bumped to wake sleeping workers. Workers sleep on this 32-bit word, which libstdc++ waits
+  // on with a futex directly, rather than on the 64-bit state_, whose wait goes through a proxy
+  // word: once a worker stayed asleep there after stop() changed state_ and notified.
   std::atomic<uint32_t> wakeups_{0};
   std::atomic<bool> stopping_{false};
   bool running_ = false;
