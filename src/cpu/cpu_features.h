@@ -13,10 +13,12 @@ struct CpuFeatures {
   bool avx512dq = false;
   bool avx512_bf16 = false;
   bool avx512_vnni = false;
+  bool bmi2 = false;
 };
 
-// The kernel levels, lowest first. avx512 means AVX-512 F/BW/VL/DQ with AVX512_BF16 and
-// AVX512_VNNI (a CPU with AVX-512 but without BF16 dot products runs the avx2 kernels); avx2 means AVX2 with FMA and F16C.
+// The kernel levels, lowest first. avx512 means AVX-512 F/BW/VL/DQ with AVX512_BF16,
+// AVX512_VNNI and BMI2 (a CPU with AVX-512 but without BF16 dot products runs the avx2
+// kernels); avx2 means AVX2 with FMA and F16C.
 enum class Isa { portable = 0, avx2 = 1, avx512 = 2 };
 
 const CpuFeatures& cpu_features();

@@ -1,7 +1,5 @@
 // AVX-512 kernels of the legacy block formats: vpdpbusd on pairs of blocks unpacked in registers,
 // f32 FMA on blocks widened in registers, and vector activation rounding.
-// pext for the fifth bits: every AVX-512 CPU has BMI2.
-#pragma GCC target("bmi2")
 #include <immintrin.h>
 
 #include <array>
