@@ -111,19 +111,29 @@ TEST(QuantizedModels, TheFilesHoldEveryBlockTypeOfTheFileTypes) {
   }
 }
 
+// The file's model in f32 on the dequantized weights (the reference).
+std::unique_ptr<Model> dequantized_model(const std::string& path) {
+  ModelOptions options;
+  options.dtype = DType::f32;
+  return load_model(path, options);
+}
+
+// The file's model on its blocks, with an f32 KV cache like the reference's.
+std::unique_ptr<Model> quantized_model(const std::string& path, bool quantize_activations) {
+  ModelOptions options;
+  options.quantize_activations = quantize_activations;
+  options.kv_dtype = DType::f32;
+  return load_model(path, options);
+}
+
 TEST(QuantizedModels, LogitsMatchTheDequantizedModelInF32) {
   for (const Case& each : cases()) {
     std::string path = gguf_of(each.model, each.type);
-    ModelOptions reference_options;
-    reference_options.dtype = DType::f32;
-    std::unique_ptr<Model> reference = load_model(path, reference_options);
+    std::unique_ptr<Model> reference = dequantized_model(path);
     std::vector<uint32_t> prompt = test_prompt_ids(11, reference->config().vocab_size);
     std::vector<float> expected = prompt_logits(*reference, prompt);
     for (bool quantize_activations : {true, false}) {
-      ModelOptions options;
-      options.quantize_activations = quantize_activations;
-      options.kv_dtype = DType::f32;
-      std::unique_ptr<Model> model = load_model(path, options);
+      std::unique_ptr<Model> model = quantized_model(path, quantize_activations);
       double error = relative_l2(prompt_logits(*model, prompt), expected);
       EXPECT_LT(error, quantize_activations ? 5e-2 : 1e-5)
           << each.model << " " << each.type << (quantize_activations ? " q8 activations" : "");
@@ -134,14 +144,9 @@ TEST(QuantizedModels, LogitsMatchTheDequantizedModelInF32) {
 TEST(QuantizedModels, GreedyTokensMatchTheDequantizedModelWithF32Activations) {
   for (const Case& each : cases()) {
     std::string path = gguf_of(each.model, each.type);
-    ModelOptions reference_options;
-    reference_options.dtype = DType::f32;
-    std::unique_ptr<Model> reference = load_model(path, reference_options);
+    std::unique_ptr<Model> reference = dequantized_model(path);
     std::vector<uint32_t> prompt = test_prompt_ids(6, reference->config().vocab_size);
-    ModelOptions options;
-    options.quantize_activations = false;
-    options.kv_dtype = DType::f32;
-    std::unique_ptr<Model> model = load_model(path, options);
+    std::unique_ptr<Model> model = quantized_model(path, false);
     EXPECT_EQ(greedy(*model, prompt, 16), greedy(*reference, prompt, 16))
         << each.model << " " << each.type;
   }
