@@ -5,6 +5,7 @@
 #include <bit>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <numeric>
 
@@ -512,6 +513,11 @@ std::shared_ptr<GgufFile> GgufFile::parse(const void* bytes, size_t size,
     }
   }
   return file;
+}
+
+bool is_gguf_path(const std::string& path) {
+  std::error_code error;
+  return std::filesystem::is_regular_file(path, error);
 }
 
 std::shared_ptr<GgufFile> GgufFile::open(const std::string& path) {

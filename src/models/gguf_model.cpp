@@ -56,8 +56,6 @@ std::string gguf_layer_tensor(const std::string& stem, const std::string& model_
   return "";
 }
 
-Dims shape_of(const GgufTensorInfo& info) { return info.shape(); }
-
 std::optional<DType> float_dtype(BlockType type) {
   switch (type) {
     case BlockType::f32:
@@ -270,7 +268,7 @@ StoredWeight GgufWeights::weight(const std::string& name) const {
     owner = copy;
   }
   if (std::optional<DType> dtype = float_dtype(info->type)) {
-    Tensor tensor(Storage::borrow(owner, data, info->bytes), Layout::contiguous(shape_of(*info)),
+    Tensor tensor(Storage::borrow(owner, data, info->bytes), Layout::contiguous(info->shape()),
                   *dtype);
     if (!conversion.norm_shift) return {tensor, {}};
     std::vector<float> values = to_f32_vector(tensor);

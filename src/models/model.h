@@ -9,6 +9,7 @@
 
 #include "core/tensor.h"
 #include "io/config.h"
+#include "io/gguf.h"
 #include "nn/attention.h"
 #include "nn/kv_cache.h"
 #include "nn/weights.h"
@@ -59,8 +60,6 @@ struct ModelOptions {
 // Loads the checkpoint in `directory` (the architecture from config.json's model_type), or the
 // GGUF file at that path (the architecture from general.architecture).
 std::unique_ptr<Model> load_model(const std::string& directory, const ModelOptions& options = {});
-// Whether `path` names a file (a GGUF model) rather than a checkpoint directory.
-bool is_gguf_path(const std::string& path);
 // The config of the model at `path`: config.json of a directory, or a GGUF file's metadata.
 ModelConfig model_config_at(const std::string& path);
 std::vector<std::string> supported_model_types();

@@ -77,10 +77,5 @@ ModelConfig model_config_at(const std::string& path) {
   return load_model_config(path);
 }
 
-bool is_gguf_path(const std::string& path) {
-  std::error_code error;
-  return std::filesystem::is_regular_file(path, error);
-}
-
 
 }  // namespace fornace

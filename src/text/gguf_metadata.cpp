@@ -62,7 +62,7 @@ std::vector<GgufKeyValue> gguf_vocabulary_metadata(const text::GgufVocabulary& v
 }
 
 std::vector<GgufKeyValue> gguf_tokenizer_metadata(const std::string& model_path, int64_t vocab_size) {
-  if (!std::filesystem::is_regular_file(model_path)) {
+  if (!is_gguf_path(model_path)) {
     return gguf_vocabulary_metadata(
         text::load_gguf_vocabulary(model_path, static_cast<size_t>(vocab_size)));
   }

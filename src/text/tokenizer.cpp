@@ -132,7 +132,7 @@ Tokenizer Tokenizer::from_gguf_vocabulary(const text::GgufVocabulary& vocabulary
 }
 
 Tokenizer Tokenizer::load(const std::string& directory) {
-  if (std::filesystem::is_regular_file(directory)) {
+  if (is_gguf_path(directory)) {
     std::shared_ptr<GgufFile> file = GgufFile::open(directory);
     return from_gguf_vocabulary(read_gguf_vocabulary(*file), directory);
   }
