@@ -1,9 +1,10 @@
-// Token sampling: repeat penalty as HF and Candle apply it, then greedy or temperature with
-// top-k, top-p and min-p filters and a seeded generator.
+// Token sampling: repeat penalty as HF and Candle apply it, OpenAI's frequency and presence
+// penalties, then greedy or temperature with top-k, top-p and min-p filters and a seeded generator.
 #pragma once
 
 #include <cstdint>
 #include <random>
+#include <span>
 #include <vector>
 
 namespace fornace {
@@ -15,14 +16,20 @@ struct SamplerOptions {
   double min_p = 0.0;        // 0: off.
   double repeat_penalty = 1.1;
   int64_t repeat_last_n = 64;
+  // OpenAI's penalties over the generated ids: logit -= count * frequency + (count > 0) * presence.
+  double frequency_penalty = 0.0;
+  double presence_penalty = 0.0;
   uint64_t seed = 299792458;
 };
 
 class Sampler {
  public:
   explicit Sampler(const SamplerOptions& options);
-  // Picks the next id from `logits` (modified in place by the penalty) given the ids so far.
-  uint32_t sample(std::vector<float>& logits, const std::vector<uint32_t>& history);
+  // Picks the next id from `logits` (modified in place by the penalties) given the ids so far;
+  // the ids from `history[generated_from]` on are the generated ones that the frequency and
+  // presence penalties count.
+  uint32_t sample(std::vector<float>& logits, const std::vector<uint32_t>& history,
+                  size_t generated_from = 0);
   const SamplerOptions& options() const { return options_; }
 
  private:
@@ -36,5 +43,11 @@ class Sampler {
 // `penalty`, a negative one multiplied by it.
 void apply_repeat_penalty(std::vector<float>& logits, const std::vector<uint32_t>& history,
                           double penalty, int64_t last_n);
+
+// OpenAI's penalties: for each distinct id of `generated`, seen `count` times, the logit loses
+// count * frequency + presence.
+void apply_frequency_presence_penalty(std::vector<float>& logits,
+                                      std::span<const uint32_t> generated, double frequency,
+                                      double presence);
 
 }  // namespace fornace
