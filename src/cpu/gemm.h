@@ -25,8 +25,11 @@ struct LinearProblem {
   int64_t output_stride = 0;
 };
 
-// The GEMV kernels take up to this many input rows per pass over a block of weight rows.
+// The GEMV kernels take up to this many input rows per pass over a block of weight rows; the
+// AVX-512 BF16 kernel takes up to kGemvBf16DotMaxRows (a batched decode step of 8 sequences
+// reads each weight once).
 constexpr int64_t kGemvMaxRows = 4;
+constexpr int64_t kGemvBf16DotMaxRows = 8;
 // Up to this many rows, linear() runs the GEMV kernels: they read each weight row from memory
 // once and reuse it from L2 for the further groups of rows, which beats packing for the GEMM.
 constexpr int64_t kGemvPreferredMaxRows = 16;

@@ -39,7 +39,8 @@ void pack_f32_columns_avx512(const void* weight, DType weight_dtype, int64_t wei
 // f32 -> bf16, round to nearest even (NaN stays NaN).
 void convert_f32_to_bf16_avx512(const float* source, uint16_t* destination, int64_t count);
 
-// GEMV over weight rows [begin, end) for up to kGemvMaxRows input rows:
+// GEMV over weight rows [begin, end) for up to kGemvMaxRows input rows (kGemvBf16DotMaxRows
+// for gemv_bf16_dot_avx512):
 // output[r][n] = input[r] · weight[n] + bias[n]. Strides in elements.
 struct GemvArguments {
   const void* input;  // f32 rows, or bf16 rows for gemv_bf16_dot_avx512

@@ -21,12 +21,13 @@ namespace {
 // Vector chunks per step, each with its own accumulator (256 bytes of bf16 weights per step).
 constexpr int kChunks = 4;
 
-template <int Rows>
+template <int Rows, int Chunks>
 inline void store_row_sums(const GemvArguments& arguments, int64_t column,
-                           const __m512 (&acc)[Rows][kChunks]) {
+                           const __m512 (&acc)[Rows][Chunks]) {
   for (int row = 0; row < Rows; ++row) {
-    float sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[row][0], acc[row][1]),
-                                                   _mm512_add_ps(acc[row][2], acc[row][3])));
+    __m512 total = acc[row][0];
+    for (int chunk = 1; chunk < Chunks; ++chunk) total = _mm512_add_ps(total, acc[row][chunk]);
+    float sum = _mm512_reduce_add_ps(total);
     if (arguments.bias) sum += arguments.bias[column];
     arguments.output[row * arguments.output_stride + column] = sum;
   }
@@ -86,21 +87,22 @@ void fma_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
   }
 }
 
-// bf16 input and weights: vdpbf16ps, kChunks 32-wide chunks per step.
-template <int Rows>
+// bf16 input and weights: vdpbf16ps, Chunks 32-wide chunks per step. Up to 4 rows take 4 chunks;
+// 5 to 8 rows take 2, so that the accumulators, a weight and an input vector fit the 32 registers.
+template <int Rows, int Chunks = (Rows <= 4 ? kChunks : 2)>
 void dot_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
   const uint16_t* input = static_cast<const uint16_t*>(arguments.input);
   const int64_t depth = arguments.depth;
   for (int64_t column = begin; column < end; ++column) {
     const uint16_t* weight =
         static_cast<const uint16_t*>(arguments.weight) + column * arguments.weight_stride;
-    __m512 acc[Rows][kChunks];
+    __m512 acc[Rows][Chunks];
     for (int row = 0; row < Rows; ++row) {
-      for (int chunk = 0; chunk < kChunks; ++chunk) acc[row][chunk] = _mm512_setzero_ps();
+      for (int chunk = 0; chunk < Chunks; ++chunk) acc[row][chunk] = _mm512_setzero_ps();
     }
     int64_t k = 0;
-    for (; k + 32 * kChunks <= depth; k += 32 * kChunks) {
-      for (int chunk = 0; chunk < kChunks; ++chunk) {
+    for (; k + 32 * Chunks <= depth; k += 32 * Chunks) {
+      for (int chunk = 0; chunk < Chunks; ++chunk) {
         __m512bh weights = (__m512bh)_mm512_loadu_si512(weight + k + 32 * chunk);
         for (int row = 0; row < Rows; ++row) {
           __m512bh value =
@@ -109,7 +111,7 @@ void dot_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
         }
       }
     }
-    for (int chunk = 0; k < depth; k += 32, ++chunk) {
+    for (int chunk = 0; k < depth; k += 32, chunk = (chunk + 1) % Chunks) {
       int64_t left = depth - k < 32 ? depth - k : 32;
       __mmask32 mask = static_cast<__mmask32>((uint64_t{1} << left) - 1u);
       __m512bh part = (__m512bh)_mm512_maskz_loadu_epi16(mask, weight + k);
@@ -157,7 +159,19 @@ struct FmaRowsOf {
 }  // namespace
 
 void gemv_bf16_dot_avx512(const GemvArguments& arguments, int64_t begin, int64_t end) {
-  dispatch_rows<DotRows>(arguments, begin, end);
+  static_assert(kGemvBf16DotMaxRows == 8);
+  switch (arguments.rows) {
+    case 5:
+      return dot_rows<5>(arguments, begin, end);
+    case 6:
+      return dot_rows<6>(arguments, begin, end);
+    case 7:
+      return dot_rows<7>(arguments, begin, end);
+    case 8:
+      return dot_rows<8>(arguments, begin, end);
+    default:
+      return dispatch_rows<DotRows>(arguments, begin, end);
+  }
 }
 
 void gemv_f32_avx512(const GemvArguments& arguments, int64_t begin, int64_t end) {
