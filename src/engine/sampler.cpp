@@ -24,6 +24,23 @@ void apply_repeat_penalty(std::vector<float>& logits, const std::vector<uint32_t
   }
 }
 
+void apply_frequency_presence_penalty(std::vector<float>& logits,
+                                      std::span<const uint32_t> generated, double frequency,
+                                      double presence) {
+  if ((frequency == 0 && presence == 0) || generated.empty()) return;
+  // Sorted, so that each distinct id is one run: its length is the id's count.
+  std::vector<uint32_t> ids(generated.begin(), generated.end());
+  std::sort(ids.begin(), ids.end());
+  for (size_t run = 0; run < ids.size();) {
+    size_t end = run;
+    while (end < ids.size() && ids[end] == ids[run]) ++end;
+    if (ids[run] < logits.size()) {
+      logits[ids[run]] -= static_cast<float>(static_cast<double>(end - run) * frequency + presence);
+    }
+    run = end;
+  }
+}
+
 Sampler::Sampler(const SamplerOptions& options) : options_(options), generator_(options.seed) {
   if (options.temperature < 0) fail("sampler: temperature must be >= 0");
   if (options.repeat_penalty <= 0) fail("sampler: repeat penalty must be > 0");
@@ -31,9 +48,14 @@ Sampler::Sampler(const SamplerOptions& options) : options_(options), generator_(
   if (options.min_p < 0 || options.min_p >= 1) fail("sampler: min-p must be in [0, 1)");
 }
 
-uint32_t Sampler::sample(std::vector<float>& logits, const std::vector<uint32_t>& history) {
+uint32_t Sampler::sample(std::vector<float>& logits, const std::vector<uint32_t>& history,
+                         size_t generated_from) {
   if (logits.empty()) fail("sampler: no logits");
   apply_repeat_penalty(logits, history, options_.repeat_penalty, options_.repeat_last_n);
+  generated_from = std::min(generated_from, history.size());
+  apply_frequency_presence_penalty(
+      logits, std::span<const uint32_t>(history).subspan(generated_from),
+      options_.frequency_penalty, options_.presence_penalty);
   if (options_.temperature == 0.0) {
     return static_cast<uint32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   }

@@ -167,7 +167,13 @@ class Scheduler {
   std::deque<Queued> queue_;
   bool stopping_ = false;
   SchedulerStats stats_;
-  std::deque<std::pair<std::chrono::steady_clock::time_point, int64_t>> recent_steps_;
+  struct RecentStep {
+    std::chrono::steady_clock::time_point end;
+    int64_t tokens;
+    double seconds;
+  };
+  std::deque<RecentStep> recent_steps_;  // Decode passes of the last few seconds.
+  int64_t admitted_ = 0;                 // Requests given a slot so far (their order).
   std::thread engine_;
 };
 

@@ -27,6 +27,35 @@ TEST(RepeatPenalty, LooksOnlyAtTheLastNIds) {
   EXPECT_FLOAT_EQ(logits[2], 1.0f);
 }
 
+TEST(FrequencyPresencePenalty, SubtractsCountTimesFrequencyPlusPresenceOncePerId) {
+  std::vector<float> logits = {2.0f, 2.0f, 2.0f, 2.0f};
+  // Id 1 three times, id 3 once, id 9 outside the vocabulary; id 0 and 2 never.
+  const std::vector<uint32_t> generated = {1, 3, 1, 9, 1};
+  apply_frequency_presence_penalty(logits, generated, 0.25, 0.5);
+  EXPECT_FLOAT_EQ(logits[0], 2.0f);
+  EXPECT_FLOAT_EQ(logits[1], 2.0f - 3 * 0.25f - 0.5f);
+  EXPECT_FLOAT_EQ(logits[2], 2.0f);
+  EXPECT_FLOAT_EQ(logits[3], 2.0f - 0.25f - 0.5f);
+  // Negative penalties favour repeats, as OpenAI's do.
+  std::vector<float> favoured = {0.0f, 0.0f};
+  const std::vector<uint32_t> once = {1};
+  apply_frequency_presence_penalty(favoured, once, -1.0, 0.0);
+  EXPECT_FLOAT_EQ(favoured[1], 1.0f);
+}
+
+TEST(Sampler, FrequencyAndPresencePenaltiesCountOnlyTheGeneratedIds) {
+  SamplerOptions options;
+  options.repeat_penalty = 1.0;
+  options.presence_penalty = 1.0;
+  Sampler sampler(options);
+  // Id 0 is in the prompt (the first two ids) only: not penalised, it stays the largest.
+  std::vector<float> logits = {1.0f, 0.8f, 0.9f};
+  EXPECT_EQ(sampler.sample(logits, {0, 0, 2}, 2), 0u);
+  // Counted from the start of the history, the prompt's id 0 loses its lead.
+  std::vector<float> whole = {1.0f, 0.8f, 0.9f};
+  EXPECT_EQ(sampler.sample(whole, {0, 0, 2}, 0), 1u);
+}
+
 TEST(Sampler, GreedyPicksTheLargestLogitAfterThePenalty) {
   SamplerOptions options;
   options.repeat_penalty = 1.5;

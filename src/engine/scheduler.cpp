@@ -1,0 +1,412 @@
+// The engine thread of continuous batching: admit queued requests into free slots, prefill one
+// prompt chunk, then one decode pass over every decoding slot, and publish each slot's text.
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "cpu/copy_kernels.h"
+#include "nn/sequences.h"
+#include "ops/creation.h"
+
+namespace fornace {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point start, Clock::time_point end) {
+  return std::chrono::duration<double, std::milli>(end - start).count();
+}
+
+// Copies f32 logits (any layout) into `out`.
+void copy_logits(const Tensor& logits, std::vector<float>& out) {
+  out.resize(logits.numel());
+  cpu::strided_to_contiguous(out.data(), DType::f32, logits.storage()->data(), logits.dtype(),
+                             logits.layout());
+}
+
+// The decode passes that the recent tok/s covers.
+constexpr auto kRecentWindow = std::chrono::seconds(5);
+
+}  // namespace
+
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::stop:
+      return "stop";
+    case FinishReason::length:
+      return "length";
+    case FinishReason::cancelled:
+      return "cancelled";
+  }
+  return "?";
+}
+
+// --- Completion -----------------------------------------------------------------------------
+
+Completion::Completion(int64_t prompt_tokens)
+    : prompt_tokens_(prompt_tokens), submitted_(Clock::now()) {}
+
+std::optional<CompletionUpdate> Completion::next(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  if (!changed_.wait_for(lock, timeout, [&] { return delivered_ < text_.size() || finished_; })) {
+    return std::nullopt;
+  }
+  CompletionUpdate update;
+  update.text = text_.substr(delivered_);
+  delivered_ = text_.size();
+  update.completion_tokens = static_cast<int64_t>(generated_.size());
+  update.finished = finished_;
+  update.finish_reason = finish_reason_;
+  return update;
+}
+
+void Completion::wait() const {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return finished_; });
+}
+
+void Completion::cancel() {
+  std::lock_guard lock(mutex_);
+  cancelled_ = true;
+}
+
+bool Completion::cancelled() const {
+  std::lock_guard lock(mutex_);
+  return cancelled_;
+}
+
+std::string Completion::text() const {
+  std::lock_guard lock(mutex_);
+  return text_;
+}
+
+std::vector<uint32_t> Completion::generated() const {
+  std::lock_guard lock(mutex_);
+  return generated_;
+}
+
+FinishReason Completion::finish_reason() const {
+  std::lock_guard lock(mutex_);
+  return finish_reason_;
+}
+
+std::vector<std::vector<float>> Completion::logits() const {
+  std::lock_guard lock(mutex_);
+  return logits_;
+}
+
+double Completion::time_to_first_token_ms() const {
+  std::lock_guard lock(mutex_);
+  return first_token_ms_;
+}
+
+double Completion::total_ms() const {
+  std::lock_guard lock(mutex_);
+  return total_ms_;
+}
+
+void Completion::add_token(uint32_t id, const std::string& text, std::vector<float>* logits) {
+  {
+    std::lock_guard lock(mutex_);
+    if (generated_.empty()) first_token_ms_ = ms_between(submitted_, Clock::now());
+    generated_.push_back(id);
+    text_ += text;
+    if (logits) logits_.push_back(*logits);
+  }
+  changed_.notify_all();
+}
+
+void Completion::finish(FinishReason reason, const std::string& text) {
+  {
+    std::lock_guard lock(mutex_);
+    text_ += text;
+    finished_ = true;
+    finish_reason_ = reason;
+    total_ms_ = ms_between(submitted_, Clock::now());
+  }
+  changed_.notify_all();
+}
+
+// --- Scheduler ------------------------------------------------------------------------------
+
+struct Scheduler::Slot {
+  Slot(Model& model, int64_t context)
+      : cache(KvCacheKind::prealloc, model.config().num_hidden_layers,
+              model.kv_cache_shape(context)) {}
+
+  KvCacheSet cache;
+  bool busy = false;
+  int64_t order = 0;  // When it was admitted: the oldest prompt is prefilled first.
+  CompletionRequest request;
+  std::shared_ptr<Completion> completion;
+  std::optional<Sampler> sampler;
+  std::optional<IncrementalDecoder> decoder;
+  std::optional<StopStrings> stops;
+  std::vector<uint32_t> history;  // Prompt, then generated ids.
+  int64_t prefilled = 0;          // Prompt tokens in the cache.
+  int64_t max_tokens = 0;         // The request's, capped by the room in the context.
+  std::vector<float> logits;
+
+  bool decoding() const {
+    return busy && prefilled == static_cast<int64_t>(request.prompt.size());
+  }
+};
+
+Scheduler::Scheduler(Model& model, const Tokenizer& tokenizer, const SchedulerOptions& options)
+    : model_(model), tokenizer_(tokenizer), options_(options) {
+  if (options.slots < 1 || options.slots > Sequences::kMaxBatch) {
+    fail("scheduler: slots must be in [1, ", Sequences::kMaxBatch, "], not ", options.slots);
+  }
+  if (options.context < 2) fail("scheduler: a context of ", options.context, " is too small");
+  if (options.queue_limit < 0) fail("scheduler: the queue limit must be >= 0");
+  if (options.prefill_chunk < 1 || options.prefill_chunk_alone < 1) {
+    fail("scheduler: prefill chunks must be >= 1");
+  }
+  for (int64_t index = 0; index < options.slots; ++index) {
+    slots_.push_back(std::make_unique<Slot>(model, options.context));
+  }
+  stats_.slots = options.slots;
+  engine_ = std::thread([this] { run(); });
+}
+
+Scheduler::~Scheduler() { stop(); }
+
+std::shared_ptr<Completion> Scheduler::submit(CompletionRequest request) {
+  const int64_t prompt_length = static_cast<int64_t>(request.prompt.size());
+  if (prompt_length == 0) fail("the prompt is empty");
+  for (uint32_t id : request.prompt) {
+    if (id >= static_cast<uint64_t>(model_.config().vocab_size)) {
+      fail("prompt id ", id, " is out of the vocabulary of ", model_.config().vocab_size);
+    }
+  }
+  if (prompt_length >= options_.context) {
+    fail("the prompt has ", prompt_length, " tokens, which leaves no room for a completion in ",
+         "the context of ", options_.context);
+  }
+  if (request.max_tokens < 1) fail("max_tokens must be at least 1, not ", request.max_tokens);
+  Sampler check(request.sampling);  // Throws Error for bad sampling options.
+  auto completion = std::make_shared<Completion>(prompt_length);
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) fail("the server is shutting down");
+    if (static_cast<int64_t>(queue_.size()) >= options_.queue_limit) {
+      throw QueueFull(concat("all ", options_.slots, " slots are busy and ", queue_.size(),
+                             " requests wait"));
+    }
+    queue_.push_back(Queued{std::move(request), completion});
+    ++stats_.requests_submitted;
+    stats_.queue_length = static_cast<int64_t>(queue_.size());
+  }
+  work_.notify_one();
+  return completion;
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard lock(mutex_);
+  SchedulerStats stats = stats_;
+  int64_t tokens = 0;
+  double seconds = 0;
+  for (const RecentStep& step : recent_steps_) {
+    if (Clock::now() - step.end > kRecentWindow) continue;
+    tokens += step.tokens;
+    seconds += step.seconds;
+  }
+  stats.recent_decode_tokens_per_second = seconds > 0 ? static_cast<double>(tokens) / seconds : 0;
+  return stats;
+}
+
+void Scheduler::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  work_.notify_all();
+  if (engine_.joinable()) engine_.join();
+}
+
+void Scheduler::admit_locked() {
+  for (auto& slot : slots_) {
+    while (!slot->busy && !queue_.empty()) {
+      Queued queued = std::move(queue_.front());
+      queue_.pop_front();
+      if (queued.completion->cancelled()) {
+        queued.completion->finish(FinishReason::cancelled, "");
+        ++stats_.requests_finished;
+        continue;
+      }
+      Slot& free = *slot;
+      free.busy = true;
+      free.order = admitted_++;
+      free.request = std::move(queued.request);
+      free.completion = std::move(queued.completion);
+      free.sampler.emplace(free.request.sampling);
+      free.decoder.emplace(tokenizer_, true);
+      free.stops.emplace(free.request.stop);
+      free.history = free.request.prompt;
+      free.prefilled = 0;
+      const int64_t prompt_length = static_cast<int64_t>(free.request.prompt.size());
+      free.max_tokens = std::min(free.request.max_tokens, options_.context - prompt_length);
+      free.cache.clear();
+    }
+  }
+  stats_.queue_length = static_cast<int64_t>(queue_.size());
+  stats_.active_slots = std::count_if(slots_.begin(), slots_.end(),
+                                      [](const auto& slot) { return slot->busy; });
+}
+
+void Scheduler::run() {
+  while (true) {
+    {
+      std::unique_lock lock(mutex_);
+      work_.wait(lock, [&] {
+        return stopping_ || !queue_.empty() ||
+               std::any_of(slots_.begin(), slots_.end(), [](const auto& slot) { return slot->busy; });
+      });
+      if (stopping_) break;
+      admit_locked();
+    }
+    try {
+      step();
+    } catch (const std::exception& error) {
+      // A failed pass ends the requests it ran; the engine keeps serving the next ones.
+      std::fprintf(stderr, "error: engine step failed: %s\n", error.what());
+      for (auto& slot : slots_) {
+        if (slot->busy) release(*slot, FinishReason::cancelled);
+      }
+    }
+  }
+  for (auto& slot : slots_) {
+    if (slot->busy) release(*slot, FinishReason::cancelled);
+  }
+  std::lock_guard lock(mutex_);
+  for (Queued& queued : queue_) {
+    queued.completion->finish(FinishReason::cancelled, "");
+    ++stats_.requests_finished;
+  }
+  queue_.clear();
+  stats_.queue_length = 0;
+}
+
+bool Scheduler::step() {
+  for (auto& slot : slots_) {
+    if (slot->busy && slot->completion->cancelled()) release(*slot, FinishReason::cancelled);
+  }
+  Slot* prefilling = nullptr;
+  bool others_decoding = false;
+  for (auto& slot : slots_) {
+    if (slot->decoding()) {
+      others_decoding = true;
+    } else if (slot->busy && (!prefilling || slot->order < prefilling->order)) {
+      prefilling = slot.get();
+    }
+  }
+  if (prefilling) prefill(*prefilling, others_decoding);
+  std::vector<Slot*> decoding;
+  for (auto& slot : slots_) {
+    if (slot->decoding()) decoding.push_back(slot.get());
+  }
+  if (!decoding.empty()) decode(decoding);
+  return prefilling || !decoding.empty();
+}
+
+void Scheduler::prefill(Slot& slot, bool others_decoding) {
+  const auto start = Clock::now();
+  const std::vector<uint32_t>& prompt = slot.request.prompt;
+  const int64_t remaining = static_cast<int64_t>(prompt.size()) - slot.prefilled;
+  const int64_t chunk = others_decoding ? options_.prefill_chunk : options_.prefill_chunk_alone;
+  // As the generator does: a remainder under two chunks runs whole, so no pass is a sliver.
+  const int64_t count = remaining < 2 * chunk ? remaining : chunk;
+  std::vector<int32_t> values(prompt.begin() + slot.prefilled,
+                              prompt.begin() + slot.prefilled + count);
+  const bool last = count == remaining;
+  Tensor output = model_.forward(from_ids(values, {1, count}), slot.cache,
+                                 last ? Logits::last : Logits::none);
+  slot.prefilled += count;
+  {
+    std::lock_guard lock(mutex_);
+    stats_.prompt_tokens += count;
+    stats_.prefill_seconds += ms_between(start, Clock::now()) / 1000.0;
+  }
+  if (!last) return;
+  copy_logits(output, slot.logits);
+  accept(slot, slot.logits);
+}
+
+void Scheduler::decode(std::vector<Slot*>& slots) {
+  const auto start = Clock::now();
+  std::vector<uint32_t> ids;
+  std::vector<KvCacheSet*> caches;
+  for (Slot* slot : slots) {
+    ids.push_back(slot->history.back());
+    caches.push_back(&slot->cache);
+  }
+  if (slots.size() == 1) {
+    // One sequence takes the path `fornace` decodes with.
+    std::vector<int32_t> values(ids.begin(), ids.end());
+    copy_logits(model_.forward(from_ids(values, {1, 1}), slots[0]->cache, Logits::last),
+                slots[0]->logits);
+  } else {
+    Tensor logits = model_.forward_batch(ids, caches);
+    for (size_t index = 0; index < slots.size(); ++index) {
+      copy_logits(logits.narrow(0, static_cast<int64_t>(index), 1), slots[index]->logits);
+    }
+  }
+  const auto end = Clock::now();
+  {
+    std::lock_guard lock(mutex_);
+    ++stats_.decode_steps;
+    const double seconds = ms_between(start, end) / 1000.0;
+    stats_.decode_seconds += seconds;
+    recent_steps_.push_back(RecentStep{end, static_cast<int64_t>(slots.size()), seconds});
+    while (!recent_steps_.empty() && end - recent_steps_.front().end > kRecentWindow) {
+      recent_steps_.pop_front();
+    }
+  }
+  for (Slot* slot : slots) accept(*slot, slot->logits);
+}
+
+void Scheduler::accept(Slot& slot, std::vector<float>& logits) {
+  std::optional<std::vector<float>> kept;
+  if (slot.request.keep_logits) kept = logits;
+  const size_t prompt_length = slot.request.prompt.size();
+  const uint32_t id = slot.sampler->sample(logits, slot.history, prompt_length);
+  slot.history.push_back(id);
+  const int64_t generated = static_cast<int64_t>(slot.history.size() - prompt_length);
+  const std::vector<uint32_t>& eos = options_.eos_ids;
+  const bool at_eos =
+      !slot.request.ignore_eos && std::find(eos.begin(), eos.end(), id) != eos.end();
+  std::string text = slot.stops->push(slot.decoder->push(id));
+  {
+    std::lock_guard lock(mutex_);
+    ++stats_.completion_tokens;
+  }
+  slot.completion->add_token(id, text, kept ? &*kept : nullptr);
+  if (slot.stops->stopped() || at_eos) {
+    release(slot, FinishReason::stop);
+  } else if (generated >= slot.max_tokens) {
+    release(slot, FinishReason::length);
+  }
+}
+
+void Scheduler::release(Slot& slot, FinishReason reason) {
+  // What the decoder and the stop strings still hold is text, unless a stop string ended it.
+  std::string rest;
+  if (!slot.stops->stopped()) {
+    rest = slot.stops->push(slot.decoder->flush());
+    rest += slot.stops->flush();
+  }
+  std::shared_ptr<Completion> completion = std::move(slot.completion);
+  slot.busy = false;
+  slot.cache.clear();
+  {
+    std::lock_guard lock(mutex_);
+    ++stats_.requests_finished;
+    stats_.active_slots = std::count_if(slots_.begin(), slots_.end(),
+                                        [](const auto& other) { return other->busy; });
+  }
+  // Last: whoever waits on the completion sees the slot already free in stats().
+  completion->finish(reason, rest);
+}
+
+}  // namespace fornace
