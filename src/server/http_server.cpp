@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <sys/socket.h>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -84,6 +85,12 @@ HttpServer::HttpServer(Scheduler& scheduler, ServedModel model, ServerOptions op
                                            : engine.slots + engine.queue_limit + 8);
   http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
   http.set_payload_max_length(options_.max_body_bytes);
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which lets a second server share
+  // the port (and its requests) instead of failing with "address in use".
+  http.set_socket_options([](int socket) {
+    int yes = 1;
+    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
 
   http.set_logger([this](const httplib::Request& request, const httplib::Response& response) {
     metrics_.count_request(endpoint_label(request.path), response.status);

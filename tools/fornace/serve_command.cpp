@@ -13,6 +13,7 @@
 #include "engine/scheduler.h"
 #include "fornace/commands.h"
 #include "models/model.h"
+#include "nn/sequences.h"
 #include "server/http_server.h"
 #include "text/tokenizer.h"
 
@@ -142,7 +143,7 @@ int serve_command(int argc, char** argv) {
       ->transform(integer_in(0, 65535));
   app.add_option("--parallel", flags.parallel, "requests that run at once (slots)")
       ->type_name("N")
-      ->transform(integer_in(1, 256));
+      ->transform(integer_in(1, Sequences::kMaxBatch));
   app.add_option("--ctx-size", flags.context, "positions each slot holds (prompt + completion)")
       ->type_name("N")
       ->transform(integer_in(2, INT32_MAX))
