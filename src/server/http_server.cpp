@@ -181,12 +181,16 @@ int HttpServer::bind() {
 }
 
 void HttpServer::run() {
-  // httplib's stop() does nothing before the accept loop runs: a watcher stops it once it does.
+  // httplib's stop() does nothing before the accept loop runs: a watcher stops it, once, when
+  // it runs.
   std::thread watcher([this] {
     std::unique_lock<std::mutex> lock(impl_->mutex);
     impl_->changed.wait(lock, [this] { return impl_->shutdown_requested || impl_->listening_done; });
     while (!impl_->listening_done) {
-      impl_->http.stop();
+      if (impl_->http.is_running()) {
+        impl_->http.stop();
+        return;
+      }
       impl_->changed.wait_for(lock, std::chrono::milliseconds(5));
     }
   });
