@@ -66,6 +66,40 @@ ApiError status_error(const httplib::Request& request, int status) {
   }
 }
 
+// A completion's response body, from its updates: the events of a stream, or the whole
+// chat.completion / text_completion object once it ends.
+class CompletionBody {
+ public:
+  CompletionBody(Endpoint endpoint, ResponseIdentity identity, const ApiRequest& request,
+                 std::shared_ptr<Completion> completion)
+      : endpoint_(endpoint), identity_(identity), completion_(std::move(completion)) {
+    if (request.stream) {
+      stream_.emplace(endpoint, std::move(identity), request.include_usage,
+                      completion_->prompt_tokens());
+    }
+  }
+
+  // What to write for `update`; empty when there is nothing yet.
+  std::string render(const CompletionUpdate& update) {
+    if (stream_) return stream_->events(update);
+    if (!update.finished || finished_) return "";
+    finished_ = true;
+    return dump_json(completion_json(endpoint_, identity_, completion_->text(),
+                                     update.finish_reason, completion_->prompt_tokens(),
+                                     update.completion_tokens));
+  }
+  bool finished() const { return stream_ ? stream_->finished() : finished_; }
+  // Written while nothing else is: an event-stream comment, or whitespace before the JSON.
+  const char* keep_alive() const { return stream_ ? kSseKeepAlive : " "; }
+
+ private:
+  Endpoint endpoint_;
+  ResponseIdentity identity_;
+  std::shared_ptr<Completion> completion_;
+  std::optional<SseStream> stream_;
+  bool finished_ = false;
+};
+
 }  // namespace
 
 HttpServer::HttpServer(Scheduler& scheduler, ServedModel model, ServerOptions options)
@@ -229,38 +263,23 @@ void HttpServer::complete(Endpoint endpoint, const std::string& body,
     if (stopping_) throw ApiError(503, "The server is shutting down.", "server_error");
     throw invalid_request(error.what());
   }
-  ResponseIdentity identity = new_identity(endpoint, model_.id);
-  auto record_first_token = [this](const Completion& done) {
-    if (done.time_to_first_token_ms() > 0) {
-      metrics_.observe_time_to_first_token(done.time_to_first_token_ms());
-    }
-  };
-
-  if (!request.stream) {
-    completion->wait();
-    record_first_token(*completion);
-    send_json(response, completion_json(endpoint, identity, completion->text(),
-                                        completion->finish_reason(), completion->prompt_tokens(),
-                                        static_cast<int64_t>(completion->generated().size())));
-    return;
-  }
-
-  auto stream = std::make_shared<SseStream>(endpoint, identity, request.include_usage,
-                                            completion->prompt_tokens());
+  // The body goes out as the completion runs, in chunks: its events, or (not streamed) the whole
+  // JSON at the end. Either way writes happen while it waits, so that a closed connection is
+  // found and the completion cancelled rather than run to its end.
+  auto writer = std::make_shared<CompletionBody>(endpoint, new_identity(endpoint, model_.id), request,
+                                               completion);
   auto last_write = std::make_shared<std::chrono::steady_clock::time_point>();
-  response.set_header("Cache-Control", "no-cache");
+  if (request.stream) response.set_header("Cache-Control", "no-cache");
   response.set_chunked_content_provider(
-      "text/event-stream",
-      [this, completion, stream, last_write, record_first_token](size_t offset,
-                                                                 httplib::DataSink& sink) {
-        // The first call opens the stream (a chat stream's role delta) before any token.
-        std::string out = offset == 0 ? stream->events(CompletionUpdate{}) : std::string();
+      request.stream ? "text/event-stream" : "application/json",
+      [this, completion, writer, last_write](size_t offset, httplib::DataSink& sink) {
+        // The first call opens a chat stream with the role delta, before any token.
+        std::string out = offset == 0 ? writer->render(CompletionUpdate{}) : std::string();
         std::optional<CompletionUpdate> update = completion->next(options_.poll_interval);
         auto now = std::chrono::steady_clock::now();
-        if (update) {
-          out += stream->events(*update);
-        } else if (out.empty() && now - *last_write >= options_.keep_alive_interval) {
-          out = kSseKeepAlive;
+        if (update) out += writer->render(*update);
+        if (out.empty() && now - *last_write >= options_.keep_alive_interval) {
+          out = writer->keep_alive();
         }
         if (!out.empty()) {
           // A closed connection: the completion stops and frees its slot at the next step.
@@ -270,14 +289,16 @@ void HttpServer::complete(Endpoint endpoint, const std::string& body,
           }
           *last_write = now;
         }
-        if (stream->finished()) {
-          record_first_token(*completion);
+        if (writer->finished()) {
+          if (completion->time_to_first_token_ms() > 0) {
+            metrics_.observe_time_to_first_token(completion->time_to_first_token_ms());
+          }
           sink.done();
         }
         return true;
       },
-      [completion, stream](bool) {
-        if (!stream->finished()) completion->cancel();
+      [completion, writer](bool) {
+        if (!writer->finished()) completion->cancel();
       });
 }
 

@@ -225,6 +225,25 @@ TEST(HttpServer, ShutdownEndsRunningStreamsWithAFinalChunkAndDone) {
   test.reset();
 }
 
+TEST(HttpServer, AClientThatHangsUpOnANonStreamedCompletionFreesItsSlot) {
+  ServerOptions options;
+  options.keep_alive_interval = std::chrono::milliseconds(50);
+  TestServer test(slots_of(1), options);
+  httplib::Client http = test.client();
+  std::string body = json({{"prompt", "Once upon a time"}, {"temperature", 0}, {"ignore_eos", true}}).dump();
+  // The whitespace the server writes while the completion runs is the first thing read.
+  std::string received;
+  post_streaming(http, body, [&](const char* data, size_t length) {
+    received.append(data, length);
+    return false;
+  });
+  EXPECT_EQ(received.find_first_not_of(' '), std::string::npos) << received;
+  ASSERT_TRUE(eventually([&] { return test.scheduler.stats().active_slots == 0; },
+                         std::chrono::seconds(2)));
+  SchedulerStats stats = test.scheduler.stats();
+  EXPECT_LT(stats.completion_tokens, 4000);  // Cancelled, not run to the end of the context.
+}
+
 TEST(HttpServer, FiftyDisconnectsMidStreamFreeEverySlotAndMemory) {
   TestServer test(slots_of(4), ServerOptions{});
   // Each client reads a few events of a long stream, then hangs up.
