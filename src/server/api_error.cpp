@@ -12,8 +12,8 @@ ApiError::ApiError(int status, std::string message, std::string type,
       code_(std::move(code)) {}
 
 nlohmann::json ApiError::body() const {
-  nlohmann::json error = {{"message", what()}, {"type", type_}, {"param", nullptr},
-                          {"code", nullptr}};
+  nlohmann::json error = {
+      {"message", what()}, {"type", type_}, {"param", nullptr}, {"code", nullptr}};
   if (param_) error["param"] = *param_;
   if (code_) error["code"] = *code_;
   return {{"error", error}};

@@ -3,11 +3,11 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
-#include <sys/socket.h>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -114,9 +114,9 @@ HttpServer::HttpServer(Scheduler& scheduler, ServedModel model, ServerOptions op
   // A streamed completion holds a worker from submit to [DONE], and a queued one waits in it:
   // more workers than slots and queue together, so that /health and /metrics still answer.
   const SchedulerOptions& engine = scheduler_.options();
-  size_t workers = static_cast<size_t>(options_.worker_threads > 0
-                                           ? options_.worker_threads
-                                           : engine.slots + engine.queue_limit + 8);
+  size_t workers =
+      static_cast<size_t>(options_.worker_threads > 0 ? options_.worker_threads
+                                                      : engine.slots + engine.queue_limit + 8);
   http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
   http.set_payload_max_length(options_.max_body_bytes);
   // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which lets a second server share
@@ -154,8 +154,9 @@ HttpServer::HttpServer(Scheduler& scheduler, ServedModel model, ServerOptions op
       try {
         if (needs_key && !options_.api_key.empty() &&
             !authorized(request.get_header_value("Authorization"), options_.api_key)) {
-          throw ApiError(401, "Incorrect or missing API key: give it as 'Authorization: Bearer "
-                              "KEY'.",
+          throw ApiError(401,
+                         "Incorrect or missing API key: give it as 'Authorization: Bearer "
+                         "KEY'.",
                          "invalid_request_error", std::nullopt, "invalid_api_key");
         }
         body(request, response);
@@ -175,16 +176,17 @@ HttpServer::HttpServer(Scheduler& scheduler, ServedModel model, ServerOptions op
                                   "text/plain; version=0.0.4; charset=utf-8");
            }));
   auto model_object = [this] {
-    return json{{"id", model_.id}, {"object", "model"}, {"created", impl_->created},
+    return json{{"id", model_.id},
+                {"object", "model"},
+                {"created", impl_->created},
                 {"owned_by", "fornace"}};
   };
   http.Get("/v1/models",
            guarded(true, [model_object](const httplib::Request&, httplib::Response& response) {
              send_json(response, {{"object", "list"}, {"data", json::array({model_object()})}});
            }));
-  http.Get(R"(/v1/models/(.+))",
-           guarded(true, [this, model_object](const httplib::Request& request,
-                                              httplib::Response& response) {
+  http.Get(R"(/v1/models/(.+))", guarded(true, [this, model_object](const httplib::Request& request,
+                                                                    httplib::Response& response) {
              if (request.matches[1] != model_.id) {
                throw ApiError(404, "The model '" + request.matches[1].str() + "' does not exist.",
                               "invalid_request_error", "model", "model_not_found");
@@ -205,8 +207,9 @@ HttpServer::~HttpServer() = default;
 int HttpServer::bind() {
   httplib::Server& http = impl_->http;
   errno = 0;
-  int port = options_.port == 0 ? http.bind_to_any_port(options_.host)
-                                : (http.bind_to_port(options_.host, options_.port) ? options_.port : -1);
+  int port = options_.port == 0
+                 ? http.bind_to_any_port(options_.host)
+                 : (http.bind_to_port(options_.host, options_.port) ? options_.port : -1);
   if (port < 0) {
     fail("cannot listen on ", options_.host, ":", options_.port,
          errno != 0 ? std::string(": ") + std::strerror(errno) : std::string());
@@ -219,7 +222,8 @@ void HttpServer::run() {
   // it runs.
   std::thread watcher([this] {
     std::unique_lock<std::mutex> lock(impl_->mutex);
-    impl_->changed.wait(lock, [this] { return impl_->shutdown_requested || impl_->listening_done; });
+    impl_->changed.wait(lock,
+                        [this] { return impl_->shutdown_requested || impl_->listening_done; });
     while (!impl_->listening_done) {
       if (impl_->http.is_running()) {
         impl_->http.stop();
@@ -248,8 +252,7 @@ void HttpServer::shutdown() {
   impl_->changed.notify_all();
 }
 
-void HttpServer::complete(Endpoint endpoint, const std::string& body,
-                          httplib::Response& response) {
+void HttpServer::complete(Endpoint endpoint, const std::string& body, httplib::Response& response) {
   if (stopping_) throw ApiError(503, "The server is shutting down.", "server_error");
   ApiRequest request = parse_request(endpoint, body, model_);
   if (!request.seeded) request.completion.sampling.seed = random_seed();
@@ -266,8 +269,8 @@ void HttpServer::complete(Endpoint endpoint, const std::string& body,
   // The body goes out as the completion runs, in chunks: its events, or (not streamed) the whole
   // JSON at the end. Either way writes happen while it waits, so that a closed connection is
   // found and the completion cancelled rather than run to its end.
-  auto writer = std::make_shared<CompletionBody>(endpoint, new_identity(endpoint, model_.id), request,
-                                               completion);
+  auto writer = std::make_shared<CompletionBody>(endpoint, new_identity(endpoint, model_.id),
+                                                 request, completion);
   auto last_write = std::make_shared<std::chrono::steady_clock::time_point>();
   if (request.stream) response.set_header("Cache-Control", "no-cache");
   response.set_chunked_content_provider(

@@ -20,10 +20,10 @@ namespace fornace::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;                       // 0: a free port.
-  std::string api_key;                   // Empty: no key asked (GET /health never asks).
-  size_t max_body_bytes = 1 << 20;       // Larger bodies get 413.
-  int64_t worker_threads = 0;            // 0: slots + queue limit + 8.
+  int port = 8080;                               // 0: a free port.
+  std::string api_key;                           // Empty: no key asked (GET /health never asks).
+  size_t max_body_bytes = 1 << 20;               // Larger bodies get 413.
+  int64_t worker_threads = 0;                    // 0: slots + queue limit + 8.
   std::chrono::milliseconds poll_interval{100};  // How often a stream checks for new text.
   std::chrono::milliseconds keep_alive_interval{1000};  // A waiting stream's keep-alive comment.
 };

@@ -21,8 +21,8 @@ std::string header(const char* name, const char* type, const char* help) {
 }  // namespace
 
 std::string endpoint_label(const std::string& path) {
-  for (const char* route : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health",
-                            "/metrics"}) {
+  for (const char* route :
+       {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics"}) {
     if (path == route) return route;
   }
   return "other";

@@ -64,10 +64,10 @@ std::optional<int64_t> integer_field(const json& root, const char* name, int64_t
   const json* value = field(root, name);
   if (!value) return std::nullopt;
   if (!value->is_number_integer()) throw wrong_type(name, "an integer", *value);
-  int64_t number = value->is_number_unsigned() &&
-                           value->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)
-                       ? INT64_MAX
-                       : value->get<int64_t>();
+  int64_t number =
+      value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)
+          ? INT64_MAX
+          : value->get<int64_t>();
   if (number < min) {
     throw invalid_request(std::string("Invalid '") + name + "': expected an integer >= " +
                               std::to_string(min) + ", but got " + value->dump() + " instead.",
@@ -84,7 +84,8 @@ std::optional<bool> boolean_field(const json& root, const char* name) {
 }
 
 ApiError unsupported(const std::string& param, const std::string& what) {
-  return invalid_request(what + " is not supported by this server.", param, "unsupported_parameter");
+  return invalid_request(what + " is not supported by this server.", param,
+                         "unsupported_parameter");
 }
 
 // `stop`: a string or an array of up to 4 strings.
@@ -101,7 +102,8 @@ std::vector<std::string> parse_stop(const json& root) {
   std::vector<std::string> stops;
   for (size_t index = 0; index < value->size(); ++index) {
     const json& item = (*value)[index];
-    if (!item.is_string()) throw wrong_type("stop[" + std::to_string(index) + "]", "a string", item);
+    if (!item.is_string())
+      throw wrong_type("stop[" + std::to_string(index) + "]", "a string", item);
     stops.push_back(item.get<std::string>());
   }
   return stops;
@@ -110,7 +112,8 @@ std::vector<std::string> parse_stop(const json& root) {
 // The text of a message's `content`: a string, or an array of {"type": "text", "text": ...}.
 std::string message_content(const json& content, const std::string& param) {
   if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) throw wrong_type(param, "a string or an array of content parts", content);
+  if (!content.is_array())
+    throw wrong_type(param, "a string or an array of content parts", content);
   std::string text;
   for (size_t index = 0; index < content.size(); ++index) {
     const json& part = content[index];
@@ -135,13 +138,15 @@ std::string message_content(const json& content, const std::string& param) {
 
 std::vector<ChatMessage> parse_messages(const json& root) {
   const json* messages = field(root, "messages");
-  if (!messages) throw invalid_request("Missing required parameter: 'messages'.", "messages",
-                                       "missing_required_parameter");
+  if (!messages)
+    throw invalid_request("Missing required parameter: 'messages'.", "messages",
+                          "missing_required_parameter");
   if (!messages->is_array()) throw wrong_type("messages", "an array", *messages);
   if (messages->empty()) {
-    throw invalid_request("Invalid 'messages': empty array. Expected an array with minimum length "
-                          "1, but got an empty array instead.",
-                          "messages", "empty_array");
+    throw invalid_request(
+        "Invalid 'messages': empty array. Expected an array with minimum length "
+        "1, but got an empty array instead.",
+        "messages", "empty_array");
   }
   std::vector<ChatMessage> parsed;
   for (size_t index = 0; index < messages->size(); ++index) {
@@ -149,15 +154,17 @@ std::vector<ChatMessage> parse_messages(const json& root) {
     std::string param = "messages[" + std::to_string(index) + "]";
     if (!message.is_object()) throw wrong_type(param, "an object", message);
     const json* role = field(message, "role");
-    if (!role) throw invalid_request("Missing required parameter: '" + param + ".role'.",
-                                     param + ".role", "missing_required_parameter");
+    if (!role)
+      throw invalid_request("Missing required parameter: '" + param + ".role'.", param + ".role",
+                            "missing_required_parameter");
     if (!role->is_string()) throw wrong_type(param + ".role", "a string", *role);
     std::string role_name = role->get<std::string>();
     // OpenAI's "developer" messages are the newer name of system messages.
     if (role_name == "developer") role_name = "system";
     if (role_name != "system" && role_name != "user" && role_name != "assistant") {
-      throw invalid_request("Invalid value: '" + role->get<std::string>() + "'. Supported values "
-                            "are: 'system', 'developer', 'user' and 'assistant'.",
+      throw invalid_request("Invalid value: '" + role->get<std::string>() +
+                                "'. Supported values "
+                                "are: 'system', 'developer', 'user' and 'assistant'.",
                             param + ".role", "invalid_value");
     }
     const json* content = field(message, "content");
@@ -209,19 +216,23 @@ std::vector<uint32_t> parse_token_ids(const json& array, const std::string& para
 // of token ids.
 std::vector<uint32_t> parse_prompt(const json& root, const ServedModel& model) {
   const json* prompt = field(root, "prompt");
-  if (!prompt) throw invalid_request("Missing required parameter: 'prompt'.", "prompt",
-                                     "missing_required_parameter");
-  if (prompt->is_string()) return encode_text(*model.tokenizer, prompt->get<std::string>(), "prompt");
+  if (!prompt)
+    throw invalid_request("Missing required parameter: 'prompt'.", "prompt",
+                          "missing_required_parameter");
+  if (prompt->is_string())
+    return encode_text(*model.tokenizer, prompt->get<std::string>(), "prompt");
   if (!prompt->is_array()) {
     throw wrong_type("prompt", "a string or an array of token ids", *prompt);
   }
-  if (prompt->empty()) throw invalid_request("Invalid 'prompt': empty array.", "prompt", "empty_array");
+  if (prompt->empty())
+    throw invalid_request("Invalid 'prompt': empty array.", "prompt", "empty_array");
   const json& first = prompt->front();
   if (first.is_string() || first.is_array()) {
     if (prompt->size() != 1) {
       throw unsupported("prompt", "More than one prompt in a request");
     }
-    if (first.is_string()) return encode_text(*model.tokenizer, first.get<std::string>(), "prompt[0]");
+    if (first.is_string())
+      return encode_text(*model.tokenizer, first.get<std::string>(), "prompt[0]");
     return parse_token_ids(first, "prompt[0]", model.vocab_size);
   }
   return parse_token_ids(*prompt, "prompt", model.vocab_size);
@@ -242,20 +253,23 @@ ApiRequest parse_request(Endpoint endpoint, std::string_view body, const ServedM
   try {
     root = json::parse(body);
   } catch (const json::parse_error& error) {
-    throw invalid_request(std::string("We could not parse the JSON body of your request: ") +
-                              error.what(),
-                          std::nullopt, "invalid_json");
+    throw invalid_request(
+        std::string("We could not parse the JSON body of your request: ") + error.what(),
+        std::nullopt, "invalid_json");
   }
   if (!root.is_object()) {
-    throw invalid_request("The body of your request must be a JSON object, but got " +
-                              type_name(root) + ".",
-                          std::nullopt, "invalid_json");
+    throw invalid_request(
+        "The body of your request must be a JSON object, but got " + type_name(root) + ".",
+        std::nullopt, "invalid_json");
   }
   if (const json* name = field(root, "model")) {
     if (!name->is_string()) throw wrong_type("model", "a string", *name);
     if (name->get<std::string>() != model.id) {
-      throw ApiError(404, "The model '" + name->get<std::string>() + "' does not exist; this server "
-                          "serves '" + model.id + "'.",
+      throw ApiError(404,
+                     "The model '" + name->get<std::string>() +
+                         "' does not exist; this server "
+                         "serves '" +
+                         model.id + "'.",
                      "invalid_request_error", "model", "model_not_found");
     }
   }
@@ -267,9 +281,12 @@ ApiRequest parse_request(Endpoint endpoint, std::string_view body, const ServedM
   SamplerOptions& sampling = completion.sampling;
   if (auto value = number_field(root, "temperature", 0, 2)) sampling.temperature = *value;
   if (auto value = number_field(root, "top_p", 0, 1, true)) sampling.top_p = *value;
-  if (auto value = number_field(root, "frequency_penalty", -2, 2)) sampling.frequency_penalty = *value;
-  if (auto value = number_field(root, "presence_penalty", -2, 2)) sampling.presence_penalty = *value;
-  if (auto value = number_field(root, "repeat_penalty", 0, 1e6, true)) sampling.repeat_penalty = *value;
+  if (auto value = number_field(root, "frequency_penalty", -2, 2))
+    sampling.frequency_penalty = *value;
+  if (auto value = number_field(root, "presence_penalty", -2, 2))
+    sampling.presence_penalty = *value;
+  if (auto value = number_field(root, "repeat_penalty", 0, 1e6, true))
+    sampling.repeat_penalty = *value;
   if (auto value = integer_field(root, "seed", INT64_MIN)) {
     sampling.seed = static_cast<uint64_t>(*value);
     request.seeded = true;
@@ -283,9 +300,10 @@ ApiRequest parse_request(Endpoint endpoint, std::string_view body, const ServedM
   if (const json* options = field(root, "stream_options")) {
     if (!options->is_object()) throw wrong_type("stream_options", "an object", *options);
     if (!request.stream) {
-      throw invalid_request("The 'stream_options' parameter is only allowed when 'stream' is "
-                            "enabled.",
-                            "stream_options", "invalid_value");
+      throw invalid_request(
+          "The 'stream_options' parameter is only allowed when 'stream' is "
+          "enabled.",
+          "stream_options", "invalid_value");
     }
     request.include_usage = boolean_field(*options, "include_usage").value_or(false);
   }
@@ -310,7 +328,8 @@ ApiRequest parse_request(Endpoint endpoint, std::string_view body, const ServedM
     }
     completion.prompt = encode_text(*model.tokenizer, text, "messages");
   } else {
-    if (boolean_field(root, "echo").value_or(false)) throw unsupported("echo", "Echoing the prompt");
+    if (boolean_field(root, "echo").value_or(false))
+      throw unsupported("echo", "Echoing the prompt");
     if (auto value = integer_field(root, "best_of", 1); value && *value != 1) {
       throw unsupported("best_of", "best_of > 1");
     }
@@ -324,14 +343,15 @@ ApiRequest parse_request(Endpoint endpoint, std::string_view body, const ServedM
                           endpoint == Endpoint::chat ? "messages" : "prompt", "invalid_value");
   }
   if (prompt_tokens >= model.context) {
-    throw invalid_request("This model's maximum context length is " + std::to_string(model.context) +
-                              " tokens, but the prompt has " + std::to_string(prompt_tokens) +
-                              " tokens, which leaves no room for the completion.",
-                          endpoint == Endpoint::chat ? "messages" : "prompt",
-                          "context_length_exceeded");
+    throw invalid_request(
+        "This model's maximum context length is " + std::to_string(model.context) +
+            " tokens, but the prompt has " + std::to_string(prompt_tokens) +
+            " tokens, which leaves no room for the completion.",
+        endpoint == Endpoint::chat ? "messages" : "prompt", "context_length_exceeded");
   }
   // Up to the context by default; a larger request ends with "length" when the context is full.
-  completion.max_tokens = std::min(max_tokens.value_or(model.context), model.context - prompt_tokens);
+  completion.max_tokens =
+      std::min(max_tokens.value_or(model.context), model.context - prompt_tokens);
   return request;
 }
 

@@ -15,18 +15,18 @@ enum class Endpoint { chat, completions };
 
 // What the parser needs to know of the served model.
 struct ServedModel {
-  std::string id;                         // The name clients give as `model`.
+  std::string id;  // The name clients give as `model`.
   const Tokenizer* tokenizer = nullptr;
-  int64_t context = 0;                    // Positions a slot holds (prompt + completion).
-  int64_t vocab_size = 0;                 // The model's embedding rows.
+  int64_t context = 0;     // Positions a slot holds (prompt + completion).
+  int64_t vocab_size = 0;  // The model's embedding rows.
 };
 
 struct ApiRequest {
   Endpoint endpoint = Endpoint::chat;
   CompletionRequest completion;
-  bool seeded = false;          // `seed` was given; otherwise the server picks one.
+  bool seeded = false;  // `seed` was given; otherwise the server picks one.
   bool stream = false;
-  bool include_usage = false;   // stream_options.include_usage
+  bool include_usage = false;  // stream_options.include_usage
 };
 
 // The sampling defaults of the server: OpenAI's temperature 1 and top_p 1, no repeat penalty.

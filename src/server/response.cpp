@@ -12,7 +12,8 @@ using nlohmann::json;
 ResponseIdentity new_identity(Endpoint endpoint, const std::string& model) {
   static std::mutex mutex;
   static std::mt19937_64 generator{std::random_device{}()};
-  static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  static constexpr char kDigits[] =
+      "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
   std::string suffix(24, '0');
   {
     std::lock_guard<std::mutex> lock(mutex);

@@ -29,8 +29,8 @@ nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
 
 // The whole (non-streamed) response.
 nlohmann::json completion_json(Endpoint endpoint, const ResponseIdentity& identity,
-                               const std::string& text, FinishReason reason,
-                               int64_t prompt_tokens, int64_t completion_tokens);
+                               const std::string& text, FinishReason reason, int64_t prompt_tokens,
+                               int64_t completion_tokens);
 
 // JSON text that never throws on bytes that are not UTF-8 (they become U+FFFD).
 std::string dump_json(const nlohmann::json& value);

@@ -1,7 +1,7 @@
 // The API key check: constant-time equality and the bearer header.
-#include <gtest/gtest.h>
-
 #include "server/auth.h"
+
+#include <gtest/gtest.h>
 
 namespace fornace::server {
 namespace {

@@ -1,5 +1,7 @@
 // The HTTP server in process on a loopback port with the tiny model: API key, body limit, unknown
 // routes, queue full, shutdown, and clients that disconnect mid-stream under load.
+#include "server/http_server.h"
+
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -10,7 +12,6 @@
 #include <thread>
 
 #include "common/test_models.h"
-#include "server/http_server.h"
 
 namespace fornace::server {
 namespace {
@@ -70,8 +71,11 @@ SchedulerOptions slots_of(int64_t slots, int64_t queue_limit = 64, int64_t conte
 
 // A streamed greedy completion of `max_tokens` tokens that ignores end-of-sequence.
 std::string long_stream_body(int64_t max_tokens) {
-  return json({{"prompt", "Once upon a time"}, {"max_tokens", max_tokens}, {"temperature", 0},
-               {"ignore_eos", true}, {"stream", true}})
+  return json({{"prompt", "Once upon a time"},
+               {"max_tokens", max_tokens},
+               {"temperature", 0},
+               {"ignore_eos", true},
+               {"stream", true}})
       .dump();
 }
 
@@ -96,9 +100,8 @@ httplib::Result post_streaming(httplib::Client& http, const std::string& body, R
   request.path = "/v1/completions";
   request.headers = {{"Content-Type", "application/json"}};
   request.body = body;
-  request.content_receiver = [receive](const char* data, size_t length, uint64_t, uint64_t) mutable {
-    return receive(data, length);
-  };
+  request.content_receiver = [receive](const char* data, size_t length, uint64_t,
+                                       uint64_t) mutable { return receive(data, length); };
   return http.send(request);
 }
 
@@ -129,7 +132,8 @@ TEST(HttpServer, AWrongOrMissingKeyIs401AndHealthStaysOpen) {
   TestServer test(slots_of(1), options);
   httplib::Client http = test.client();
   const std::string chat = R"({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2})";
-  expect_api_error(http.Post("/v1/chat/completions", chat, "application/json"), 401, "invalid_api_key");
+  expect_api_error(http.Post("/v1/chat/completions", chat, "application/json"), 401,
+                   "invalid_api_key");
   expect_api_error(http.Get("/v1/models"), 401, "invalid_api_key");
   expect_api_error(http.Get("/metrics"), 401, "invalid_api_key");
   httplib::Headers wrong = {{"Authorization", "Bearer sk-test-124"}};
@@ -157,15 +161,15 @@ TEST(HttpServer, BadRequestsGetOpenAIErrorObjects) {
                    "request_too_large");
   expect_api_error(http.Post("/v1/completions", "{\"prompt\": ", "application/json"), 400,
                    "invalid_json");
-  expect_api_error(http.Post("/v1/completions", R"({"prompt": "x", "model": "gpt-4"})",
-                             "application/json"),
-                   404, "model_not_found");
+  expect_api_error(
+      http.Post("/v1/completions", R"({"prompt": "x", "model": "gpt-4"})", "application/json"), 404,
+      "model_not_found");
   expect_api_error(http.Get("/v1/models/gpt-4"), 404, "model_not_found");
   expect_api_error(http.Get("/v2/anything"), 404, "unknown_url");
   std::vector<uint32_t> long_prompt(64, 100);
-  expect_api_error(http.Post("/v1/completions", json({{"prompt", long_prompt}}).dump(),
-                             "application/json"),
-                   400, "context_length_exceeded");
+  expect_api_error(
+      http.Post("/v1/completions", json({{"prompt", long_prompt}}).dump(), "application/json"), 400,
+      "context_length_exceeded");
   // The connection still serves after the errors.
   auto model = http.Get("/v1/models/tiny");
   ASSERT_TRUE(model);
@@ -182,14 +186,16 @@ TEST(HttpServer, AFullQueueIs503WithRetryAfter) {
   std::atomic<bool> stop_reading = false;
   auto hold = [&] {
     httplib::Client http = test.client();
-    post_streaming(http, long_stream_body(100000), [&](const char*, size_t) { return !stop_reading.load(); });
+    post_streaming(http, long_stream_body(100000),
+                   [&](const char*, size_t) { return !stop_reading.load(); });
   };
   std::thread running(hold);
   ASSERT_TRUE(eventually([&] { return test.scheduler.stats().active_slots == 1; }));
   std::thread waiting(hold);
   ASSERT_TRUE(eventually([&] { return test.scheduler.stats().queue_length == 1; }));
   httplib::Client http = test.client();
-  auto busy = http.Post("/v1/completions", R"({"prompt": "x", "max_tokens": 2})", "application/json");
+  auto busy =
+      http.Post("/v1/completions", R"({"prompt": "x", "max_tokens": 2})", "application/json");
   expect_api_error(busy, 503, "queue_full");
   EXPECT_EQ(busy->get_header_value("Retry-After"), "1");
   stop_reading = true;
@@ -199,7 +205,8 @@ TEST(HttpServer, AFullQueueIs503WithRetryAfter) {
     SchedulerStats stats = test.scheduler.stats();
     return stats.active_slots == 0 && stats.queue_length == 0;
   }));
-  auto served = http.Post("/v1/completions", R"({"prompt": "x", "max_tokens": 2})", "application/json");
+  auto served =
+      http.Post("/v1/completions", R"({"prompt": "x", "max_tokens": 2})", "application/json");
   ASSERT_TRUE(served);
   EXPECT_EQ(served->status, 200) << served->body;
 }
@@ -211,10 +218,10 @@ TEST(HttpServer, ShutdownEndsRunningStreamsWithAFinalChunkAndDone) {
   std::thread reader([&] {
     httplib::Client http = test->client();
     post_streaming(http, long_stream_body(100000), [&](const char* data, size_t length) {
-                streamed.append(data, length);
-                started = true;
-                return true;
-              });
+      streamed.append(data, length);
+      started = true;
+      return true;
+    });
   });
   ASSERT_TRUE(eventually([&] { return started.load(); }));
   test->server.shutdown();
@@ -230,7 +237,8 @@ TEST(HttpServer, AClientThatHangsUpOnANonStreamedCompletionFreesItsSlot) {
   options.keep_alive_interval = std::chrono::milliseconds(50);
   TestServer test(slots_of(1), options);
   httplib::Client http = test.client();
-  std::string body = json({{"prompt", "Once upon a time"}, {"temperature", 0}, {"ignore_eos", true}}).dump();
+  std::string body =
+      json({{"prompt", "Once upon a time"}, {"temperature", 0}, {"ignore_eos", true}}).dump();
   // The whitespace the server writes while the completion runs is the first thing read.
   std::string received;
   post_streaming(http, body, [&](const char* data, size_t length) {
@@ -254,7 +262,8 @@ TEST(HttpServer, FiftyDisconnectsMidStreamFreeEverySlotAndMemory) {
         for (int request = 0; request < requests_each; ++request) {
           httplib::Client http = test.client();
           int events = 0;
-          post_streaming(http, long_stream_body(100000), [&](const char*, size_t) { return ++events < 3; });
+          post_streaming(http, long_stream_body(100000),
+                         [&](const char*, size_t) { return ++events < 3; });
         }
       });
     }
@@ -279,12 +288,13 @@ TEST(HttpServer, FiftyDisconnectsMidStreamFreeEverySlotAndMemory) {
   EXPECT_NE(metrics.find("\nfornace_active_slots 0\n"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("\nfornace_queue_length 0\n"), std::string::npos) << metrics;
   const int64_t after_kib = resident_kib();
-  std::cout << "resident memory: " << baseline_kib << " KiB before the 50 disconnects, " << after_kib
-            << " KiB after\n";
+  std::cout << "resident memory: " << baseline_kib << " KiB before the 50 disconnects, "
+            << after_kib << " KiB after\n";
   EXPECT_LT(after_kib - baseline_kib, 8 * 1024)
       << "resident memory grew from " << baseline_kib << " KiB to " << after_kib << " KiB";
   // And the server still completes requests.
-  auto served = http.Post("/v1/completions", R"({"prompt": "x", "max_tokens": 2})", "application/json");
+  auto served =
+      http.Post("/v1/completions", R"({"prompt": "x", "max_tokens": 2})", "application/json");
   ASSERT_TRUE(served);
   EXPECT_EQ(served->status, 200);
 }

@@ -1,11 +1,11 @@
 // GET /metrics: the Prometheus text format of the request counters, the scheduler's stats and
 // the time-to-first-token histogram.
+#include "server/metrics.h"
+
 #include <gtest/gtest.h>
 
 #include <regex>
 #include <sstream>
-
-#include "server/metrics.h"
 
 namespace fornace::server {
 namespace {
@@ -27,7 +27,8 @@ TEST(Metrics, EveryLineIsACommentOrASample) {
   metrics.observe_time_to_first_token(30);
   std::string text = metrics.render(SchedulerStats{});
   const std::regex comment(R"(# (HELP|TYPE) fornace_[a-z_]+ .+)");
-  const std::regex series(R"(fornace_[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? -?[0-9.e+-]+)");
+  const std::regex series(
+      R"(fornace_[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? -?[0-9.e+-]+)");
   std::istringstream lines(text);
   std::string line;
   int samples = 0;
@@ -51,8 +52,10 @@ TEST(Metrics, RequestsCountByEndpointAndStatus) {
   metrics.count_request(endpoint_label("/v1/completions"), 503);
   metrics.count_request(endpoint_label("/secret/admin"), 404);
   std::string text = metrics.render(SchedulerStats{});
-  EXPECT_EQ(sample(text, R"(fornace_requests_total{endpoint="/v1/chat/completions",status="200"})"), 2);
-  EXPECT_EQ(sample(text, R"(fornace_requests_total{endpoint="/v1/chat/completions",status="400"})"), 1);
+  EXPECT_EQ(sample(text, R"(fornace_requests_total{endpoint="/v1/chat/completions",status="200"})"),
+            2);
+  EXPECT_EQ(sample(text, R"(fornace_requests_total{endpoint="/v1/chat/completions",status="400"})"),
+            1);
   EXPECT_EQ(sample(text, R"(fornace_requests_total{endpoint="/v1/completions",status="503"})"), 1);
   EXPECT_EQ(sample(text, R"(fornace_requests_total{endpoint="other",status="404"})"), 1);
   EXPECT_EQ(text.find("/secret/admin"), std::string::npos);

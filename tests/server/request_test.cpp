@@ -1,11 +1,12 @@
 // Request bodies of the completion endpoints: what parses into a CompletionRequest, and each kind
 // of bad input as OpenAI's status, error type, param and code.
+#include "server/request.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
-#include "server/request.h"
 
 namespace fornace::server {
 namespace {
@@ -27,7 +28,9 @@ ApiRequest completion(const json& body, int64_t context = 64) {
   return parse_request(Endpoint::completions, body.dump(), served(context));
 }
 
-json user_message(const json& content) { return json::array({{{"role", "user"}, {"content", content}}}); }
+json user_message(const json& content) {
+  return json::array({{{"role", "user"}, {"content", content}}});
+}
 
 // The ApiError that parsing `body` throws.
 ApiError error_of(Endpoint endpoint, const std::string& body, int64_t context = 64) {
@@ -55,21 +58,25 @@ TEST(ParseRequest, ChatMessagesRenderWithTheChatTemplate) {
   json messages = {{{"role", "system"}, {"content", "Be brief."}},
                    {{"role", "user"}, {"content", "Hello"}}};
   ApiRequest request = chat({{"messages", messages}, {"model", "tiny"}});
-  std::string expected = tokenizer().apply_chat_template({{"system", "Be brief."}, {"user", "Hello"}}, true);
+  std::string expected =
+      tokenizer().apply_chat_template({{"system", "Be brief."}, {"user", "Hello"}}, true);
   EXPECT_EQ(request.completion.prompt, tokenizer().encode(expected));
   EXPECT_EQ(request.endpoint, Endpoint::chat);
   EXPECT_FALSE(request.stream);
 }
 
 TEST(ParseRequest, ContentPartsJoinAndDeveloperIsSystem) {
-  ApiRequest parts = chat({{"messages", user_message(json::array({{{"type", "text"}, {"text", "Hel"}},
-                                                                  {{"type", "text"}, {"text", "lo"}}}))}});
+  ApiRequest parts =
+      chat({{"messages", user_message(json::array({{{"type", "text"}, {"text", "Hel"}},
+                                                   {{"type", "text"}, {"text", "lo"}}}))}});
   ApiRequest plain = chat({{"messages", user_message("Hello")}});
   EXPECT_EQ(parts.completion.prompt, plain.completion.prompt);
-  ApiRequest developer = chat({{"messages", {{{"role", "developer"}, {"content", "x"}},
-                                             {{"role", "user"}, {"content", "y"}}}}});
-  ApiRequest system = chat({{"messages", {{{"role", "system"}, {"content", "x"}},
-                                          {{"role", "user"}, {"content", "y"}}}}});
+  ApiRequest developer =
+      chat({{"messages",
+             {{{"role", "developer"}, {"content", "x"}}, {{"role", "user"}, {"content", "y"}}}}});
+  ApiRequest system =
+      chat({{"messages",
+             {{{"role", "system"}, {"content", "x"}}, {{"role", "user"}, {"content", "y"}}}}});
   EXPECT_EQ(developer.completion.prompt, system.completion.prompt);
 }
 
@@ -84,8 +91,9 @@ TEST(ParseRequest, ServerDefaultsAreOpenAIsAndMaxTokensFillsTheContext) {
   EXPECT_EQ(request.completion.max_tokens,
             64 - static_cast<int64_t>(request.completion.prompt.size()));
   // A larger max_tokens is cut to the room the context leaves.
-  EXPECT_EQ(completion({{"prompt", "Once upon a time"}, {"max_tokens", 1000000}}).completion.max_tokens,
-            request.completion.max_tokens);
+  EXPECT_EQ(
+      completion({{"prompt", "Once upon a time"}, {"max_tokens", 1000000}}).completion.max_tokens,
+      request.completion.max_tokens);
 }
 
 TEST(ParseRequest, ParametersReachTheCompletionRequest) {
@@ -115,8 +123,11 @@ TEST(ParseRequest, ParametersReachTheCompletionRequest) {
   EXPECT_TRUE(request.stream);
   EXPECT_TRUE(request.include_usage);
   // null is "not given".
-  ApiRequest nulls = completion({{"prompt", "x"}, {"temperature", nullptr}, {"stop", nullptr},
-                                 {"max_tokens", nullptr}, {"model", nullptr}});
+  ApiRequest nulls = completion({{"prompt", "x"},
+                                 {"temperature", nullptr},
+                                 {"stop", nullptr},
+                                 {"max_tokens", nullptr},
+                                 {"model", nullptr}});
   EXPECT_EQ(nulls.completion.sampling.temperature, 1.0);
   EXPECT_TRUE(nulls.completion.stop.empty());
 }
@@ -127,7 +138,8 @@ TEST(ParseRequest, PromptsAsTextOneTextOrTokenIds) {
   EXPECT_EQ(completion({{"prompt", {"Once upon a time"}}}).completion.prompt, ids);
   EXPECT_EQ(completion({{"prompt", ids}}).completion.prompt, ids);
   EXPECT_EQ(completion({{"prompt", json::array({ids})}}).completion.prompt, ids);
-  EXPECT_EQ(completion({{"prompt", "x"}, {"stop", {"a", "b", "c", "d"}}}).completion.stop.size(), 4u);
+  EXPECT_EQ(completion({{"prompt", "x"}, {"stop", {"a", "b", "c", "d"}}}).completion.stop.size(),
+            4u);
 }
 
 TEST(ParseRequest, MalformedBodiesAre400) {
@@ -158,7 +170,8 @@ TEST(ParseRequest, WrongTypesAre400NamingTheParam) {
     expect_error(Endpoint::chat, "{" + messages + ", " + item.field + "}", 400, item.param,
                  "invalid_type");
   }
-  expect_error(Endpoint::chat, R"({"messages": {"role": "user"}})", 400, "messages", "invalid_type");
+  expect_error(Endpoint::chat, R"({"messages": {"role": "user"}})", 400, "messages",
+               "invalid_type");
   expect_error(Endpoint::chat, R"({"messages": ["hi"]})", 400, "messages[0]", "invalid_type");
   expect_error(Endpoint::chat, R"({"messages": [{"role": "user", "content": 5}]})", 400,
                "messages[0].content", "invalid_type");
@@ -174,20 +187,22 @@ TEST(ParseRequest, ValuesOutOfRangeAre400) {
     std::string field;
     const char* param;
   };
-  for (const Case& item : std::vector<Case>{{"\"max_tokens\": 0", "max_tokens"},
-                                            {"\"max_tokens\": -3", "max_tokens"},
-                                            {"\"max_completion_tokens\": 0", "max_completion_tokens"},
-                                            {"\"temperature\": 2.5", "temperature"},
-                                            {"\"temperature\": -0.1", "temperature"},
-                                            {"\"top_p\": 0", "top_p"},
-                                            {"\"top_p\": 1.01", "top_p"},
-                                            {"\"frequency_penalty\": 2.1", "frequency_penalty"},
-                                            {"\"presence_penalty\": -3", "presence_penalty"},
-                                            {"\"repeat_penalty\": 0", "repeat_penalty"},
-                                            {"\"stop\": [\"a\", \"b\", \"c\", \"d\", \"e\"]", "stop"}}) {
+  for (const Case& item :
+       std::vector<Case>{{"\"max_tokens\": 0", "max_tokens"},
+                         {"\"max_tokens\": -3", "max_tokens"},
+                         {"\"max_completion_tokens\": 0", "max_completion_tokens"},
+                         {"\"temperature\": 2.5", "temperature"},
+                         {"\"temperature\": -0.1", "temperature"},
+                         {"\"top_p\": 0", "top_p"},
+                         {"\"top_p\": 1.01", "top_p"},
+                         {"\"frequency_penalty\": 2.1", "frequency_penalty"},
+                         {"\"presence_penalty\": -3", "presence_penalty"},
+                         {"\"repeat_penalty\": 0", "repeat_penalty"},
+                         {"\"stop\": [\"a\", \"b\", \"c\", \"d\", \"e\"]", "stop"}}) {
     expect_error(Endpoint::chat, chat_head + item.field + "}", 400, item.param, "invalid_value");
   }
-  expect_error(Endpoint::completions, R"({"prompt": [1, 151936]})", 400, "prompt[1]", "invalid_value");
+  expect_error(Endpoint::completions, R"({"prompt": [1, 151936]})", 400, "prompt[1]",
+               "invalid_value");
   expect_error(Endpoint::completions, R"({"prompt": [-1]})", 400, "prompt[0]", "invalid_value");
   expect_error(Endpoint::chat, chat_head + R"("stream_options": {"include_usage": true}})", 400,
                "stream_options", "invalid_value");
@@ -195,16 +210,18 @@ TEST(ParseRequest, ValuesOutOfRangeAre400) {
 
 TEST(ParseRequest, EmptyOrUnknownMessagesAre400) {
   expect_error(Endpoint::chat, R"({"messages": []})", 400, "messages", "empty_array");
-  expect_error(Endpoint::chat, R"({"model": "tiny"})", 400, "messages", "missing_required_parameter");
+  expect_error(Endpoint::chat, R"({"model": "tiny"})", 400, "messages",
+               "missing_required_parameter");
   expect_error(Endpoint::chat, R"({"messages": [{"role": "wizard", "content": "x"}]})", 400,
                "messages[0].role", "invalid_value");
   expect_error(Endpoint::chat, R"({"messages": [{"content": "x"}]})", 400, "messages[0].role",
                "missing_required_parameter");
   expect_error(Endpoint::chat, R"({"messages": [{"role": "user"}]})", 400, "messages[0].content",
                "missing_required_parameter");
-  expect_error(Endpoint::chat,
-               R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]})",
-               400, "messages[0].content[0].type", "unsupported_parameter");
+  expect_error(
+      Endpoint::chat,
+      R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]})",
+      400, "messages[0].content[0].type", "unsupported_parameter");
   expect_error(Endpoint::completions, R"({"prompt": []})", 400, "prompt", "empty_array");
   expect_error(Endpoint::completions, R"({"max_tokens": 3})", 400, "prompt",
                "missing_required_parameter");
@@ -225,8 +242,9 @@ TEST(ParseRequest, UnsupportedFeaturesAre400) {
 }
 
 TEST(ParseRequest, AnotherModelIs404ModelNotFound) {
-  expect_error(Endpoint::chat, R"({"model": "gpt-4o", "messages": [{"role": "user", "content": "x"}]})",
-               404, "model", "model_not_found");
+  expect_error(Endpoint::chat,
+               R"({"model": "gpt-4o", "messages": [{"role": "user", "content": "x"}]})", 404,
+               "model", "model_not_found");
   expect_error(Endpoint::completions, R"({"model": "other", "prompt": "x"})", 404, "model",
                "model_not_found");
 }
@@ -239,8 +257,8 @@ TEST(ParseRequest, APromptThatFillsTheContextIs400ContextLengthExceeded) {
   EXPECT_EQ(completion({{"prompt", ids}}).completion.max_tokens, 1);
   std::string long_text;
   for (int i = 0; i < 100; ++i) long_text += "word ";
-  expect_error(Endpoint::chat, json({{"messages", user_message(long_text)}}).dump(), 400, "messages",
-               "context_length_exceeded");
+  expect_error(Endpoint::chat, json({{"messages", user_message(long_text)}}).dump(), 400,
+               "messages", "context_length_exceeded");
 }
 
 }  // namespace

@@ -1,10 +1,10 @@
 // Response shapes: chat.completion and text_completion objects, and the server-sent events of a
 // stream (framing, the role delta, the finish chunk, the usage chunk, [DONE]).
+#include "server/response.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-
-#include "server/response.h"
 
 namespace fornace::server {
 namespace {
@@ -61,7 +61,8 @@ TEST(CompletionJson, ChatAndTextShapes) {
   EXPECT_EQ(chat["choices"][0]["message"]["role"], "assistant");
   EXPECT_EQ(chat["choices"][0]["message"]["content"], "Hello");
   EXPECT_EQ(chat["choices"][0]["finish_reason"], "stop");
-  EXPECT_EQ(chat["usage"], json({{"prompt_tokens", 9}, {"completion_tokens", 2}, {"total_tokens", 11}}));
+  EXPECT_EQ(chat["usage"],
+            json({{"prompt_tokens", 9}, {"completion_tokens", 2}, {"total_tokens", 11}}));
   json text = completion_json(Endpoint::completions, identity, "Hi", FinishReason::length, 3, 4);
   EXPECT_EQ(text["object"], "text_completion");
   EXPECT_EQ(text["choices"][0]["text"], "Hi");
@@ -106,13 +107,15 @@ TEST(SseStream, UsageChunkComesLastWithEmptyChoices) {
   EXPECT_EQ(events[2]["choices"][0]["text"], "");
   EXPECT_EQ(events[2]["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(events[3]["choices"], json::array());
-  EXPECT_EQ(events[3]["usage"], json({{"prompt_tokens", 5}, {"completion_tokens", 3}, {"total_tokens", 8}}));
+  EXPECT_EQ(events[3]["usage"],
+            json({{"prompt_tokens", 5}, {"completion_tokens", 3}, {"total_tokens", 8}}));
   EXPECT_EQ(events[4], "[DONE]");
 }
 
 TEST(SseStream, AStreamEndedAtOnceStillSaysTheRole) {
   SseStream stream(Endpoint::chat, {"chatcmpl-x", 1, "tiny"}, false, 5);
-  std::vector<json> events = parse_events(stream.events(update("", 0, true, FinishReason::cancelled)));
+  std::vector<json> events =
+      parse_events(stream.events(update("", 0, true, FinishReason::cancelled)));
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0]["choices"][0]["delta"], json({{"role", "assistant"}}));
   EXPECT_EQ(events[0]["choices"][0]["finish_reason"], "stop");

@@ -60,15 +60,14 @@ int serve(const ServeFlags& flags, const sigset_t& stop_signals) {
   Tokenizer tokenizer = Tokenizer::load(flags.model_path);
   const ModelConfig& config = model->config();
 
-  int64_t context = flags.context ? flags.context
-                                  : std::min(kDefaultContext, config.max_position_embeddings);
+  int64_t context =
+      flags.context ? flags.context : std::min(kDefaultContext, config.max_position_embeddings);
   if (context > config.max_position_embeddings) {
     fail("--ctx-size ", context, " exceeds the model's max_position_embeddings of ",
          config.max_position_embeddings);
   }
-  int64_t cache_bytes =
-      flags.parallel *
-      KvCacheSet::prealloc_bytes(config.num_hidden_layers, model->kv_cache_shape(context));
+  int64_t cache_bytes = flags.parallel * KvCacheSet::prealloc_bytes(config.num_hidden_layers,
+                                                                    model->kv_cache_shape(context));
   if (int64_t available = available_memory_bytes(); available > 0 && cache_bytes > available) {
     fail("--parallel ", flags.parallel, " slots of --ctx-size ", context, " need KV caches of ",
          cache_bytes, " bytes, more than the ", available, " bytes of memory available");
@@ -102,7 +101,8 @@ int serve(const ServeFlags& flags, const sigset_t& stop_signals) {
     sigwait(&stop_signals, &signal_number);
     server.shutdown();
   });
-  std::string host = flags.host.find(':') != std::string::npos ? "[" + flags.host + "]" : flags.host;
+  std::string host =
+      flags.host.find(':') != std::string::npos ? "[" + flags.host + "]" : flags.host;
   std::cerr << "listening on http://" << host << ":" << port << std::endl;
   server.run();
   // When run() ended on its own, the waiter is still waiting: wake it.
