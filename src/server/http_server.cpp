@@ -271,7 +271,8 @@ void HttpServer::complete(Endpoint endpoint, const std::string& body, httplib::R
   // found and the completion cancelled rather than run to its end.
   auto writer = std::make_shared<CompletionBody>(endpoint, new_identity(endpoint, model_.id),
                                                  request, completion);
-  auto last_write = std::make_shared<std::chrono::steady_clock::time_point>();
+  auto last_write =
+      std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
   if (request.stream) response.set_header("Cache-Control", "no-cache");
   response.set_chunked_content_provider(
       request.stream ? "text/event-stream" : "application/json",
