@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the npm packages that tests run, from their lock files: the independent GGUF reader
-# (@huggingface/gguf) under tests/reference/gguf/node_modules, and llama.cpp's prebuilt CPU
-# binaries (node-llama-cpp) under tests/reference/llamacpp/node_modules. Skips what is already
-# installed.
+# (@huggingface/gguf) under tests/reference/gguf/node_modules, llama.cpp's prebuilt CPU
+# binaries (node-llama-cpp) under tests/reference/llamacpp/node_modules, and OpenAI's Node client
+# (openai) under tests/reference/openai/node_modules. Skips what is already installed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -36,3 +36,4 @@ install gguf GgufIndependentReader
 # optional packages: those are the other platforms' and the CUDA and Vulkan builds; the CPU one
 # for Linux x64 is a dependency of its own.
 install llamacpp LlamaCppLoads --ignore-scripts --omit=optional
+install openai OpenAIClient.Serve

@@ -167,6 +167,7 @@ TEST_F(FornaceCli, SubcommandsWithoutArgumentsAreUsageErrors) {
   expect_error(run_fornace("synth"), 2, "--preset is required");
   expect_error(run_fornace("tokenize"), 2, "--model is required");
   expect_error(run_fornace("quantize"), 2, "--type is required");
+  expect_error(run_fornace("serve"), 2, "--model is required");
 }
 
 TEST_F(FornaceCli, QuantizeRefusesAnUnknownTypeAndAMissingModel) {
@@ -185,7 +186,7 @@ TEST_F(FornaceCli, AGgufThatIsNotOneIsOneErrorLine) {
 }
 
 TEST_F(FornaceCli, HelpOfEachCommandGoesToStdoutWithExitCodeZero) {
-  for (const char* command : {"--help", "synth --help", "tokenize --help", "quantize --help", "-h"}) {
+  for (const char* command : {"--help", "synth --help", "tokenize --help", "quantize --help", "serve --help", "-h"}) {
     Outcome outcome = run_fornace(command);
     EXPECT_EQ(outcome.exit_code, 0) << command;
     EXPECT_EQ(outcome.err, "") << command;

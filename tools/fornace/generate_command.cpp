@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.h"
+#include "common/memory_info.h"
 #include "common/progress.h"
 #include "core/memory.h"
 #include "cpu/thread_pool.h"
@@ -160,17 +161,6 @@ void write_out(const std::string& text) {
     if (errno == EPIPE) throw OutputClosed{};
     fail("writing to stdout failed");
   }
-}
-
-int64_t available_memory_bytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  int64_t kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024;
-  }
-  return -1;
 }
 
 // Milliseconds since `start`.

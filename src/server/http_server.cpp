@@ -1,0 +1,309 @@
+// The OpenAI-compatible HTTP server on cpp-httplib: each request runs in one of httplib's workers,
+// a streamed completion holding its worker while it polls the completion for new text.
+#include "server/http_server.h"
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "core/error.h"
+#include "server/api_error.h"
+#include "server/auth.h"
+#include "server/response.h"
+
+namespace fornace::server {
+
+using nlohmann::json;
+
+struct HttpServer::Impl {
+  httplib::Server http;
+  int64_t created = 0;  // Unix seconds at start, the served model's `created`.
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool shutdown_requested = false;
+  bool listening_done = false;
+};
+
+namespace {
+
+void send_error(httplib::Response& response, const ApiError& error) {
+  response.status = error.status();
+  response.set_content(dump_json(error.body()), "application/json");
+}
+
+void send_json(httplib::Response& response, const json& value) {
+  response.status = 200;
+  response.set_content(dump_json(value), "application/json");
+}
+
+uint64_t random_seed() {
+  static std::mutex mutex;
+  static std::mt19937_64 generator{std::random_device{}()};
+  std::lock_guard<std::mutex> lock(mutex);
+  return generator();
+}
+
+// The error object of a status that httplib set itself (no route, body too large, ...).
+ApiError status_error(const httplib::Request& request, int status) {
+  switch (status) {
+    case 404:
+      return ApiError(404, "Unknown request URL: " + request.method + " " + request.path + ".",
+                      "invalid_request_error", std::nullopt, "unknown_url");
+    case 413:
+      return ApiError(413, "The request body is larger than this server accepts.",
+                      "invalid_request_error", std::nullopt, "request_too_large");
+    case 400:
+      return ApiError(400, "The request is malformed.", "invalid_request_error");
+    default:
+      return ApiError(status, "HTTP status " + std::to_string(status) + ".",
+                      status >= 500 ? "server_error" : "invalid_request_error");
+  }
+}
+
+// A completion's response body, from its updates: the events of a stream, or the whole
+// chat.completion / text_completion object once it ends.
+class CompletionBody {
+ public:
+  CompletionBody(Endpoint endpoint, ResponseIdentity identity, const ApiRequest& request,
+                 std::shared_ptr<Completion> completion)
+      : endpoint_(endpoint), identity_(identity), completion_(std::move(completion)) {
+    if (request.stream) {
+      stream_.emplace(endpoint, std::move(identity), request.include_usage,
+                      completion_->prompt_tokens());
+    }
+  }
+
+  // What to write for `update`; empty when there is nothing yet.
+  std::string render(const CompletionUpdate& update) {
+    if (stream_) return stream_->events(update);
+    if (!update.finished || finished_) return "";
+    finished_ = true;
+    return dump_json(completion_json(endpoint_, identity_, completion_->text(),
+                                     update.finish_reason, completion_->prompt_tokens(),
+                                     update.completion_tokens));
+  }
+  bool finished() const { return stream_ ? stream_->finished() : finished_; }
+  // Written while nothing else is: an event-stream comment, or whitespace before the JSON.
+  const char* keep_alive() const { return stream_ ? kSseKeepAlive : " "; }
+
+ private:
+  Endpoint endpoint_;
+  ResponseIdentity identity_;
+  std::shared_ptr<Completion> completion_;
+  std::optional<SseStream> stream_;
+  bool finished_ = false;
+};
+
+}  // namespace
+
+HttpServer::HttpServer(Scheduler& scheduler, ServedModel model, ServerOptions options)
+    : scheduler_(scheduler),
+      model_(std::move(model)),
+      options_(std::move(options)),
+      impl_(std::make_unique<Impl>()) {
+  httplib::Server& http = impl_->http;
+  impl_->created = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  // A streamed completion holds a worker from submit to [DONE], and a queued one waits in it:
+  // more workers than slots and queue together, so that /health and /metrics still answer.
+  const SchedulerOptions& engine = scheduler_.options();
+  size_t workers =
+      static_cast<size_t>(options_.worker_threads > 0 ? options_.worker_threads
+                                                      : engine.slots + engine.queue_limit + 8);
+  http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+  http.set_payload_max_length(options_.max_body_bytes);
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which lets a second server share
+  // the port (and its requests) instead of failing with "address in use".
+  http.set_socket_options([](int socket) {
+    int yes = 1;
+    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+
+  http.set_logger([this](const httplib::Request& request, const httplib::Response& response) {
+    metrics_.count_request(endpoint_label(request.path), response.status);
+  });
+  // httplib calls it for every status from 400 on: only bodiless ones get an error object.
+  http.set_error_handler(httplib::Server::HandlerWithResponse(
+      [](const httplib::Request& request, httplib::Response& response) {
+        if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        send_error(response, status_error(request, response.status));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  http.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& response, std::exception_ptr exception) {
+        std::string message = "internal error";
+        try {
+          std::rethrow_exception(exception);
+        } catch (const std::exception& error) {
+          message = error.what();
+        } catch (...) {
+        }
+        send_error(response, ApiError(500, message, "server_error"));
+      });
+
+  // Runs `body` after the API key check, turning an ApiError into its response.
+  auto guarded = [this](bool needs_key, auto body) {
+    return [this, needs_key, body](const httplib::Request& request, httplib::Response& response) {
+      try {
+        if (needs_key && !options_.api_key.empty() &&
+            !authorized(request.get_header_value("Authorization"), options_.api_key)) {
+          throw ApiError(401,
+                         "Incorrect or missing API key: give it as 'Authorization: Bearer "
+                         "KEY'.",
+                         "invalid_request_error", std::nullopt, "invalid_api_key");
+        }
+        body(request, response);
+      } catch (const ApiError& error) {
+        send_error(response, error);
+        if (error.status() == 503) response.set_header("Retry-After", "1");
+      }
+    };
+  };
+
+  http.Get("/health", guarded(false, [this](const httplib::Request&, httplib::Response& response) {
+             if (stopping_) throw ApiError(503, "The server is shutting down.", "server_error");
+             send_json(response, {{"status", "ok"}});
+           }));
+  http.Get("/metrics", guarded(true, [this](const httplib::Request&, httplib::Response& response) {
+             response.set_content(metrics_.render(scheduler_.stats()),
+                                  "text/plain; version=0.0.4; charset=utf-8");
+           }));
+  auto model_object = [this] {
+    return json{{"id", model_.id},
+                {"object", "model"},
+                {"created", impl_->created},
+                {"owned_by", "fornace"}};
+  };
+  http.Get("/v1/models",
+           guarded(true, [model_object](const httplib::Request&, httplib::Response& response) {
+             send_json(response, {{"object", "list"}, {"data", json::array({model_object()})}});
+           }));
+  http.Get(R"(/v1/models/(.+))", guarded(true, [this, model_object](const httplib::Request& request,
+                                                                    httplib::Response& response) {
+             if (request.matches[1] != model_.id) {
+               throw ApiError(404, "The model '" + request.matches[1].str() + "' does not exist.",
+                              "invalid_request_error", "model", "model_not_found");
+             }
+             send_json(response, model_object());
+           }));
+  for (Endpoint endpoint : {Endpoint::chat, Endpoint::completions}) {
+    http.Post(endpoint == Endpoint::chat ? "/v1/chat/completions" : "/v1/completions",
+              guarded(true, [this, endpoint](const httplib::Request& request,
+                                             httplib::Response& response) {
+                complete(endpoint, request.body, response);
+              }));
+  }
+}
+
+HttpServer::~HttpServer() = default;
+
+int HttpServer::bind() {
+  httplib::Server& http = impl_->http;
+  errno = 0;
+  int port = options_.port == 0
+                 ? http.bind_to_any_port(options_.host)
+                 : (http.bind_to_port(options_.host, options_.port) ? options_.port : -1);
+  if (port < 0) {
+    fail("cannot listen on ", options_.host, ":", options_.port,
+         errno != 0 ? std::string(": ") + std::strerror(errno) : std::string());
+  }
+  return port;
+}
+
+void HttpServer::run() {
+  // httplib's stop() does nothing before the accept loop runs: a watcher stops it, once, when
+  // it runs.
+  std::thread watcher([this] {
+    std::unique_lock<std::mutex> lock(impl_->mutex);
+    impl_->changed.wait(lock,
+                        [this] { return impl_->shutdown_requested || impl_->listening_done; });
+    while (!impl_->listening_done) {
+      if (impl_->http.is_running()) {
+        impl_->http.stop();
+        return;
+      }
+      impl_->changed.wait_for(lock, std::chrono::milliseconds(5));
+    }
+  });
+  if (!stopping_) impl_->http.listen_after_bind();
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->listening_done = true;
+  }
+  impl_->changed.notify_all();
+  watcher.join();
+}
+
+void HttpServer::shutdown() {
+  if (stopping_.exchange(true)) return;
+  // Running completions end now: their streams write a last chunk and [DONE].
+  scheduler_.stop();
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->shutdown_requested = true;
+  }
+  impl_->changed.notify_all();
+}
+
+void HttpServer::complete(Endpoint endpoint, const std::string& body, httplib::Response& response) {
+  if (stopping_) throw ApiError(503, "The server is shutting down.", "server_error");
+  ApiRequest request = parse_request(endpoint, body, model_);
+  if (!request.seeded) request.completion.sampling.seed = random_seed();
+  std::shared_ptr<Completion> completion;
+  try {
+    completion = scheduler_.submit(std::move(request.completion));
+  } catch (const QueueFull& error) {
+    throw ApiError(503, std::string("The server is busy: ") + error.what(), "server_error",
+                   std::nullopt, "queue_full");
+  } catch (const Error& error) {
+    if (stopping_) throw ApiError(503, "The server is shutting down.", "server_error");
+    throw invalid_request(error.what());
+  }
+  // The body goes out as the completion runs, in chunks: its events, or (not streamed) the whole
+  // JSON at the end. Either way writes happen while it waits, so that a closed connection is
+  // found and the completion cancelled rather than run to its end.
+  auto writer = std::make_shared<CompletionBody>(endpoint, new_identity(endpoint, model_.id),
+                                                 request, completion);
+  auto last_write =
+      std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+  if (request.stream) response.set_header("Cache-Control", "no-cache");
+  response.set_chunked_content_provider(
+      request.stream ? "text/event-stream" : "application/json",
+      [this, completion, writer, last_write](size_t offset, httplib::DataSink& sink) {
+        // The first call opens a chat stream with the role delta, before any token.
+        std::string out = offset == 0 ? writer->render(CompletionUpdate{}) : std::string();
+        std::optional<CompletionUpdate> update = completion->next(options_.poll_interval);
+        auto now = std::chrono::steady_clock::now();
+        if (update) out += writer->render(*update);
+        if (out.empty() && now - *last_write >= options_.keep_alive_interval) {
+          out = writer->keep_alive();
+        }
+        if (!out.empty()) {
+          // A closed connection: the completion stops and frees its slot at the next step.
+          if (!sink.is_writable() || !sink.write(out.data(), out.size())) {
+            completion->cancel();
+            return false;
+          }
+          *last_write = now;
+        }
+        if (writer->finished()) {
+          if (completion->time_to_first_token_ms() > 0) {
+            metrics_.observe_time_to_first_token(completion->time_to_first_token_ms());
+          }
+          sink.done();
+        }
+        return true;
+      },
+      [completion, writer](bool) {
+        if (!writer->finished()) completion->cancel();
+      });
+}
+
+}  // namespace fornace::server

@@ -1,0 +1,358 @@
+// Parsing and validation of the completion endpoints' request bodies.
+#include "server/request.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "core/error.h"
+#include "server/api_error.h"
+
+namespace fornace::server {
+namespace {
+
+using nlohmann::json;
+
+// OpenAI's words for a JSON value's type.
+std::string type_name(const json& value) {
+  if (value.is_string()) return "a string";
+  if (value.is_boolean()) return "a boolean";
+  if (value.is_number_integer()) return "an integer";
+  if (value.is_number()) return "a number";
+  if (value.is_array()) return "an array";
+  if (value.is_object()) return "an object";
+  return "null";
+}
+
+ApiError wrong_type(const std::string& param, const std::string& expected, const json& value) {
+  return invalid_request("Invalid type for '" + param + "': expected " + expected + ", but got " +
+                             type_name(value) + " instead.",
+                         param, "invalid_type");
+}
+
+// The member `name` of `root`, or nullptr when it is absent or null (OpenAI's "not given").
+const json* field(const json& root, const char* name) {
+  auto found = root.find(name);
+  return found == root.end() || found->is_null() ? nullptr : &*found;
+}
+
+std::string format_number(double value) {
+  json number = value;
+  return number.dump();
+}
+
+// A number in [min, max] (or (min, max] with `open_min`).
+std::optional<double> number_field(const json& root, const char* name, double min, double max,
+                                   bool open_min = false) {
+  const json* value = field(root, name);
+  if (!value) return std::nullopt;
+  if (!value->is_number()) throw wrong_type(name, "a number", *value);
+  double number = value->get<double>();
+  bool above = open_min ? number > min : number >= min;
+  if (!std::isfinite(number) || !above || number > max) {
+    throw invalid_request(std::string("Invalid '") + name + "': expected a number in " +
+                              (open_min ? "(" : "[") + format_number(min) + ", " +
+                              format_number(max) + "], but got " + value->dump() + " instead.",
+                          name, "invalid_value");
+  }
+  return number;
+}
+
+// An integer of at least `min`; values above INT64_MAX read as INT64_MAX.
+std::optional<int64_t> integer_field(const json& root, const char* name, int64_t min) {
+  const json* value = field(root, name);
+  if (!value) return std::nullopt;
+  if (!value->is_number_integer()) throw wrong_type(name, "an integer", *value);
+  int64_t number =
+      value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)
+          ? INT64_MAX
+          : value->get<int64_t>();
+  if (number < min) {
+    throw invalid_request(std::string("Invalid '") + name + "': expected an integer >= " +
+                              std::to_string(min) + ", but got " + value->dump() + " instead.",
+                          name, "invalid_value");
+  }
+  return number;
+}
+
+std::optional<bool> boolean_field(const json& root, const char* name) {
+  const json* value = field(root, name);
+  if (!value) return std::nullopt;
+  if (!value->is_boolean()) throw wrong_type(name, "a boolean", *value);
+  return value->get<bool>();
+}
+
+ApiError unsupported(const std::string& param, const std::string& what) {
+  return invalid_request(what + " is not supported by this server.", param,
+                         "unsupported_parameter");
+}
+
+// `stop`: a string or an array of up to 4 strings.
+std::vector<std::string> parse_stop(const json& root) {
+  const json* value = field(root, "stop");
+  if (!value) return {};
+  if (value->is_string()) return {value->get<std::string>()};
+  if (!value->is_array()) throw wrong_type("stop", "a string or an array of strings", *value);
+  if (value->size() > 4) {
+    throw invalid_request("Invalid 'stop': expected an array of at most 4 strings, but got " +
+                              std::to_string(value->size()) + ".",
+                          "stop", "invalid_value");
+  }
+  std::vector<std::string> stops;
+  for (size_t index = 0; index < value->size(); ++index) {
+    const json& item = (*value)[index];
+    if (!item.is_string())
+      throw wrong_type("stop[" + std::to_string(index) + "]", "a string", item);
+    stops.push_back(item.get<std::string>());
+  }
+  return stops;
+}
+
+// The text of a message's `content`: a string, or an array of {"type": "text", "text": ...}.
+std::string message_content(const json& content, const std::string& param) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array())
+    throw wrong_type(param, "a string or an array of content parts", content);
+  std::string text;
+  for (size_t index = 0; index < content.size(); ++index) {
+    const json& part = content[index];
+    std::string part_param = param + "[" + std::to_string(index) + "]";
+    if (!part.is_object()) throw wrong_type(part_param, "an object", part);
+    const json* type = field(part, "type");
+    if (!type || !type->is_string()) {
+      throw invalid_request("Missing or invalid '" + part_param + ".type'.", part_param + ".type",
+                            "invalid_value");
+    }
+    if (*type != "text") {
+      throw unsupported(part_param + ".type", "Content of type '" + type->get<std::string>() + "'");
+    }
+    const json* part_text = field(part, "text");
+    if (!part_text || !part_text->is_string()) {
+      throw wrong_type(part_param + ".text", "a string", part_text ? *part_text : json());
+    }
+    text += part_text->get<std::string>();
+  }
+  return text;
+}
+
+std::vector<ChatMessage> parse_messages(const json& root) {
+  const json* messages = field(root, "messages");
+  if (!messages)
+    throw invalid_request("Missing required parameter: 'messages'.", "messages",
+                          "missing_required_parameter");
+  if (!messages->is_array()) throw wrong_type("messages", "an array", *messages);
+  if (messages->empty()) {
+    throw invalid_request(
+        "Invalid 'messages': empty array. Expected an array with minimum length "
+        "1, but got an empty array instead.",
+        "messages", "empty_array");
+  }
+  std::vector<ChatMessage> parsed;
+  for (size_t index = 0; index < messages->size(); ++index) {
+    const json& message = (*messages)[index];
+    std::string param = "messages[" + std::to_string(index) + "]";
+    if (!message.is_object()) throw wrong_type(param, "an object", message);
+    const json* role = field(message, "role");
+    if (!role)
+      throw invalid_request("Missing required parameter: '" + param + ".role'.", param + ".role",
+                            "missing_required_parameter");
+    if (!role->is_string()) throw wrong_type(param + ".role", "a string", *role);
+    std::string role_name = role->get<std::string>();
+    // OpenAI's "developer" messages are the newer name of system messages.
+    if (role_name == "developer") role_name = "system";
+    if (role_name != "system" && role_name != "user" && role_name != "assistant") {
+      throw invalid_request("Invalid value: '" + role->get<std::string>() +
+                                "'. Supported values "
+                                "are: 'system', 'developer', 'user' and 'assistant'.",
+                            param + ".role", "invalid_value");
+    }
+    const json* content = field(message, "content");
+    if (!content) {
+      throw invalid_request("Missing required parameter: '" + param + ".content'.",
+                            param + ".content", "missing_required_parameter");
+    }
+    parsed.push_back({role_name, message_content(*content, param + ".content")});
+  }
+  return parsed;
+}
+
+// Text to ids as the CLI encodes a prompt: the tokenizer's prefix token (Gemma's <bos>) first,
+// unless the text already starts with it.
+std::vector<uint32_t> encode_text(const Tokenizer& tokenizer, const std::string& text,
+                                  const std::string& param) {
+  std::vector<uint32_t> ids;
+  try {
+    ids = tokenizer.encode(text);
+  } catch (const Error& error) {
+    throw invalid_request(std::string("Invalid '") + param + "': " + error.what(), param);
+  }
+  std::optional<uint32_t> prefix = tokenizer.prefix_token_id();
+  if (prefix && (ids.empty() || ids.front() != *prefix)) ids.insert(ids.begin(), *prefix);
+  return ids;
+}
+
+std::vector<uint32_t> parse_token_ids(const json& array, const std::string& param,
+                                      int64_t vocab_size) {
+  std::vector<uint32_t> ids;
+  for (size_t index = 0; index < array.size(); ++index) {
+    const json& item = array[index];
+    std::string item_param = param + "[" + std::to_string(index) + "]";
+    if (!item.is_number_integer()) throw wrong_type(item_param, "a token id", item);
+    bool in_vocabulary = item.is_number_unsigned()
+                             ? item.get<uint64_t>() < static_cast<uint64_t>(vocab_size)
+                             : item.get<int64_t>() >= 0 && item.get<int64_t>() < vocab_size;
+    if (!in_vocabulary) {
+      throw invalid_request("Invalid '" + item_param + "': token id " + item.dump() +
+                                " is out of the vocabulary of " + std::to_string(vocab_size) + ".",
+                            item_param, "invalid_value");
+    }
+    ids.push_back(item.get<uint32_t>());
+  }
+  return ids;
+}
+
+// `prompt`: a string, an array of one string, an array of token ids or an array of one array
+// of token ids.
+std::vector<uint32_t> parse_prompt(const json& root, const ServedModel& model) {
+  const json* prompt = field(root, "prompt");
+  if (!prompt)
+    throw invalid_request("Missing required parameter: 'prompt'.", "prompt",
+                          "missing_required_parameter");
+  if (prompt->is_string())
+    return encode_text(*model.tokenizer, prompt->get<std::string>(), "prompt");
+  if (!prompt->is_array()) {
+    throw wrong_type("prompt", "a string or an array of token ids", *prompt);
+  }
+  if (prompt->empty())
+    throw invalid_request("Invalid 'prompt': empty array.", "prompt", "empty_array");
+  const json& first = prompt->front();
+  if (first.is_string() || first.is_array()) {
+    if (prompt->size() != 1) {
+      throw unsupported("prompt", "More than one prompt in a request");
+    }
+    if (first.is_string())
+      return encode_text(*model.tokenizer, first.get<std::string>(), "prompt[0]");
+    return parse_token_ids(first, "prompt[0]", model.vocab_size);
+  }
+  return parse_token_ids(*prompt, "prompt", model.vocab_size);
+}
+
+}  // namespace
+
+SamplerOptions server_sampling_defaults() {
+  SamplerOptions options;
+  options.temperature = 1.0;
+  options.top_p = 1.0;
+  options.repeat_penalty = 1.0;
+  return options;
+}
+
+ApiRequest parse_request(Endpoint endpoint, std::string_view body, const ServedModel& model) {
+  json root;
+  try {
+    root = json::parse(body);
+  } catch (const json::parse_error& error) {
+    throw invalid_request(
+        std::string("We could not parse the JSON body of your request: ") + error.what(),
+        std::nullopt, "invalid_json");
+  }
+  if (!root.is_object()) {
+    throw invalid_request(
+        "The body of your request must be a JSON object, but got " + type_name(root) + ".",
+        std::nullopt, "invalid_json");
+  }
+  if (const json* name = field(root, "model")) {
+    if (!name->is_string()) throw wrong_type("model", "a string", *name);
+    if (name->get<std::string>() != model.id) {
+      throw ApiError(404,
+                     "The model '" + name->get<std::string>() +
+                         "' does not exist; this server "
+                         "serves '" +
+                         model.id + "'.",
+                     "invalid_request_error", "model", "model_not_found");
+    }
+  }
+
+  ApiRequest request;
+  request.endpoint = endpoint;
+  CompletionRequest& completion = request.completion;
+  completion.sampling = server_sampling_defaults();
+  SamplerOptions& sampling = completion.sampling;
+  if (auto value = number_field(root, "temperature", 0, 2)) sampling.temperature = *value;
+  if (auto value = number_field(root, "top_p", 0, 1, true)) sampling.top_p = *value;
+  if (auto value = number_field(root, "frequency_penalty", -2, 2))
+    sampling.frequency_penalty = *value;
+  if (auto value = number_field(root, "presence_penalty", -2, 2))
+    sampling.presence_penalty = *value;
+  if (auto value = number_field(root, "repeat_penalty", 0, 1e6, true))
+    sampling.repeat_penalty = *value;
+  if (auto value = integer_field(root, "seed", INT64_MIN)) {
+    sampling.seed = static_cast<uint64_t>(*value);
+    request.seeded = true;
+  }
+  if (auto value = integer_field(root, "n", 1); value && *value != 1) {
+    throw unsupported("n", "More than one choice (n > 1)");
+  }
+  completion.stop = parse_stop(root);
+  completion.ignore_eos = boolean_field(root, "ignore_eos").value_or(false);
+  request.stream = boolean_field(root, "stream").value_or(false);
+  if (const json* options = field(root, "stream_options")) {
+    if (!options->is_object()) throw wrong_type("stream_options", "an object", *options);
+    if (!request.stream) {
+      throw invalid_request(
+          "The 'stream_options' parameter is only allowed when 'stream' is "
+          "enabled.",
+          "stream_options", "invalid_value");
+    }
+    request.include_usage = boolean_field(*options, "include_usage").value_or(false);
+  }
+  if (const json* logprobs = field(root, "logprobs");
+      logprobs && !(logprobs->is_boolean() && !logprobs->get<bool>())) {
+    throw unsupported("logprobs", "Log probabilities");
+  }
+
+  std::optional<int64_t> max_tokens;
+  if (endpoint == Endpoint::chat) {
+    if (const json* tools = field(root, "tools"); tools && !(tools->is_array() && tools->empty())) {
+      throw unsupported("tools", "Tool calling");
+    }
+    max_tokens = integer_field(root, "max_completion_tokens", 1);
+    if (!max_tokens) max_tokens = integer_field(root, "max_tokens", 1);
+    std::vector<ChatMessage> messages = parse_messages(root);
+    std::string text;
+    try {
+      text = model.tokenizer->apply_chat_template(messages, true);
+    } catch (const Error& error) {
+      throw invalid_request(std::string("Invalid 'messages': ") + error.what(), "messages");
+    }
+    completion.prompt = encode_text(*model.tokenizer, text, "messages");
+  } else {
+    if (boolean_field(root, "echo").value_or(false))
+      throw unsupported("echo", "Echoing the prompt");
+    if (auto value = integer_field(root, "best_of", 1); value && *value != 1) {
+      throw unsupported("best_of", "best_of > 1");
+    }
+    max_tokens = integer_field(root, "max_tokens", 1);
+    completion.prompt = parse_prompt(root, model);
+  }
+
+  const int64_t prompt_tokens = static_cast<int64_t>(completion.prompt.size());
+  if (prompt_tokens == 0) {
+    throw invalid_request("The prompt encodes to no tokens.",
+                          endpoint == Endpoint::chat ? "messages" : "prompt", "invalid_value");
+  }
+  if (prompt_tokens >= model.context) {
+    throw invalid_request(
+        "This model's maximum context length is " + std::to_string(model.context) +
+            " tokens, but the prompt has " + std::to_string(prompt_tokens) +
+            " tokens, which leaves no room for the completion.",
+        endpoint == Endpoint::chat ? "messages" : "prompt", "context_length_exceeded");
+  }
+  // Up to the context by default; a larger request ends with "length" when the context is full.
+  completion.max_tokens =
+      std::min(max_tokens.value_or(model.context), model.context - prompt_tokens);
+  return request;
+}
+
+}  // namespace fornace::server

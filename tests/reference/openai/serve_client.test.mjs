@@ -1,0 +1,255 @@
+// `fornace serve` driven by the official OpenAI Node client (npm openai): chat and text
+// completions, streamed and not, usage, stop strings, lengths, concurrent requests, errors, the
+// API key, /metrics, /health, flags and SIGTERM. Run by CTest as OpenAIClient.Serve with
+// FORNACE_BIN (build/bin/fornace), FORNACE_MODELS (a folder for the tiny model) and
+// FORNACE_TOKENIZER_DIR (the tokenizer the tiny model carries).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+
+let OpenAI;
+try {
+  ({ default: OpenAI } = await import('openai'));
+} catch (error) {
+  console.error(`error: the npm package openai is not installed (${error.message}); run scripts/get-test-packages.sh`);
+  process.exit(1);
+}
+
+const fornace = process.env.FORNACE_BIN;
+const modelsDir = process.env.FORNACE_MODELS;
+const tokenizerDir = process.env.FORNACE_TOKENIZER_DIR;
+const modelId = 'tiny-openai';
+
+// The tiny f32 model, written once per build folder (to a temporary name, then renamed).
+function tinyModel() {
+  const dir = `${modelsDir}/${modelId}`;
+  if (existsSync(`${dir}/model.safetensors`)) return dir;
+  mkdirSync(modelsDir, { recursive: true });
+  const partial = `${dir}.partial-${process.pid}`;
+  const synth = spawnSync(fornace, ['synth', '--preset', 'tiny', '--dtype', 'f32', '--seed', '7',
+    '--tokenizer-dir', tokenizerDir, '--out', partial], { encoding: 'utf8' });
+  assert.equal(synth.status, 0, synth.stderr);
+  rmSync(dir, { recursive: true, force: true });
+  renameSync(partial, dir);
+  return dir;
+}
+
+// Starts `fornace serve` on a free port; resolves once it prints its listening line.
+function startServer(extraArgs = []) {
+  const child = spawn(fornace, ['serve', '--model', tinyModel(), '--port', '0', '--threads', '2',
+    '--ctx-size', '1024', ...extraArgs], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, stderr })));
+  const listening = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no listening line in 30 s: ${stderr}`)), 30000);
+    child.stderr.on('data', (data) => {
+      stderr += data;
+      const match = /listening on (http:\/\/[^\s]+)\n/.exec(stderr);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    exited.then(({ code }) => reject(new Error(`fornace serve exited with ${code}: ${stderr}`)));
+  });
+  return listening.then((url) => ({ child, url, exited }));
+}
+
+function clientFor(server, apiKey = 'unused') {
+  return new OpenAI({ baseURL: `${server.url}/v1`, apiKey, maxRetries: 0, timeout: 30000 });
+}
+
+let server;
+let client;
+
+before(async () => {
+  server = await startServer(['--parallel', '4']);
+  client = clientFor(server);
+});
+
+after(() => {
+  if (server && server.child.exitCode === null) server.child.kill('SIGKILL');
+});
+
+const greedy = { temperature: 0, ignore_eos: true };
+const chatMessages = [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: 'Name a colour.' }];
+
+async function collect(stream) {
+  const chunks = [];
+  for await (const chunk of stream) chunks.push(chunk);
+  return chunks;
+}
+
+test('chat completion: shape, usage and finish_reason length', async () => {
+  const response = await client.chat.completions.create({ model: modelId, messages: chatMessages, max_tokens: 12, ...greedy });
+  assert.equal(response.object, 'chat.completion');
+  assert.match(response.id, /^chatcmpl-/);
+  assert.equal(response.model, modelId);
+  assert.equal(response.choices.length, 1);
+  assert.equal(response.choices[0].message.role, 'assistant');
+  assert.equal(typeof response.choices[0].message.content, 'string');
+  assert.ok(response.choices[0].message.content.length > 0);
+  assert.equal(response.choices[0].finish_reason, 'length');
+  assert.equal(response.usage.completion_tokens, 12);
+  assert.ok(response.usage.prompt_tokens > 5);
+  assert.equal(response.usage.total_tokens, response.usage.prompt_tokens + 12);
+});
+
+test('streamed chat gives the same text, the role first, and usage when asked', async () => {
+  const whole = await client.chat.completions.create({ messages: chatMessages, max_completion_tokens: 16, ...greedy });
+  const chunks = await collect(await client.chat.completions.create({
+    messages: chatMessages, max_completion_tokens: 16, stream: true, stream_options: { include_usage: true }, ...greedy,
+  }));
+  assert.equal(chunks[0].object, 'chat.completion.chunk');
+  assert.equal(chunks[0].choices[0].delta.role, 'assistant');
+  const text = chunks.map((chunk) => chunk.choices[0]?.delta?.content ?? '').join('');
+  assert.equal(text, whole.choices[0].message.content);
+  const withReason = chunks.filter((chunk) => chunk.choices[0]?.finish_reason);
+  assert.equal(withReason.length, 1);
+  assert.equal(withReason[0].choices[0].finish_reason, 'length');
+  const last = chunks.at(-1);
+  assert.deepEqual(last.choices, []);
+  assert.deepEqual(last.usage, whole.usage);
+  assert.ok(chunks.every((chunk) => chunk.id === chunks[0].id));
+});
+
+test('text completions, streamed and not, with a prompt as text or token ids', async () => {
+  const whole = await client.completions.create({ model: modelId, prompt: 'Once upon a time', max_tokens: 10, ...greedy });
+  assert.equal(whole.object, 'text_completion');
+  assert.match(whole.id, /^cmpl-/);
+  assert.equal(whole.choices[0].finish_reason, 'length');
+  assert.equal(whole.usage.completion_tokens, 10);
+  const chunks = await collect(await client.completions.create({ prompt: 'Once upon a time', max_tokens: 10, stream: true, ...greedy }));
+  assert.equal(chunks.map((chunk) => chunk.choices[0].text).join(''), whole.choices[0].text);
+  assert.equal(chunks.at(-1).choices[0].finish_reason, 'length');
+  assert.ok(chunks.every((chunk) => chunk.usage === undefined || chunk.usage === null));
+  const tokenize = spawnSync(fornace, ['tokenize', '--model', tinyModel()], { input: '"Once upon a time"\n', encoding: 'utf8' });
+  assert.equal(tokenize.status, 0, tokenize.stderr);
+  const ids = JSON.parse(tokenize.stdout);
+  const byIds = await client.completions.create({ prompt: ids, max_tokens: 10, ...greedy });
+  assert.equal(byIds.choices[0].text, whole.choices[0].text);
+  assert.equal(byIds.usage.prompt_tokens, whole.usage.prompt_tokens);
+});
+
+test('stop strings end the text before them with finish_reason stop', async () => {
+  const request = { prompt: 'The weather today is', max_tokens: 40, ...greedy };
+  const full = (await client.completions.create(request)).choices[0].text;
+  assert.ok(full.length >= 8, full);
+  const stop = full.slice(Math.floor(full.length / 2), Math.floor(full.length / 2) + 2);
+  const expected = full.slice(0, full.indexOf(stop));
+  const stopped = await client.completions.create({ ...request, stop: [stop, 'never-seen-text'] });
+  assert.equal(stopped.choices[0].text, expected);
+  assert.equal(stopped.choices[0].finish_reason, 'stop');
+  const chunks = await collect(await client.completions.create({ ...request, stop, stream: true }));
+  assert.equal(chunks.map((chunk) => chunk.choices[0].text).join(''), expected);
+  assert.equal(chunks.at(-1).choices[0].finish_reason, 'stop');
+});
+
+test('six concurrent greedy requests on four slots give the text each gives alone', async () => {
+  const prompts = ['One', 'Two cats', 'Three blind mice', 'Four', 'Five little ducks went', 'Six'];
+  const ask = (prompt, stream) => client.chat.completions.create({
+    messages: [{ role: 'user', content: prompt }], max_tokens: 20, stream, ...greedy,
+  });
+  const alone = [];
+  for (const prompt of prompts) alone.push((await ask(prompt, false)).choices[0].message.content);
+  const together = await Promise.all(prompts.map(async (prompt, index) => {
+    if (index % 2 === 0) return (await ask(prompt, false)).choices[0].message.content;
+    const chunks = await collect(await ask(prompt, true));
+    return chunks.map((chunk) => chunk.choices[0]?.delta?.content ?? '').join('');
+  }));
+  assert.deepEqual(together, alone);
+});
+
+test('bad requests throw the client errors OpenAI would', async () => {
+  const bad = [
+    { messages: chatMessages, temperature: 5 },
+    { messages: chatMessages, max_tokens: 0 },
+    { messages: [] },
+    { messages: [{ role: 'wizard', content: 'hi' }] },
+    { messages: chatMessages, top_p: 'high' },
+    { messages: chatMessages, n: 3 },
+  ];
+  for (const body of bad) {
+    await assert.rejects(client.chat.completions.create(body), (error) => {
+      assert.ok(error instanceof OpenAI.BadRequestError, `${JSON.stringify(body)}: ${error}`);
+      assert.equal(error.status, 400);
+      assert.equal(error.type, 'invalid_request_error');
+      return true;
+    });
+  }
+  await assert.rejects(client.completions.create({ prompt: 'x '.repeat(2000) }), (error) => {
+    assert.ok(error instanceof OpenAI.BadRequestError);
+    assert.equal(error.code, 'context_length_exceeded');
+    return true;
+  });
+  await assert.rejects(client.chat.completions.create({ model: 'gpt-4o', messages: chatMessages }), (error) => {
+    assert.ok(error instanceof OpenAI.NotFoundError, String(error));
+    assert.equal(error.code, 'model_not_found');
+    return true;
+  });
+  const models = await client.models.list();
+  assert.deepEqual(models.data.map((model) => model.id), [modelId]);
+  await assert.rejects(client.models.retrieve('gpt-4o'), OpenAI.NotFoundError);
+});
+
+test('/health and /metrics answer with fetch', async () => {
+  const health = await fetch(`${server.url}/health`);
+  assert.equal(health.status, 200);
+  assert.deepEqual(await health.json(), { status: 'ok' });
+  const metrics = await fetch(`${server.url}/metrics`);
+  assert.equal(metrics.status, 200);
+  assert.match(metrics.headers.get('content-type'), /^text\/plain/);
+  const text = await metrics.text();
+  assert.match(text, /^fornace_slots 4$/m);
+  assert.match(text, /^fornace_active_slots 0$/m);
+  assert.match(text, /^fornace_queue_length 0$/m);
+  assert.match(text, /^fornace_requests_total\{endpoint="\/v1\/chat\/completions",status="200"\} \d+$/m);
+  assert.match(text, /^fornace_requests_total\{endpoint="\/v1\/chat\/completions",status="400"\} \d+$/m);
+  assert.match(text, /^fornace_completion_tokens_total [1-9]\d*$/m);
+  assert.match(text, /^fornace_time_to_first_token_seconds_count [1-9]\d*$/m);
+  assert.match(text, /^fornace_decode_tokens_per_second [0-9.e+-]+$/m);
+});
+
+test('--api-key: a wrong or missing key is AuthenticationError 401, /health stays open', async () => {
+  const keyed = await startServer(['--api-key', 'sk-fornace-test', '--parallel', '1']);
+  try {
+    await assert.rejects(clientFor(keyed, 'sk-wrong').models.list(), OpenAI.AuthenticationError);
+    await assert.rejects(
+      clientFor(keyed, 'sk-wrong').chat.completions.create({ messages: chatMessages, max_tokens: 2 }),
+      (error) => error instanceof OpenAI.AuthenticationError && error.status === 401 && error.code === 'invalid_api_key');
+    const noKey = await fetch(`${keyed.url}/v1/models`);
+    assert.equal(noKey.status, 401);
+    assert.equal((await noKey.json()).error.code, 'invalid_api_key');
+    const response = await clientFor(keyed, 'sk-fornace-test').chat.completions.create({ messages: chatMessages, max_tokens: 2 });
+    assert.equal(response.usage.completion_tokens <= 2, true);
+    assert.equal((await fetch(`${keyed.url}/health`)).status, 200);
+  } finally {
+    keyed.child.kill('SIGTERM');
+    assert.equal((await keyed.exited).code, 0);
+  }
+});
+
+test('bad flags exit 2 and a port in use exits 1, each with one error line', () => {
+  const badFlag = spawnSync(fornace, ['serve', '--model', tinyModel(), '--port', 'eighty'], { encoding: 'utf8' });
+  assert.equal(badFlag.status, 2);
+  assert.match(badFlag.stderr, /^error: .*--port.*\n$/);
+  const port = new URL(server.url).port;
+  const inUse = spawnSync(fornace, ['serve', '--model', tinyModel(), '--port', port], { encoding: 'utf8', timeout: 30000 });
+  assert.equal(inUse.status, 1, inUse.stderr);
+  assert.match(inUse.stderr, /^error: cannot listen on 127\.0\.0\.1:\d+.*\n$/);
+});
+
+test('SIGTERM ends a running stream with its last chunk and exits 0', async () => {
+  const stream = await client.completions.create({ prompt: 'A long story', max_tokens: 5000, stream: true, ...greedy });
+  const chunks = [];
+  for await (const chunk of stream) {
+    chunks.push(chunk);
+    if (chunks.length === 3) server.child.kill('SIGTERM');
+  }
+  assert.ok(chunks.length >= 4);
+  assert.equal(chunks.at(-1).choices[0].finish_reason, 'stop');
+  const { code, stderr } = await server.exited;
+  assert.equal(code, 0, stderr);
+  await assert.rejects(fetch(`${server.url}/health`));
+});

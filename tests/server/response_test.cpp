@@ -1,0 +1,133 @@
+// Response shapes: chat.completion and text_completion objects, and the server-sent events of a
+// stream (framing, the role delta, the finish chunk, the usage chunk, [DONE]).
+#include "server/response.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace fornace::server {
+namespace {
+
+using nlohmann::json;
+
+// The JSON of each "data: " event of `text`, with "[DONE]" as a string; every event must be
+// one "data: " line followed by a blank line, or a comment.
+std::vector<json> parse_events(const std::string& text) {
+  std::vector<json> events;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find("\n\n", at);
+    EXPECT_NE(end, std::string::npos) << "an event without its blank line: " << text.substr(at);
+    if (end == std::string::npos) break;
+    std::string event = text.substr(at, end - at);
+    EXPECT_EQ(event.find('\n'), std::string::npos) << event;
+    if (event.rfind(": ", 0) != 0) {
+      EXPECT_EQ(event.rfind("data: ", 0), 0u) << event;
+      std::string data = event.substr(6);
+      events.push_back(data == "[DONE]" ? json("[DONE]") : json::parse(data));
+    }
+    at = end + 2;
+  }
+  return events;
+}
+
+CompletionUpdate update(const std::string& text, int64_t tokens, bool finished = false,
+                        FinishReason reason = FinishReason::length) {
+  CompletionUpdate value;
+  value.text = text;
+  value.completion_tokens = tokens;
+  value.finished = finished;
+  value.finish_reason = reason;
+  return value;
+}
+
+TEST(Identity, IdsCarryTheEndpointsPrefixAndDiffer) {
+  ResponseIdentity chat = new_identity(Endpoint::chat, "m");
+  ResponseIdentity text = new_identity(Endpoint::completions, "m");
+  EXPECT_EQ(chat.id.rfind("chatcmpl-", 0), 0u);
+  EXPECT_EQ(text.id.rfind("cmpl-", 0), 0u);
+  EXPECT_NE(new_identity(Endpoint::chat, "m").id, chat.id);
+  EXPECT_GT(chat.created, 1700000000);
+}
+
+TEST(CompletionJson, ChatAndTextShapes) {
+  ResponseIdentity identity{"chatcmpl-x", 123, "tiny"};
+  json chat = completion_json(Endpoint::chat, identity, "Hello", FinishReason::stop, 9, 2);
+  EXPECT_EQ(chat["object"], "chat.completion");
+  EXPECT_EQ(chat["id"], "chatcmpl-x");
+  EXPECT_EQ(chat["created"], 123);
+  EXPECT_EQ(chat["model"], "tiny");
+  EXPECT_EQ(chat["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(chat["choices"][0]["message"]["content"], "Hello");
+  EXPECT_EQ(chat["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(chat["usage"],
+            json({{"prompt_tokens", 9}, {"completion_tokens", 2}, {"total_tokens", 11}}));
+  json text = completion_json(Endpoint::completions, identity, "Hi", FinishReason::length, 3, 4);
+  EXPECT_EQ(text["object"], "text_completion");
+  EXPECT_EQ(text["choices"][0]["text"], "Hi");
+  EXPECT_EQ(text["choices"][0]["finish_reason"], "length");
+  // A completion the server cancelled (shutdown) reads as "stop".
+  EXPECT_STREQ(api_finish_reason(FinishReason::cancelled), "stop");
+}
+
+TEST(SseStream, ChatDeltasStartWithTheRoleAndEndWithDone) {
+  SseStream stream(Endpoint::chat, {"chatcmpl-x", 1, "tiny"}, false, 5);
+  std::string text = stream.events(CompletionUpdate{});
+  text += stream.events(update("Hel", 1));
+  text += stream.events(update("", 1));  // Nothing new: no event.
+  text += stream.events(update("lo", 2, true, FinishReason::stop));
+  EXPECT_TRUE(stream.finished());
+  EXPECT_EQ(stream.events(update("", 2, true)), "");
+  std::vector<json> events = parse_events(text);
+  ASSERT_EQ(events.size(), 5u) << text;
+  EXPECT_EQ(events[0]["object"], "chat.completion.chunk");
+  EXPECT_EQ(events[0]["choices"][0]["delta"], json({{"role", "assistant"}, {"content", ""}}));
+  EXPECT_EQ(events[1]["choices"][0]["delta"], json({{"content", "Hel"}}));
+  EXPECT_EQ(events[2]["choices"][0]["delta"], json({{"content", "lo"}}));
+  EXPECT_TRUE(events[2]["choices"][0]["finish_reason"].is_null());
+  EXPECT_EQ(events[3]["choices"][0]["delta"], json::object());
+  EXPECT_EQ(events[3]["choices"][0]["finish_reason"], "stop");
+  EXPECT_FALSE(events[3].contains("usage"));
+  EXPECT_EQ(events[4], "[DONE]");
+  for (size_t index = 0; index < 4; ++index) EXPECT_EQ(events[index]["id"], "chatcmpl-x");
+}
+
+TEST(SseStream, UsageChunkComesLastWithEmptyChoices) {
+  SseStream stream(Endpoint::completions, {"cmpl-x", 1, "tiny"}, true, 5);
+  std::string text = stream.events(CompletionUpdate{});
+  EXPECT_EQ(text, "");  // Text completions have no role delta.
+  text += stream.events(update("Once", 1));
+  text += stream.events(update(" upon", 3, true, FinishReason::length));
+  std::vector<json> events = parse_events(text);
+  ASSERT_EQ(events.size(), 5u) << text;
+  EXPECT_EQ(events[0]["object"], "text_completion");
+  EXPECT_EQ(events[0]["choices"][0]["text"], "Once");
+  EXPECT_TRUE(events[0]["usage"].is_null());
+  EXPECT_EQ(events[2]["choices"][0]["text"], "");
+  EXPECT_EQ(events[2]["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(events[3]["choices"], json::array());
+  EXPECT_EQ(events[3]["usage"],
+            json({{"prompt_tokens", 5}, {"completion_tokens", 3}, {"total_tokens", 8}}));
+  EXPECT_EQ(events[4], "[DONE]");
+}
+
+TEST(SseStream, AStreamEndedAtOnceStillSaysTheRole) {
+  SseStream stream(Endpoint::chat, {"chatcmpl-x", 1, "tiny"}, false, 5);
+  std::vector<json> events =
+      parse_events(stream.events(update("", 0, true, FinishReason::cancelled)));
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0]["choices"][0]["delta"], json({{"role", "assistant"}}));
+  EXPECT_EQ(events[0]["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(events[1], "[DONE]");
+}
+
+TEST(SseFraming, EventsAreOneDataLineAndABlankLine) {
+  EXPECT_EQ(sse_event(json({{"a", "x\ny"}})), "data: {\"a\":\"x\\ny\"}\n\n");
+  EXPECT_STREQ(kSseDone, "data: [DONE]\n\n");
+  // Bytes that are not UTF-8 become U+FFFD rather than an exception.
+  EXPECT_EQ(dump_json(json("a\xff")), "\"a\xEF\xBF\xBD\"");
+}
+
+}  // namespace
+}  // namespace fornace::server
