@@ -81,6 +81,11 @@ std::string Completion::text() const {
   return text_;
 }
 
+int64_t Completion::completion_tokens() const {
+  std::lock_guard lock(mutex_);
+  return static_cast<int64_t>(generated_.size());
+}
+
 std::vector<uint32_t> Completion::generated() const {
   std::lock_guard lock(mutex_);
   return generated_;
@@ -190,7 +195,9 @@ std::shared_ptr<Completion> Scheduler::submit(CompletionRequest request) {
   {
     std::lock_guard lock(mutex_);
     if (stopping_) fail("the server is shutting down");
-    if (static_cast<int64_t>(queue_.size()) >= options_.queue_limit) {
+    // Requests that a free slot takes at the next step do not count as waiting.
+    const int64_t free_slots = options_.slots - stats_.active_slots;
+    if (static_cast<int64_t>(queue_.size()) >= options_.queue_limit + free_slots) {
       throw QueueFull(concat("all ", options_.slots, " slots are busy and ", queue_.size(),
                              " requests wait"));
     }

@@ -63,6 +63,7 @@ class Completion {
   // After wait(): the whole text, the ids, why it ended and the logits (when kept).
   std::string text() const;
   std::vector<uint32_t> generated() const;
+  int64_t completion_tokens() const;
   FinishReason finish_reason() const;
   std::vector<std::vector<float>> logits() const;
   // Milliseconds from submit to the first generated token (0 before it), and to the end.
@@ -93,7 +94,7 @@ class Completion {
 struct SchedulerOptions {
   int64_t slots = 4;            // Requests that run at once.
   int64_t context = 4096;       // Positions each slot's KV cache holds (prompt + completion).
-  int64_t queue_limit = 64;     // Requests that may wait for a slot.
+  int64_t queue_limit = 64;     // Requests that may wait for a slot (0: only free slots take them).
   // Prompt tokens one prefill pass runs while other slots are decoding (their next step waits
   // for it); a prompt alone runs in chunks of up to `prefill_chunk_alone`.
   int64_t prefill_chunk = 64;

@@ -152,6 +152,25 @@ TEST(Scheduler, ACancelledCompletionFreesItsSlot) {
   EXPECT_EQ(scheduler.stats().active_slots, 0);
 }
 
+TEST(Scheduler, FreeSlotsTakeRequestsBeyondTheQueueLimit) {
+  TinyModel& tiny_model = tiny();
+  SchedulerOptions options = slots_of(2, 4096);
+  options.queue_limit = 0;
+  Scheduler scheduler(*tiny_model.model, tiny_model.tokenizer, options);
+  std::vector<uint32_t> prompt = test_prompt_ids(4, tiny_model.vocab());
+  // Submitted at once, before the engine admits either: both have a slot.
+  std::shared_ptr<Completion> first = scheduler.submit(request(prompt, 4000));
+  std::shared_ptr<Completion> second = scheduler.submit(request(prompt, 4000));
+  ASSERT_TRUE(first->next(std::chrono::seconds(30)).has_value());
+  ASSERT_TRUE(second->next(std::chrono::seconds(30)).has_value());
+  EXPECT_THROW(scheduler.submit(request(prompt, 2)), QueueFull);
+  first->cancel();
+  second->cancel();
+  first->wait();
+  second->wait();
+  EXPECT_GT(first->completion_tokens(), 0);
+}
+
 TEST(Scheduler, StopCancelsRunningAndQueuedRequestsAndRefusesNewOnes) {
   TinyModel& tiny_model = tiny();
   SchedulerOptions options = slots_of(1, 4096);

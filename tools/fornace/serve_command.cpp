@@ -150,7 +150,7 @@ int serve_command(int argc, char** argv) {
       ->default_str("4096, or the model's max_position_embeddings when smaller");
   app.add_option("--queue", flags.queue, "requests that may wait for a slot")
       ->type_name("N")
-      ->transform(integer_in(1, 4096));
+      ->transform(integer_in(0, 4096));
   app.add_option("--max-body", flags.max_body, "largest request body in bytes (larger: 413)")
       ->type_name("BYTES")
       ->transform(integer_in(1024, int64_t{1} << 30));
