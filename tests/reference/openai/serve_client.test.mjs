@@ -5,8 +5,9 @@
 // FORNACE_TOKENIZER_DIR (the tokenizer the tiny model carries).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { startServer as startServeProcess } from '../../../bench/load/serve_process.mjs';
 
 let OpenAI;
 try {
@@ -35,25 +36,9 @@ function tinyModel() {
   return dir;
 }
 
-// Starts `fornace serve` on a free port; resolves once it prints its listening line.
 function startServer(extraArgs = []) {
-  const child = spawn(fornace, ['serve', '--model', tinyModel(), '--port', '0', '--threads', '2',
-    '--ctx-size', '1024', ...extraArgs], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, stderr })));
-  const listening = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no listening line in 30 s: ${stderr}`)), 30000);
-    child.stderr.on('data', (data) => {
-      stderr += data;
-      const match = /listening on (http:\/\/[^\s]+)\n/.exec(stderr);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    });
-    exited.then(({ code }) => reject(new Error(`fornace serve exited with ${code}: ${stderr}`)));
-  });
-  return listening.then((url) => ({ child, url, exited }));
+  return startServeProcess(fornace, ['--model', tinyModel(), '--threads', '2', '--ctx-size', '1024',
+    ...extraArgs], 30000);
 }
 
 function clientFor(server, apiKey = 'unused') {
