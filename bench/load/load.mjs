@@ -70,13 +70,24 @@ async function streamCompletion(url, prompt, tokens) {
   return { start, end: performance.now(), chunkTimes, promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens };
 }
 
-// N concurrent streams; the aggregate counts every token over the wall time of the whole batch.
+async function serverCounters(url) {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const value = (name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  return { tokens: value('fornace_completion_tokens_total'), decodeSeconds: value('fornace_decode_seconds_total') };
+}
+
+// N concurrent streams. The aggregate counts every token over the wall time of the whole batch;
+// the decode aggregate is the engine's: tokens of decode passes over the time in them (each
+// request's first token comes from its prefill).
 async function runLevel(url, prompts, streams, tokens) {
+  const before = await serverCounters(url);
   const results = await Promise.all(prompts.slice(0, streams).map((prompt) => streamCompletion(url, prompt, tokens)));
+  const after = await serverCounters(url);
   const first = Math.min(...results.map((r) => r.start));
   const last = Math.max(...results.map((r) => r.end));
   const total = results.reduce((sum, r) => sum + r.completionTokens, 0);
-  return { results, aggregate: (1000 * total) / (last - first) };
+  const decode = (after.tokens - before.tokens - streams) / (after.decodeSeconds - before.decodeSeconds);
+  return { results, aggregate: (1000 * total) / (last - first), decode };
 }
 
 // Decode tok/s of one stream as `fornace` reports it: tokens after the first over their time.
@@ -194,9 +205,14 @@ async function main() {
     const itl = results.flatMap((r) => r.chunkTimes.slice(1).map((t, i) => t - r.chunkTimes[i])).sort((a, b) => a - b);
     const aggregates = runs.map((level) => level.aggregate);
     // Against the single stream of the same round (the same server process).
-    const ratios = levels.has(1) ? runs.map((level, round) => level.aggregate / levels.get(1)[round].aggregate) : [NaN];
+    const ratioOf = (key) => (levels.has(1) ? runs.map((level, round) => level[key] / levels.get(1)[round][key]) : [NaN]);
+    const ratios = ratioOf('aggregate');
+    const decodes = runs.map((level) => level.decode);
+    const decodeRatios = ratioOf('decode');
     return {
       ratio: median(ratios), ratioMin: Math.min(...ratios), ratioMax: Math.max(...ratios),
+      decode: median(decodes), decodeMin: Math.min(...decodes), decodeMax: Math.max(...decodes),
+      decodeRatio: median(decodeRatios), decodeRatioMin: Math.min(...decodeRatios), decodeRatioMax: Math.max(...decodeRatios),
       streams, aggregate: median(aggregates), aggregateMin: Math.min(...aggregates), aggregateMax: Math.max(...aggregates),
       ttftP50: quantile(ttft, 0.5), ttftP99: quantile(ttft, 0.99), ttftSamples: ttft.length,
       itlP50: quantile(itl, 0.5), itlP99: quantile(itl, 0.99), itlSamples: itl.length,
@@ -211,10 +227,12 @@ async function main() {
     ...requests.map(({ streams, round, index, result }) => [streams, round, index, result.promptTokens, result.completionTokens,
       format(result.chunkTimes[0] - result.start, 2), format(result.end - result.start, 2), format(streamDecodeRate(result), 2)].join(','))].join('\n') + '\n');
 
-  const table = ['| streams | aggregate tok/s (median, range) | × 1 stream, same round (median, range) | TTFT p50 / p99 ms | per-token p50 / p99 ms |',
-    '| --- | --- | --- | --- | --- |',
-    ...rows.map((r) => `| ${r.streams} | ${format(r.aggregate)} (${format(r.aggregateMin)}–${format(r.aggregateMax)}) | ` +
-      `${format(r.ratio, 2)} (${format(r.ratioMin, 2)}–${format(r.ratioMax, 2)}) | ${format(r.ttftP50)} / ${format(r.ttftP99)} (${r.ttftSamples} requests) | ` +
+  const range = (mid, low, high, digits = 1) => `${format(mid, digits)} (${format(low, digits)}–${format(high, digits)})`;
+  const table = ['| streams | aggregate tok/s | × 1 stream | engine decode tok/s | × 1 stream | TTFT p50 / p99 ms | per-token p50 / p99 ms |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
+    ...rows.map((r) => `| ${r.streams} | ${range(r.aggregate, r.aggregateMin, r.aggregateMax)} | ` +
+      `${range(r.ratio, r.ratioMin, r.ratioMax, 2)} | ${range(r.decode, r.decodeMin, r.decodeMax)} | ` +
+      `${range(r.decodeRatio, r.decodeRatioMin, r.decodeRatioMax, 2)} | ${format(r.ttftP50)} / ${format(r.ttftP99)} (${r.ttftSamples} requests) | ` +
       `${format(r.itlP50)} / ${format(r.itlP99)} (${r.itlSamples} gaps) |`)];
   const ratios = serverSingleRates.map((rate, i) => rate / fornaceRates[i]);
   const sorted = (values) => [...values].sort((a, b) => a - b);
@@ -227,7 +245,9 @@ async function main() {
     `${options.tokens} tokens per stream (greedy, ignore_eos), prompts of about 100 tokens, ${options.rounds} rounds, ` +
     'each on a fresh server after a fresh `fornace` run. ' +
     'Aggregate tok/s: every completion token of a round over the wall time from the first request sent to the last stream ended ' +
-    '(prefill included). TTFT: request sent to first text chunk. Per token: gaps between text chunks.', '',
+    '(prefill included). Engine decode tok/s: the tokens of decode passes over the time in them, from /metrics (prefill ' +
+    'excluded). × 1 stream: against the single stream of the same round and server. Medians of the rounds, ranges in ' +
+    'brackets. TTFT: request sent to first text chunk. Per token: gaps between text chunks.', '',
     ...table, '', decodeLine, ''].join('\n');
   writeFileSync(`${base}.md`, markdown);
   writeFileSync(`${base}.svg`, svgPlot(rows, `fornace serve, ${options.model.split('/').pop()}, ${commit}`));

@@ -6,40 +6,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
-import { startServer as startServeProcess } from '../../../bench/load/serve_process.mjs';
 
-let OpenAI;
-try {
-  ({ default: OpenAI } = await import('openai'));
-} catch (error) {
-  console.error(`error: the npm package openai is not installed (${error.message}); run scripts/get-test-packages.sh`);
-  process.exit(1);
-}
-
-const fornace = process.env.FORNACE_BIN;
-const modelsDir = process.env.FORNACE_MODELS;
-const tokenizerDir = process.env.FORNACE_TOKENIZER_DIR;
-const modelId = 'tiny-openai';
-
-// The tiny f32 model, written once per build folder (to a temporary name, then renamed).
-function tinyModel() {
-  const dir = `${modelsDir}/${modelId}`;
-  if (existsSync(`${dir}/model.safetensors`)) return dir;
-  mkdirSync(modelsDir, { recursive: true });
-  const partial = `${dir}.partial-${process.pid}`;
-  const synth = spawnSync(fornace, ['synth', '--preset', 'tiny', '--dtype', 'f32', '--seed', '7',
-    '--tokenizer-dir', tokenizerDir, '--out', partial], { encoding: 'utf8' });
-  assert.equal(synth.status, 0, synth.stderr);
-  rmSync(dir, { recursive: true, force: true });
-  renameSync(partial, dir);
-  return dir;
-}
-
-function startServer(extraArgs = []) {
-  return startServeProcess(fornace, ['--model', tinyModel(), '--threads', '2', '--ctx-size', '1024',
-    ...extraArgs], 30000);
-}
+import { OpenAI, fornace, modelId, tinyModel, startServer } from './support.mjs';
 
 function clientFor(server, apiKey = 'unused') {
   return new OpenAI({ baseURL: `${server.url}/v1`, apiKey, maxRetries: 0, timeout: 30000 });
