@@ -1,6 +1,6 @@
 // Linear-layer kernels on the Qwen2.5-0.5B shapes: GEMV GB/s (weight bytes / time) at one row and
-// at 8 (a batched decode step of 8 sequences), GEMM GFLOP/s at 513 rows, on 1 and 2 threads,
-// beside the machine's register-only BF16 peak.
+// at 4 and 8 (batched decode steps), GEMM GFLOP/s at 513 rows, on 1 and 2 threads, beside the
+// machine's register-only BF16 peak.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -137,12 +137,12 @@ BENCHMARK(BM_Bf16DotPeak)
     ->ComputeStatistics("min", minimum)
     ->ComputeStatistics("max", maximum);
 
-// Registers Linear/<shape>/rows:<M>/threads:<T>/<dtype> for every shape, M in {1, 8, 513}
+// Registers Linear/<shape>/rows:<M>/threads:<T>/<dtype> for every shape, M in {1, 4, 8, 513}
 // (lm_head not at 513: prefill needs it at the last position only), T in {1, 2}; bf16 weights,
 // plus f32 weights for gate_proj.
 const bool kRegistered = [] {
   for (const Shape& shape : kShapes) {
-    for (int64_t rows : {int64_t{1}, int64_t{8}, int64_t{513}}) {
+    for (int64_t rows : {int64_t{1}, int64_t{4}, int64_t{8}, int64_t{513}}) {
       if (rows > fornace::cpu::kGemvPreferredMaxRows && shape.outputs > 100000) continue;
       for (int threads : {1, 2}) {
         std::vector<DType> dtypes = {DType::bf16};

@@ -129,6 +129,8 @@ void dot_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
 // vector loaded serves both, so a step loads 2 + Rows vectors for 2 x Rows vdpbf16ps, where
 // dot_rows loads 1 + Rows for Rows (down_proj at 8 rows, as two passes of 4: 444 -> 338 us in
 // micro-matmul). Eight rows this way measured 2x slower than dot_rows<8>, so they stay there.
+constexpr int64_t kPairedMinDepth = 2048;
+
 template <int Rows, int Chunks = 2>
 void dot_rows_paired(const GemvArguments& arguments, int64_t begin, int64_t end) {
   const uint16_t* input = static_cast<const uint16_t*>(arguments.input);
@@ -214,7 +216,11 @@ void gemv_bf16_dot_avx512(const GemvArguments& arguments, int64_t begin, int64_t
   static_assert(kGemvBf16DotMaxRows == 8);
   switch (arguments.rows) {
     case 4:
-      return dot_rows_paired<4>(arguments, begin, end);
+      // Paired weight rows are two streams, which the prefetcher follows worse than one (gate_proj
+      // at 4 rows: 274 us paired against 250 us at 8 rows one at a time); they pay off where the
+      // rows are deep, as down_proj's 4,864 read in passes of four.
+      if (arguments.depth > kPairedMinDepth) return dot_rows_paired<4>(arguments, begin, end);
+      return dot_rows<4>(arguments, begin, end);
     case 5:
       return dot_rows<5>(arguments, begin, end);
     case 6:
