@@ -34,6 +34,11 @@ bench: synth
 bench-quantized: synth
 	bash scripts/bench-quantized.sh $(BUILD) $(SYNTH_MODEL)
 
+# fornace serve under 1, 2, 4 and 8 concurrent streams on the synthetic model (bench/load/).
+.PHONY: bench-load
+bench-load: synth
+	node bench/load/load.mjs --fornace $(BUILD)/bin/fornace --model $(SYNTH_MODEL)
+
 model:
 	bash scripts/download-model.sh $(MODEL)
 
