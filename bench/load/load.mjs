@@ -5,8 +5,8 @@
 // node bench/load/load.mjs --fornace build/bin/fornace --model models/synth-qwen2.5-0.5b
 //   [--streams 1,2,4,8] [--tokens 128] [--rounds 3] [--threads 2] [--out bench/runs]
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
-import { cpus, getPriority, setPriority } from 'node:os';
+import { readFileSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
+import { cpus, getPriority, setPriority, tmpdir } from 'node:os';
 import { startServer } from './serve_process.mjs';
 
 function parseArgs(argv) {
@@ -164,7 +164,7 @@ async function main() {
   const maxStreams = Math.max(...options.streams);
   // A different prompt per stream, about 100 tokens each.
   const prompts = Array.from({ length: maxStreams }, (_, i) => `Request ${i + 1}. ${text.slice(400 * i, 400 * i + 400)}`);
-  const promptFile = `${options.out}/.load-prompt.txt`;
+  const promptFile = `${tmpdir()}/fornace-load-prompt-${process.pid}.txt`;
   mkdirSync(options.out, { recursive: true });
   writeFileSync(promptFile, prompts[0]);
 
@@ -197,6 +197,8 @@ async function main() {
       await server.exited;
     }
   }
+
+  rmSync(promptFile, { force: true });
 
   const rows = options.streams.map((streams) => {
     const runs = levels.get(streams);

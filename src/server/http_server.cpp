@@ -5,6 +5,7 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -28,6 +29,9 @@ struct HttpServer::Impl {
   std::condition_variable changed;
   bool shutdown_requested = false;
   bool listening_done = false;
+  // Completion bodies still being written: shutdown waits for their last chunk before it stops
+  // httplib, which would cut them off.
+  std::atomic<int> open_bodies{0};
 };
 
 namespace {
@@ -243,8 +247,13 @@ void HttpServer::run() {
 
 void HttpServer::shutdown() {
   if (stopping_.exchange(true)) return;
-  // Running completions end now: their streams write a last chunk and [DONE].
+  // Running completions end now: their streams write a last chunk and [DONE] (given a few
+  // poll intervals to do so) before the connections close.
   scheduler_.stop();
+  const auto deadline = std::chrono::steady_clock::now() + 20 * options_.poll_interval;
+  while (impl_->open_bodies > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     impl_->shutdown_requested = true;
@@ -274,6 +283,7 @@ void HttpServer::complete(Endpoint endpoint, const std::string& body, httplib::R
   auto last_write =
       std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
   if (request.stream) response.set_header("Cache-Control", "no-cache");
+  ++impl_->open_bodies;
   response.set_chunked_content_provider(
       request.stream ? "text/event-stream" : "application/json",
       [this, completion, writer, last_write](size_t offset, httplib::DataSink& sink) {
@@ -301,8 +311,9 @@ void HttpServer::complete(Endpoint endpoint, const std::string& body, httplib::R
         }
         return true;
       },
-      [completion, writer](bool) {
+      [this, completion, writer](bool) {
         if (!writer->finished()) completion->cancel();
+        --impl_->open_bodies;
       });
 }
 
