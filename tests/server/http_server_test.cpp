@@ -290,8 +290,11 @@ TEST(HttpServer, FiftyDisconnectsMidStreamFreeEverySlotAndMemory) {
   const int64_t after_kib = resident_kib();
   std::cout << "resident memory: " << baseline_kib << " KiB before the 50 disconnects, "
             << after_kib << " KiB after\n";
+#if !defined(__SANITIZE_ADDRESS__)
+  // (AddressSanitizer keeps freed memory in quarantine, resident, by design.)
   EXPECT_LT(after_kib - baseline_kib, 8 * 1024)
       << "resident memory grew from " << baseline_kib << " KiB to " << after_kib << " KiB";
+#endif
   // And the server still completes requests.
   auto served =
       http.Post("/v1/completions", R"({"prompt": "x", "max_tokens": 2})", "application/json");
