@@ -115,7 +115,8 @@ function format(value, digits = 1) {
   return Number.isFinite(value) ? value.toFixed(digits) : '–';
 }
 
-// Aggregate tok/s against streams (with the single stream times N as the ideal), and TTFT and
+// Aggregate tok/s against streams (end to end, and the engine's decode passes, with the single
+// stream times N as the ideal), and TTFT and
 // per-token latency quantiles against streams.
 function svgPlot(rows, title) {
   const width = 900, height = 360, margin = 60, panel = (width - 3 * margin) / 2;
@@ -139,15 +140,17 @@ function svgPlot(rows, title) {
   const yScale = (v, maxY) => height - margin - (v / maxY) * (height - 2 * margin);
   const left1 = margin, left2 = 2 * margin + panel;
   const single = rows[0].aggregate / rows[0].streams;
-  const maxTok = Math.max(...rows.map((r) => Math.max(r.aggregate, single * r.streams))) * 1.05;
+  const maxTok = Math.max(...rows.map((r) => Math.max(r.aggregate, r.decode, single * r.streams))) * 1.05;
   const maxMs = Math.max(...rows.map((r) => Math.max(r.ttftP99, r.itlP99))) * 1.05;
   let svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif">` +
     `<rect width="100%" height="100%" fill="white"/><text x="${width / 2}" y="20" text-anchor="middle" font-size="14">${title}</text>`;
   svg += axes(left1, maxTok, 'aggregate tok/s (median of rounds)');
   svg += line(rows.map((r) => [xScale(r.streams, left1), yScale(single * r.streams, maxTok)]), '#999', '4 4');
   svg += line(rows.map((r) => [xScale(r.streams, left1), yScale(r.aggregate, maxTok)]), '#c0392b');
-  svg += `<text x="${left1 + 8}" y="${margin + 12}" font-size="11" fill="#c0392b">fornace serve</text>` +
-    `<text x="${left1 + 8}" y="${margin + 26}" font-size="11" fill="#999">1 stream × N</text>`;
+  svg += line(rows.map((r) => [xScale(r.streams, left1), yScale(r.decode, maxTok)]), '#e67e22');
+  svg += `<text x="${left1 + 8}" y="${margin + 12}" font-size="11" fill="#c0392b">fornace serve, end to end</text>` +
+    `<text x="${left1 + 8}" y="${margin + 26}" font-size="11" fill="#e67e22">engine decode passes</text>` +
+    `<text x="${left1 + 8}" y="${margin + 40}" font-size="11" fill="#999">1 stream × N (dashed)</text>`;
   svg += axes(left2, maxMs, 'latency, ms');
   const series = [['ttftP50', '#2471a3', '', 'TTFT p50'], ['ttftP99', '#2471a3', '4 4', 'TTFT p99'],
     ['itlP50', '#27ae60', '', 'per token p50'], ['itlP99', '#27ae60', '4 4', 'per token p99']];
