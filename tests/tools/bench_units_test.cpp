@@ -435,6 +435,7 @@ TEST(BenchSummary, OneTablePerModelAndPromptWithARowPerAttentionPathAndCache) {
     EXPECT_EQ(table.caches[3].attention + " " + table.caches[3].kv_cache, "candle prealloc");
   }
   std::string text = format_tables(data);
+  EXPECT_EQ(text.rfind("Machine: " + cpu_description(data.context) + ", 2 cores\n", 0), 0u) << text;
   EXPECT_NE(text.find("### tiny \u00b7 p.ids: 2,049 prompt tokens"), std::string::npos) << text;
   EXPECT_NE(text.find("### tiny-llama \u00b7 p.ids: 2,049 prompt tokens"), std::string::npos);
   std::string last_table = text.substr(text.find("### tiny-llama"));
@@ -522,6 +523,9 @@ TEST(BenchSummary, MarkdownReportStatesTheContextAndLinksThePlot) {
   data.runs = {sample_run("cat", "p.txt", 1, 40, 25, 3000)};
   std::string report = format_markdown_report(data, "Title", "plot.svg");
   EXPECT_EQ(report.rfind("# Title\n", 0), 0u);
+  EXPECT_NE(report.find("| Machine | " + cpu_description(data.context) + ", "), std::string::npos)
+      << report;
+  EXPECT_NE(report.find("(family 25, model 17)"), std::string::npos);
   EXPECT_NE(report.find("| Threads | 2 |"), std::string::npos);
   EXPECT_NE(report.find("| Commit | `abc1234` (working tree dirty) |"), std::string::npos);
   EXPECT_NE(report.find("| Read bandwidth | 50.0 GB/s"), std::string::npos);

@@ -144,7 +144,9 @@ std::vector<PromptSummary> summarize_runs(const BenchData& data) {
 }
 
 std::string format_tables(const BenchData& data) {
-  std::string text;
+  // The machine first, so that tables from different machines compare.
+  std::string text = "Machine: " + cpu_description(data.context) + ", " +
+                     std::to_string(data.context.cores) + " cores\n\n";
   auto percent = [](double value) {
     return value > 0 ? format_fixed(value, 0) + " %" : std::string("n/a");
   };
@@ -198,7 +200,8 @@ std::string format_markdown_report(const BenchData& data, const std::string& tit
   std::string text = "# " + title + "\n\n";
   text += "| | |\n| --- | --- |\n";
   text += "| Date | " + context.date + " |\n";
-  text += "| Machine | " + context.cpu + ", " + std::to_string(context.cores) + " cores |\n";
+  text += "| Machine | " + cpu_description(context) + ", " + std::to_string(context.cores) +
+          " cores |\n";
   text += "| Threads | " + std::to_string(context.threads) + " |\n";
   text += "| Weights | " + context.dtype + " |\n";
   std::vector<std::string> models;
