@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.h"
+#include "common/eos_ids.h"
 #include "common/memory_info.h"
 #include "common/progress.h"
 #include "core/memory.h"
@@ -267,10 +268,7 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
   GenerationOptions options;
   options.max_new_tokens = max_new_tokens;
   options.ignore_eos = flags.ignore_eos;
-  options.eos_ids = config.eos_token_ids;
-  if (options.eos_ids.empty() && tokenizer && tokenizer->eos_token_id()) {
-    options.eos_ids.push_back(*tokenizer->eos_token_id());
-  }
+  options.eos_ids = end_of_sequence_ids(config, tokenizer ? &*tokenizer : nullptr);
   options.keep_logits = dump_logits.has_value();
   options.prefill_chunk = flags.prefill_chunk;
   ProgressLine prefill_progress("prefill", "tokens", quiet || flags.json);

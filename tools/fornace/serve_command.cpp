@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/cli.h"
+#include "common/eos_ids.h"
 #include "common/memory_info.h"
 #include "cpu/thread_pool.h"
 #include "engine/scheduler.h"
@@ -77,11 +78,8 @@ int serve(const ServeFlags& flags, const sigset_t& stop_signals) {
   scheduler_options.slots = flags.parallel;
   scheduler_options.context = context;
   scheduler_options.queue_limit = flags.queue;
-  for (int64_t id : config.eos_token_ids) {
+  for (int64_t id : end_of_sequence_ids(config, &tokenizer)) {
     if (id >= 0 && id <= UINT32_MAX) scheduler_options.eos_ids.push_back(static_cast<uint32_t>(id));
-  }
-  if (scheduler_options.eos_ids.empty() && tokenizer.eos_token_id()) {
-    scheduler_options.eos_ids.push_back(*tokenizer.eos_token_id());
   }
   Scheduler scheduler(*model, tokenizer, scheduler_options);
 
