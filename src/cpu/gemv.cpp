@@ -95,18 +95,15 @@ void gemv_group(const LinearProblem* problems, int count) {
   const int64_t row_bytes =
       std::max<int64_t>(1, first_problem.depth * dtype_size(first_problem.weight_dtype));
   const int64_t grain = std::max<int64_t>(4, kMinBytesPerPart / row_bytes);
-  // The AVX-512 BF16 kernel takes eight rows per pass while they fit in L1 beside the weight
-  // stream (32 KiB: depth up to 2,048); otherwise four, and each block of weight rows is read
-  // again from L2 for the next four (measured faster on down_proj's 4,864 than eight rows over
-  // the whole depth, or over parts of it).
+  // The AVX-512 BF16 kernel takes up to eight rows per pass (it splits deep rows into segments
+  // whose input fits L1); the others four.
   const int64_t rows_per_pass =
-      kernel == kernels::gemv_bf16_dot_avx512 &&
-              kGemvBf16DotMaxRows * input_stride * input_element_bytes <= (int64_t{32} << 10)
-          ? kGemvBf16DotMaxRows
-          : kGemvMaxRows;
-  // Weight rows per block: about 128 KiB, so a block read for the first group of input rows is
-  // still in L2 for the next groups.
-  const int64_t block = std::max<int64_t>(16, (int64_t{128} << 10) / row_bytes);
+      kernel == kernels::gemv_bf16_dot_avx512 ? kGemvBf16DotMaxRows : kGemvMaxRows;
+  // With more rows than one pass takes, weight rows go in blocks of about 128 KiB, so that a
+  // block read for the first group of input rows is still in L2 for the next groups.
+  const int64_t block = first_problem.rows <= rows_per_pass
+                            ? total_outputs
+                            : std::max<int64_t>(16, (int64_t{128} << 10) / row_bytes);
   // Runs weight rows [begin, end) of one layer.
   auto run_rows = [&](const LinearProblem& problem, int64_t begin, int64_t end) {
     for (int64_t block_begin = begin; block_begin < end; block_begin += block) {

@@ -110,12 +110,14 @@ struct LinearShape {
 };
 
 // Sizes 1, 3, 17 and 4097 in each of M, K and N, GEMV and GEMM edges (every GEMV row count to 8),
-// odd depths and depths spanning several packed panels.
+// odd depths, depths spanning several packed panels and several GEMV segments, output counts
+// that leave partial GEMV tiles.
 const LinearShape kLinearShapes[] = {
     {1, 17, 3},    {3, 4097, 17}, {17, 3, 4097},  {4097, 17, 3},  {1, 4097, 1},
     {4, 896, 128}, {2, 64, 300},  {5, 33, 65},    {13, 1025, 37}, {64, 600, 96},
     {1, 1, 1},     {29, 520, 33}, {16, 300, 700}, {12, 1100, 90}, {6, 129, 40},
-    {7, 900, 31},  {8, 896, 64},  {9, 2100, 20}, {4, 100, 33},
+    {7, 900, 31},  {8, 896, 64},  {9, 2100, 20}, {4, 100, 33},  {8, 4870, 11},
+    {5, 3000, 13}, {2, 5000, 9},  {3, 6000, 7},
 };
 
 TEST_P(KernelPathTest, LinearMatchesDoubleLoopForEveryWeightDtypeWithAndWithoutBias) {
