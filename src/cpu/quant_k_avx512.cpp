@@ -2,6 +2,7 @@
 // the int8 activations, sub-block scales applied by vpdpwssd; and the f32 kernel.
 #include <immintrin.h>
 
+#include "cpu/prefetch.h"
 #include "cpu/quant_k_blocks.h"
 #include "cpu/quant_k_f32_kernel.inl"
 
@@ -219,6 +220,9 @@ struct RowDot {
     }
     int64_t b = 0;
     for (; b + 1 < blocks; b += 2) {
+      // micro-quant-k, ffn_down streamed, 1 column: Q4_K 154-169 -> 86-92 us, Q6_K 209 -> 105 us.
+      prefetch_lines<2 * sizeof(Block)>(reinterpret_cast<const char*>(weights + b) +
+                                        kWeightPrefetchBytes);
       accumulate_block<Block, Columns, 0>(weights[b], activations, activation_row_bytes, b, acc);
       accumulate_block<Block, Columns, 1>(weights[b + 1], activations, activation_row_bytes, b + 1,
                                           acc);
