@@ -55,11 +55,11 @@ std::vector<float> pseudo_random(int64_t count, uint64_t seed) {
 }
 
 void run_linear(benchmark::State& state, const Shape& shape, int64_t rows, int threads,
-                DType weight_dtype) {
+                DType weight_dtype, bool cached) {
   fornace::set_num_threads(threads);
   const int64_t weight_elements = shape.outputs * shape.depth;
   const int64_t weight_bytes = weight_elements * fornace::dtype_size(weight_dtype);
-  const int64_t copies = rows <= fornace::cpu::kGemvPreferredMaxRows
+  const int64_t copies = rows <= fornace::cpu::kGemvPreferredMaxRows && !cached
                              ? std::max<int64_t>(1, kMinWeightFootprint / weight_bytes)
                              : 1;
 
@@ -139,7 +139,8 @@ BENCHMARK(BM_Bf16DotPeak)
 
 // Registers Linear/<shape>/rows:<M>/threads:<T>/<dtype> for every shape, M in {1, 4, 8, 513}
 // (lm_head not at 513: prefill needs it at the last position only), T in {1, 2}; bf16 weights,
-// plus f32 weights for gate_proj.
+// plus f32 weights for gate_proj; and q_proj's GEMVs on one copy of the weights, which stays in
+// the caches (/cached: the kernels' arithmetic rate, memory aside).
 const bool kRegistered = [] {
   for (const Shape& shape : kShapes) {
     for (int64_t rows : {int64_t{1}, int64_t{4}, int64_t{8}, int64_t{513}}) {
@@ -147,18 +148,23 @@ const bool kRegistered = [] {
       for (int threads : {1, 2}) {
         std::vector<DType> dtypes = {DType::bf16};
         if (std::string(shape.name) == "gate_proj") dtypes.push_back(DType::f32);
+        const bool gemv = rows <= fornace::cpu::kGemvPreferredMaxRows;
         for (DType dtype : dtypes) {
-          std::string name = std::string("Linear/") + shape.name + "/rows:" + std::to_string(rows) +
-                             "/threads:" + std::to_string(threads) + "/" +
-                             fornace::dtype_name(dtype);
-          benchmark::RegisterBenchmark(name.c_str(),
-                                       [shape, rows, threads, dtype](benchmark::State& state) {
-                                         run_linear(state, shape, rows, threads, dtype);
-                                       })
-              ->UseRealTime()
-              ->Unit(benchmark::kMicrosecond)
-              ->ComputeStatistics("min", minimum)
-              ->ComputeStatistics("max", maximum);
+          for (bool cached : {false, true}) {
+            if (cached && !(gemv && std::string(shape.name) == "q_proj")) continue;
+            std::string name = std::string("Linear/") + shape.name + "/rows:" +
+                               std::to_string(rows) + "/threads:" + std::to_string(threads) + "/" +
+                               fornace::dtype_name(dtype) + (cached ? "/cached" : "");
+            benchmark::RegisterBenchmark(
+                name.c_str(),
+                [shape, rows, threads, dtype, cached](benchmark::State& state) {
+                  run_linear(state, shape, rows, threads, dtype, cached);
+                })
+                ->UseRealTime()
+                ->Unit(benchmark::kMicrosecond)
+                ->ComputeStatistics("min", minimum)
+                ->ComputeStatistics("max", maximum);
+          }
         }
       }
     }
