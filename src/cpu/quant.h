@@ -17,6 +17,9 @@ constexpr int64_t kQuantMaxColumns = 4;
 struct BlockKernels {
   // Widens one row to f32, exactly as the format defines its values.
   void (*dequantize_row)(const void* blocks, float* out, int64_t n) = nullptr;
+  // Widens one row to bf16 (the values rounded to nearest even) in registers; null where the ISA
+  // has no such kernel (dequantize_row then does).
+  void (*widen_row_bf16)(const void* blocks, uint16_t* out, int64_t n) = nullptr;
   // Rounds one f32 row into blocks, as llama.cpp's reference quantizer does (for `fornace
   // quantize` and tests); null for types Fornace only reads.
   void (*quantize_row)(const float* in, void* blocks, int64_t n) = nullptr;
@@ -64,6 +67,14 @@ struct QuantizedLinearProblem {
 
 // Runs the problem on the global thread pool: the input is quantized once, then weight rows are
 // split across threads, each block of rows reused from cache for every group of input rows.
+// From kWidenedGemmMinRows rows on (prefill) with AVX512_BF16 and quantize_input, the weight
+// rows are instead widened to bf16 a chunk at a time and multiplied by the BF16 GEMM (cpu/gemm.h),
+// the input rounded to bf16.
 void quantized_linear(const QuantizedLinearProblem& problem);
+
+constexpr int64_t kWidenedGemmMinRows = 32;
+// Whether quantized_linear runs `problem` as that BF16 GEMM (weights and input rounded to bf16,
+// instead of the input to 8-bit blocks).
+bool quantized_linear_widens_to_bf16(const QuantizedLinearProblem& problem);
 
 }  // namespace fornace::cpu

@@ -468,6 +468,7 @@ constexpr BlockKernels kernels_for(Isa isa) {
     case Isa::avx512:
       kernels.dot_rows = dot_rows_avx512<Type>;
       kernels.dot_rows_f32 = dot_rows_f32_avx512<Type>;
+      kernels.widen_row_bf16 = widen_row_bf16_avx512<Type>;
       break;
     case Isa::avx2:
       kernels.dot_rows = dot_rows_avx2<Type>;

@@ -242,8 +242,32 @@ struct RowDot {
   }
 };
 
+// Stores each kWidth values of a block as bf16 (nearest even) at their element.
+struct WidenToBf16 {
+  uint16_t* out;
+  void consume(__m512i levels, int element, float scale, float offset) {
+    const __m512 weights = _mm512_fmadd_ps(_mm512_cvtepi32_ps(levels), _mm512_set1_ps(scale),
+                                           _mm512_set1_ps(-offset));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + element),
+                        (__m256i)_mm512_cvtneps_pbh(weights));
+  }
+};
+
 }  // namespace
 
 FORNACE_KQUANT_ENTRY_POINTS(avx512)
+
+template <BlockType Type>
+void widen_row_bf16_avx512(const void* blocks, uint16_t* out, int64_t n) {
+  using Block = BlockOf<Type>;
+  const auto* row = static_cast<const Block*>(blocks);
+  for (int64_t b = 0; b < n / kBlockElements; ++b) {
+    WidenToBf16 widen{out + b * kBlockElements};
+    f32_kernel::accumulate_block(row[b], widen);
+  }
+}
+template void widen_row_bf16_avx512<BlockType::q4_k>(const void*, uint16_t*, int64_t);
+template void widen_row_bf16_avx512<BlockType::q5_k>(const void*, uint16_t*, int64_t);
+template void widen_row_bf16_avx512<BlockType::q6_k>(const void*, uint16_t*, int64_t);
 
 }  // namespace fornace::cpu::kquant

@@ -57,6 +57,9 @@ inline Int move_bit(Int a) {
   }
 }
 
+// accumulate_block(block, consumer) hands the consumer the block's values kWidth at a time as
+// consume(levels, element, scale, offset): weights = levels * scale - offset.
+
 // The sums of one weight row against Columns activation rows, each in kChains registers (so
 // consecutive FMAs do not wait on each other). The loops that call consume() are unrolled, so
 // the chain index is a constant.
@@ -78,8 +81,8 @@ struct Accumulators {
   }
 };
 
-template <int Columns>
-void accumulate_block(const BlockQ4K& block, Accumulators<Columns>& acc) {
+template <typename Consumer>
+void accumulate_block(const BlockQ4K& block, Consumer& acc) {
   const ScalesAndMins packed = unpack_scales_and_mins(block.scales);
   const float d = _cvtsh_ss(block.d), dmin = _cvtsh_ss(block.dmin);
 #pragma GCC unroll 4
@@ -97,8 +100,8 @@ void accumulate_block(const BlockQ4K& block, Accumulators<Columns>& acc) {
   }
 }
 
-template <int Columns>
-void accumulate_block(const BlockQ5K& block, Accumulators<Columns>& acc) {
+template <typename Consumer>
+void accumulate_block(const BlockQ5K& block, Consumer& acc) {
   const ScalesAndMins packed = unpack_scales_and_mins(block.scales);
   const float d = _cvtsh_ss(block.d), dmin = _cvtsh_ss(block.dmin);
   auto group = [&]<int G>() {
@@ -122,8 +125,8 @@ void accumulate_block(const BlockQ5K& block, Accumulators<Columns>& acc) {
   group.template operator()<3>();
 }
 
-template <int Columns>
-void accumulate_block(const BlockQ6K& block, Accumulators<Columns>& acc) {
+template <typename Consumer>
+void accumulate_block(const BlockQ6K& block, Consumer& acc) {
   const float d = _cvtsh_ss(block.d);
 #pragma GCC unroll 2
   for (int h = 0; h < 2; ++h) {
@@ -159,7 +162,7 @@ struct RowDot {
       for (int c = 0; c < Columns; ++c) {
         acc.activations[c] = activations + c * activation_stride + b * kBlockElements;
       }
-      accumulate_block<Columns>(weights[b], acc);
+      accumulate_block(weights[b], acc);
     }
     for (int c = 0; c < Columns; ++c) {
       const Vec* chains = acc.sums[c];

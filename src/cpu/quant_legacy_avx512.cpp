@@ -342,10 +342,33 @@ void RoundActivations<Layout>::run(const float* in, void* out, int64_t n) {
   finish_activation_row(quads, block_count(n));
 }
 
+// A row widened block by block (widen_block), rounded to bf16 (vcvtne2ps2bf16: nearest even).
+template <const BlockLayout& Layout>
+void widen_row_bf16(const void* blocks, uint16_t* out, int64_t n) {
+  const auto* bytes = static_cast<const uint8_t*>(blocks);
+  for (int64_t block = 0; block < block_count(n); ++block) {
+    __m512 low, high;
+    widen_block<Layout>(bytes + block * Layout.bytes, low, high);
+    _mm512_storeu_si512(out + block * kBlockElements, (__m512i)_mm512_cvtne2ps_pbh(high, low));
+  }
+}
+
+template <const BlockLayout& Layout>
+BlockKernels kernels_with_widening(BlockType type) {
+  BlockKernels kernels = *vector_kernels<IntegerTile, FloatTile, RoundActivations>(type);
+  kernels.widen_row_bf16 = widen_row_bf16<Layout>;
+  return kernels;
+}
+
 }  // namespace
 
 const BlockKernels* kernels(BlockType type) {
-  return vector_kernels<IntegerTile, FloatTile, RoundActivations>(type);
+  static const BlockKernels table[5] = {kernels_with_widening<kQ4_0>(BlockType::q4_0),
+                                        kernels_with_widening<kQ4_1>(BlockType::q4_1),
+                                        kernels_with_widening<kQ5_0>(BlockType::q5_0),
+                                        kernels_with_widening<kQ5_1>(BlockType::q5_1),
+                                        kernels_with_widening<kQ8_0>(BlockType::q8_0)};
+  return pick(type, table);
 }
 
 }  // namespace fornace::cpu::legacy::avx512

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "cpu/gemm.h"
+#include "cpu/gemm_kernels.h"
 #include "cpu/quant.h"
 #include "cpu/scratch.h"
 #include "cpu/thread_pool.h"
@@ -20,6 +22,10 @@ constexpr int64_t kMinWorkPerPart = 64 << 10;
 constexpr int64_t kCacheBlockBytes = 192 << 10;
 // Inputs of at least this many elements are quantized by all threads.
 constexpr int64_t kParallelQuantizeElements = 1 << 16;
+// The bf16 copy of the weight rows for the GEMM is made this many bytes at a time at most.
+constexpr int64_t kWidenedChunkBytes = 16 << 20;
+// Threads widen weight rows in parts of at least this many.
+constexpr int64_t kWidenRowGrain = 16;
 
 void check(const QuantizedLinearProblem& problem) {
   const size_t packed_row_bytes = block_row_bytes(problem.weight_type, problem.depth);
@@ -53,11 +59,61 @@ const uint8_t* quantize_input(const QuantizedLinearProblem& problem, const Block
   return activations;
 }
 
+// The problem as BF16 GEMMs over chunks of weight rows widened to bf16 (exactly as the format
+// defines the values, then rounded to nearest even): each weight is widened once per call, which
+// a prefill of many rows repays, and the GEMM's packed micro-kernel runs at the BF16 rate.
+void widened_bf16_gemm(const QuantizedLinearProblem& problem) {
+  const BlockKernels& kernels = block_kernels(problem.weight_type);
+  const int64_t depth = problem.depth;
+  const int64_t chunk_rows =
+      std::max<int64_t>(1, kWidenedChunkBytes / (depth * static_cast<int64_t>(sizeof(uint16_t))));
+  const int64_t widened_rows = std::min(problem.outputs, chunk_rows);
+  auto* widened = static_cast<uint16_t*>(thread_scratch(
+      ScratchSlot::widened_weight, widened_rows * depth * sizeof(uint16_t)));
+  const auto* weight = static_cast<const uint8_t*>(problem.weight);
+  for (int64_t first = 0; first < problem.outputs; first += chunk_rows) {
+    const int64_t count = std::min(chunk_rows, problem.outputs - first);
+    ThreadPool::global().run(count, kWidenRowGrain, [&](int64_t begin, int64_t end) {
+      auto* values = kernels.widen_row_bf16 ? nullptr
+                                            : static_cast<float*>(thread_scratch(
+                                                  ScratchSlot::widened_row, depth * sizeof(float)));
+      for (int64_t row = begin; row < end; ++row) {
+        const uint8_t* blocks = weight + (first + row) * problem.weight_row_bytes;
+        if (kernels.widen_row_bf16) {
+          kernels.widen_row_bf16(blocks, widened + row * depth, depth);
+          continue;
+        }
+        kernels.dequantize_row(blocks, values, depth);
+        kernels::convert_f32_to_bf16_avx512(values, widened + row * depth, depth);
+      }
+    });
+    LinearProblem chunk;
+    chunk.input = problem.input;
+    chunk.input_stride = problem.input_stride;
+    chunk.rows = problem.rows;
+    chunk.depth = depth;
+    chunk.outputs = count;
+    chunk.weight = widened;
+    chunk.weight_dtype = DType::bf16;
+    chunk.weight_stride = depth;
+    chunk.bias = problem.bias ? problem.bias + first : nullptr;
+    chunk.output = problem.output + first;
+    chunk.output_stride = problem.output_stride;
+    gemm(chunk);
+  }
+}
+
 }  // namespace
+
+bool quantized_linear_widens_to_bf16(const QuantizedLinearProblem& problem) {
+  return problem.quantize_input && problem.rows >= kWidenedGemmMinRows &&
+         linear_rounds_input_to_bf16(DType::bf16);
+}
 
 void quantized_linear(const QuantizedLinearProblem& problem) {
   if (problem.rows <= 0 || problem.outputs <= 0) return;
   check(problem);
+  if (quantized_linear_widens_to_bf16(problem)) return widened_bf16_gemm(problem);
   const BlockKernels& kernels = block_kernels(problem.weight_type);
   const size_t activation_row_bytes =
       problem.quantize_input ? kernels.activation_row_bytes(problem.depth) : 0;

@@ -6,7 +6,14 @@
 namespace fornace::cpu {
 
 // Which buffer: kernels that may be in use on one thread at the same time take different slots.
-enum class ScratchSlot { gemv_input, gemm_weight_panels, quantized_input, count };
+enum class ScratchSlot {
+  gemv_input,
+  gemm_weight_panels,
+  quantized_input,
+  widened_weight,  // quantized weight rows widened to bf16 for a GEMM
+  widened_row,      // one of those rows in f32 on its way
+  count
+};
 
 // A buffer of at least `bytes`, owned by the calling thread; valid until the next call for the
 // same slot on this thread. It starts at 64 KiB so that small uses never grow it.

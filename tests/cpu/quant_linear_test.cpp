@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/block_type.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "cpu/quant.h"
 #include "cpu/quant_test_support.h"
@@ -77,6 +78,7 @@ void check_layer(const Layer& layer, int64_t rows, bool quantize_input, bool wit
   problem.output = output.data();
   problem.output_stride = output_stride;
   problem.quantize_input = quantize_input;
+  const bool widened_to_bf16 = cpu::quantized_linear_widens_to_bf16(problem);
   cpu::quantized_linear(problem);
 
   const int64_t block = block_format(layer.type).block_elements;
@@ -91,9 +93,12 @@ void check_layer(const Layer& layer, int64_t rows, bool quantize_input, bool wit
         magnitude += std::fabs(w[k] * x[k]);
       }
       // f32 accumulation; with 8-bit activations, plus their rounding bound over the
-      // activation blocks (taken as long as the weight's blocks).
+      // activation blocks (taken as long as the weight's blocks); where the weights and the
+      // input are rounded to bf16 for the GEMM instead, 2^-8 relative each at most.
       double allowed = 2e-6 * magnitude;
-      if (quantize_input) {
+      if (widened_to_bf16) {
+        allowed += std::ldexp(1.0, -7) * magnitude;
+      } else if (quantize_input) {
         allowed += quant_test::activation_rounding_bound(w, x, layer.depth, block);
       }
       ASSERT_NEAR(output[m * output_stride + r], exact, allowed)
@@ -101,6 +106,29 @@ void check_layer(const Layer& layer, int64_t rows, bool quantize_input, bool wit
     }
     for (int64_t gap = layer.outputs; gap < output_stride; ++gap) {
       ASSERT_TRUE(std::isnan(output[m * output_stride + gap])) << where << ": wrote past a row";
+    }
+  }
+}
+
+// The bf16 widening that prefill's GEMM reads: each value as dequantize_row gives it (the
+// double loop's weights), rounded to bf16 (within half a bf16 step: 2^-8 relative at most).
+TEST(QuantizedLinear, WidenedRowsAreTheValuesInBf16) {
+  for (BlockType type : types_with_kernels()) {
+    const Layer layer = make_layer(type, 3 * block_format(type).block_elements, 5);
+    for (cpu::Isa isa : supported_isas()) {
+      const cpu::BlockKernels& kernels = cpu::block_kernels(type, isa);
+      if (kernels.widen_row_bf16 == nullptr) continue;
+      std::vector<uint16_t> widened(layer.depth);
+      for (int64_t r = 0; r < layer.outputs; ++r) {
+        kernels.widen_row_bf16(layer.weight.data() + r * layer.row_bytes, widened.data(),
+                               layer.depth);
+        for (int64_t k = 0; k < layer.depth; ++k) {
+          const double exact = layer.widened[r * layer.depth + k];
+          ASSERT_NEAR(bf16_to_f32(widened[k]), exact, std::ldexp(std::fabs(exact), -8))
+              << block_format(type).name << " on " << cpu::isa_name(isa) << ", row " << r
+              << ", element " << k;
+        }
+      }
     }
   }
 }
