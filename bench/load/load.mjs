@@ -1,12 +1,14 @@
 // Load benchmark of `fornace serve`: 1, 2, 4 and 8 concurrent streams of 128 tokens, time to first
 // token and per-token latency, aggregate tok/s; and single-stream decode against `fornace` itself,
-// in alternating runs. Writes bench/runs/<date>-<commit>-load.{csv,md,svg}.
+// in alternating runs; the machine's roofs before each round. Writes
+// bench/runs/<date>-<commit>-load.{csv,md,svg} and -load-roofs.csv.
 //
 // node bench/load/load.mjs --fornace build/bin/fornace --model models/synth-qwen2.5-0.5b
 //   [--streams 1,2,4,8] [--tokens 128] [--rounds 3] [--threads 2] [--out bench/runs]
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
 import { cpus, getPriority, setPriority, tmpdir } from 'node:os';
+import { dirname } from 'node:path';
 import { startServer } from './serve_process.mjs';
 
 function parseArgs(argv) {
@@ -161,6 +163,21 @@ function svgPlot(rows, title) {
   return `${svg}</svg>\n`;
 }
 
+// The machine's roofs as fornace-bench measures them (next to the fornace binary), before a round:
+// the ratios between levels depend on how fast memory is, which drifts between processes.
+async function measureRoofs(options, priority) {
+  const bench = `${dirname(options.fornace)}/fornace-bench`;
+  const child = spawn(bench, ['roofs', '--threads', String(options.threads)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '', stderr = '';
+  child.on('error', (error) => { stderr += error.message; });
+  child.stdout.on('data', (data) => { stdout += data; });
+  child.stderr.on('data', (data) => { stderr += data; });
+  if (child.pid) setPriority(child.pid, priority);
+  const code = await new Promise((resolve) => child.on('close', resolve));
+  if (code !== 0) throw new Error(`${bench} roofs failed: ${stderr.trim()}`);
+  return JSON.parse(stdout.trim().split('\n').pop());
+}
+
 async function main() {
   const options = parseArgs(process.argv);
   const text = readFileSync(options.prompt, 'utf8');
@@ -181,7 +198,10 @@ async function main() {
   const serverSingleRates = [];
   // A fresh server per round, as `fornace` is a fresh process per run: a process's memory
   // bandwidth differs from the next one's on a shared machine, so the rounds pair them.
+  const roofs = [];
   for (let round = 0; round < options.rounds; round++) {
+    roofs.push(await measureRoofs(options, priority));
+    console.error(`round ${round + 1}/${options.rounds}: read ${format(roofs.at(-1).read_gbs)} GB/s`);
     fornaceRates.push(await fornaceDecodeRate(options, promptFile, priority));
     const server = await startServer(options.fornace, ['--model', options.model, '--parallel', String(maxStreams),
       '--ctx-size', '1024', '--threads', String(options.threads)]);
@@ -245,6 +265,12 @@ async function main() {
     `(${sorted(serverSingleRates).map((v) => format(v)).join(', ')}), fornace ${format(median(fornaceRates))} tok/s ` +
     `(${sorted(fornaceRates).map((v) => format(v)).join(', ')}); server / fornace per round: ${ratios.map((v) => format(v, 3)).join(', ')} ` +
     `(median ${format(median(ratios), 3)}).`;
+  const reads = roofs.map((roof) => roof.read_gbs);
+  const peaks = roofs.map((roof) => roof.peak_gflops);
+  const roofLine = `Roofs measured before each round (\`fornace-bench roofs\`): streaming read ` +
+    `${sorted(reads).map((v) => format(v)).join(', ')} GB/s; BF16 peak ${sorted(peaks).map((v) => format(v, 0)).join(', ')} GFLOP/s.`;
+  writeFileSync(`${base}-roofs.csv`, ['round,read_gbs,peak_gflops',
+    ...roofs.map((roof, round) => [round, format(roof.read_gbs, 2), format(roof.peak_gflops, 1)].join(','))].join('\n') + '\n');
   const markdown = [`# fornace serve under load: ${options.model}`, '',
     `Commit ${commit}, ${date}, ${cpu} (${cpus().length} CPUs), --threads ${options.threads}, --parallel ${maxStreams}; ` +
     `${options.tokens} tokens per stream (greedy, ignore_eos), prompts of about 100 tokens, ${options.rounds} rounds, ` +
@@ -253,11 +279,11 @@ async function main() {
     '(prefill included). Engine decode tok/s: the tokens of decode passes over the time in them, from /metrics (prefill ' +
     'excluded). × 1 stream: against the single stream of the same round and server. Medians of the rounds, ranges in ' +
     'brackets. TTFT: request sent to first text chunk. Per token: gaps between text chunks.', '',
-    ...table, '', decodeLine, ''].join('\n');
+    ...table, '', decodeLine, '', roofLine, ''].join('\n');
   writeFileSync(`${base}.md`, markdown);
   writeFileSync(`${base}.svg`, svgPlot(rows, `fornace serve, ${options.model.split('/').pop()}, ${commit}`));
   console.log(markdown);
-  console.log(`wrote ${base}.csv, ${base}.md, ${base}.svg`);
+  console.log(`wrote ${base}.csv, ${base}-roofs.csv, ${base}.md, ${base}.svg`);
 }
 
 main().catch((error) => {

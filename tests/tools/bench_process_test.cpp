@@ -3,6 +3,7 @@
 // `report` rebuilding the outputs.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -383,6 +384,21 @@ TEST_F(BenchProcess, ReportWithoutACsvIsAUsageError) {
   fornace::Outcome help = outcome_of(start({kBench, "report", "--help"}, directory_));
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("usage: fornace-bench report RUNS.csv"), std::string::npos);
+}
+
+// The roofs alone, for the load benchmark: one JSON line with both measured (positive, finite).
+TEST_F(BenchProcess, RoofsPrintsTheReadBandwidthAndThePeakAsOneJsonLine) {
+  fornace::Outcome roofs = outcome_of(start({kBench, "roofs", "--threads", "1"}, directory_));
+  ASSERT_EQ(roofs.exit_code, 0) << roofs.err;
+  EXPECT_EQ(count_lines(roofs.out), 1u) << roofs.out;
+  const nlohmann::json line = nlohmann::json::parse(roofs.out);
+  EXPECT_GT(line.at("read_gbs").get<double>(), 0.0);
+  EXPECT_LT(line.at("read_gbs").get<double>(), 1e4);
+  EXPECT_GE(line.at("peak_gflops").get<double>(), 0.0);  // 0 without AVX512_BF16.
+  EXPECT_EQ(line.at("threads").get<int64_t>(), 1);
+  EXPECT_FALSE(line.at("cpu").get<std::string>().empty());
+  fornace::expect_error(outcome_of(start({kBench, "roofs", "--threads", "0"}, directory_)), 2,
+                        "--threads: expects an integer in [1, 1024], got '0'");
 }
 
 TEST_F(BenchProcess, OutOfRangeValueNamesTheFlagAndTheRangeBeforeAnyChildStarts) {

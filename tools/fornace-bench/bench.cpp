@@ -543,7 +543,8 @@ void print_failure(const ChildOutcome& outcome) {
 constexpr const char* kUsage =
     "usage: fornace-bench --model DIR[,DIR...] --kv-cache KIND[,KIND...] --prompts FILE[,FILE...]\n"
     "                     [--attention PATH[,PATH...]] [options]\n"
-    "       fornace-bench report RUNS.csv";
+    "       fornace-bench report RUNS.csv\n"
+    "       fornace-bench roofs [--threads N]";
 
 void add_bench_flags(tools::CommandLine& app, BenchPlan& plan) {
   using tools::integer_in;
@@ -707,6 +708,28 @@ int bench_command(int argc, char** argv) {
     plan.kinds = split_list(plan.kv_cache);
     plan.prompts = split_list(plan.prompt_list);
     return run_bench(plan);
+  });
+}
+
+int roofs_command(int argc, char** argv) {
+  tools::CommandLine app("fornace-bench roofs", "usage: fornace-bench roofs [--threads N]",
+                         "Measures the machine's roofs as the bench does (the streaming read: 1 GiB, "
+                         "best of 5 passes; the register-only BF16 dot-product peak) and prints "
+                         "them as one JSON line, for tools that quote speed as a share of them.");
+  int64_t threads = 0;
+  tools::add_threads_flag(app, threads);
+  return app.parse_and_run(argc, argv, [&] {
+    set_num_threads(static_cast<int>(threads));
+    const CpuIdentity cpu = cpu_identity();
+    nlohmann::json roofs = {
+        {"read_gbs", cpu::measure_read_bandwidth_gbs(kBandwidthBytes, kBandwidthPasses)},
+        {"peak_gflops", cpu::measure_bf16_dot_peak_gflops()},
+        {"threads", threads},
+        {"cpu", cpu.model_name},
+        {"cpu_family", cpu.family},
+        {"cpu_model", cpu.model}};
+    std::cout << roofs.dump() << std::endl;
+    return 0;
   });
 }
 

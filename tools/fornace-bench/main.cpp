@@ -1,4 +1,5 @@
-// fornace-bench: speed and memory per model, attention path and KV cache; `report` redraws a CSV.
+// fornace-bench: speed and memory per model, attention path and KV cache; `report` redraws a CSV,
+// `roofs` measures the machine's roofs alone.
 #include <csignal>
 #include <string_view>
 
@@ -10,5 +11,6 @@ int main(int argc, char** argv) {
   std::string_view mode = argc >= 2 ? argv[1] : "";
   if (mode == "--child") return child_command(argc - 1, argv + 1);
   if (mode == "report") return report_command(argc - 1, argv + 1);
+  if (mode == "roofs") return roofs_command(argc - 1, argv + 1);
   return bench_command(argc, argv);
 }
