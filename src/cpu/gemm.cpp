@@ -359,6 +359,13 @@ void linear_group(const LinearProblem* problems, int count) {
   }
 }
 
+std::string gemm_kernel_name(DType weight_dtype) {
+  const GemmKernel kernel = select_kernel(weight_dtype);
+  return std::to_string(kernel.rows) + "x" + std::to_string(kernel.columns) +
+         (kernel.bf16_pairs ? " bf16 pairs" : " f32") + ", panels of " +
+         std::to_string(kernel.panel_depth) + " k";
+}
+
 bool linear_rounds_input_to_bf16(DType weight_dtype) {
   return weight_dtype == DType::bf16 && active_isa() == Isa::avx512;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/dtype.h"
 
@@ -53,5 +54,10 @@ void gemm(const LinearProblem& problem);
 
 // Whether linear() with this weight dtype rounds its input to bf16 at the active ISA.
 bool linear_rounds_input_to_bf16(DType weight_dtype);
+
+// The kernels linear() picks at the active ISA for this weight dtype, in words (for --trace and
+// the bench's records): the GEMM micro-kernel, and the GEMV's way through one and several rows.
+std::string gemm_kernel_name(DType weight_dtype);
+std::string gemv_kernel_name(DType weight_dtype);
 
 }  // namespace fornace::cpu

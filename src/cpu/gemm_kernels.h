@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/dtype.h"
 
@@ -58,6 +59,8 @@ using GemvKernel = void (*)(const GemvArguments& arguments, int64_t begin, int64
 
 // bf16 weights with bf16 input, vdpbf16ps.
 void gemv_bf16_dot_avx512(const GemvArguments& arguments, int64_t begin, int64_t end);
+// How gemv_bf16_dot_avx512 runs several rows, in words (tiles, segments, prefetch).
+std::string gemv_bf16_dot_avx512_tiles();
 // f32 or f16 weights widened to f32, with f32 input, FMA.
 void gemv_f32_avx512(const GemvArguments& arguments, int64_t begin, int64_t end);
 // f32, bf16 or f16 weights widened to f32, with f32 input, FMA.

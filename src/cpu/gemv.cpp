@@ -1,6 +1,7 @@
 // The GEMV driver (ISA choice, bf16 input rounding, row split across threads) and its portable
 // kernel.
 #include <algorithm>
+#include <string>
 
 #include "cpu/cpu_features.h"
 #include "cpu/gemm.h"
@@ -137,6 +138,21 @@ void gemv_group(const LinearProblem* problems, int count) {
       offset += problem.outputs;
     }
   });
+}
+
+std::string gemv_kernel_name(DType weight_dtype) {
+  switch (active_isa()) {
+    case Isa::avx512:
+      if (weight_dtype == DType::bf16) {
+        return "bf16 dot, 1 row a weight row at a time, 2-" + std::to_string(kGemvBf16DotMaxRows) +
+               " rows in " + kernels::gemv_bf16_dot_avx512_tiles();
+      }
+      return "f32 FMA (AVX-512), " + std::to_string(kGemvMaxRows) + " rows a pass";
+    case Isa::avx2:
+      return "f32 FMA (AVX2), " + std::to_string(kGemvMaxRows) + " rows a pass";
+    default:
+      return "portable f32, " + std::to_string(kGemvMaxRows) + " rows a pass";
+  }
 }
 
 }  // namespace fornace::cpu

@@ -2,6 +2,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <string>
 
 #include "cpu/gemm.h"
 #include "cpu/gemm_kernels.h"
@@ -260,6 +261,14 @@ void gemv_bf16_dot_avx512(const GemvArguments& arguments, int64_t begin, int64_t
     default:
       return dot_rows_tiled<8>(arguments, begin, end);
   }
+}
+
+std::string gemv_bf16_dot_avx512_tiles() {
+  return "tiles of weight rows x input rows " + std::to_string(tile_columns<2>()) + "x2, " +
+         std::to_string(tile_columns<3>()) + "x3, " + std::to_string(tile_columns<4>()) + "x4, " +
+         std::to_string(tile_columns<5>()) + "x5-6, " + std::to_string(tile_columns<7>()) +
+         "x7-8, input segments of " + std::to_string(kSegmentInputBytes >> 10) +
+         " KiB, prefetch " + std::to_string(kPrefetchBytes >> 10) + " KiB ahead";
 }
 
 void gemv_f32_avx512(const GemvArguments& arguments, int64_t begin, int64_t end) {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "core/block_type.h"
 #include "cpu/cpu_features.h"
@@ -76,5 +77,7 @@ constexpr int64_t kWidenedGemmMinRows = 32;
 // Whether quantized_linear runs `problem` as that BF16 GEMM (weights and input rounded to bf16,
 // instead of the input to 8-bit blocks).
 bool quantized_linear_widens_to_bf16(const QuantizedLinearProblem& problem);
+// How quantized_linear runs at the active ISA, in words (for --trace and the bench's records).
+std::string quantized_kernel_name();
 
 }  // namespace fornace::cpu

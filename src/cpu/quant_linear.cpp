@@ -1,6 +1,7 @@
 // quantized_linear(): the input rounded to activation blocks once, weight rows split across the
 // thread pool, and each cache-sized block of weight rows reused for every group of input rows.
 #include <algorithm>
+#include <string>
 
 #include "core/error.h"
 #include "cpu/gemm.h"
@@ -108,6 +109,19 @@ void widened_bf16_gemm(const QuantizedLinearProblem& problem) {
 bool quantized_linear_widens_to_bf16(const QuantizedLinearProblem& problem) {
   return problem.quantize_input && problem.rows >= kWidenedGemmMinRows &&
          linear_rounds_input_to_bf16(DType::bf16);
+}
+
+std::string quantized_kernel_name() {
+  std::string rows = ", " + std::to_string(kQuantMaxColumns) + " input rows a pass";
+  switch (active_isa()) {
+    case Isa::avx512:
+      return "8-bit activation blocks, int8 dot (AVX-512 VNNI)" + rows + "; from " +
+             std::to_string(kWidenedGemmMinRows) + " rows, weights widened to bf16 for the bf16 GEMM";
+    case Isa::avx2:
+      return "8-bit activation blocks, int8 dot (AVX2)" + rows;
+    default:
+      return "8-bit activation blocks, portable" + rows;
+  }
 }
 
 void quantized_linear(const QuantizedLinearProblem& problem) {

@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "cpu/kernel_choices.h"
+
 namespace fornace {
 namespace {
 
@@ -30,6 +32,7 @@ std::string format_trace(const GenerationResult& result) {
                  (memory.allocated_bytes - memory.released_bytes) / kMiB,
                  memory.peak_live_bytes / kMiB);
   }
+  text += "trace: kernels: " + cpu::kernel_choices() + "\n";
   MappedBytes mapped = memory::mapped_bytes();
   text += line("trace: weights mapped %.1f MiB resident, %.0f%% in 2 MiB pages\n",
                mapped.resident / kMiB,

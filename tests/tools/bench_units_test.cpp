@@ -33,6 +33,7 @@ BenchContext sample_context() {
   context.cpu = "Example CPU, \"quoted\" model";
   context.cpu_family = "25";
   context.cpu_model = "17";
+  context.kernels = "isa avx512; gemm bf16: 12x32, with a comma";
   context.cores = 2;
   context.threads = 2;
   context.dtype = "bf16";
@@ -215,6 +216,7 @@ TEST(BenchRecords, RunsCsvRoundTripsEveryFieldAndTheContext) {
   EXPECT_EQ(data.context.cpu_family, "25");
   EXPECT_EQ(data.context.cpu_model, "17");
   EXPECT_EQ(cpu_description(data.context), context.cpu + " (family 25, model 17)");
+  EXPECT_EQ(data.context.kernels, context.kernels);
   EXPECT_EQ(data.context.cores, 2);
   EXPECT_EQ(data.context.threads, 2);
   EXPECT_EQ(data.context.dtype, "bf16");
@@ -435,7 +437,11 @@ TEST(BenchSummary, OneTablePerModelAndPromptWithARowPerAttentionPathAndCache) {
     EXPECT_EQ(table.caches[3].attention + " " + table.caches[3].kv_cache, "candle prealloc");
   }
   std::string text = format_tables(data);
-  EXPECT_EQ(text.rfind("Machine: " + cpu_description(data.context) + ", 2 cores\n", 0), 0u) << text;
+  EXPECT_EQ(text.rfind("Machine: " + cpu_description(data.context) + ", 2 cores\nKernels: " +
+                           data.context.kernels + "\n",
+                       0),
+            0u)
+      << text;
   EXPECT_NE(text.find("### tiny \u00b7 p.ids: 2,049 prompt tokens"), std::string::npos) << text;
   EXPECT_NE(text.find("### tiny-llama \u00b7 p.ids: 2,049 prompt tokens"), std::string::npos);
   std::string last_table = text.substr(text.find("### tiny-llama"));

@@ -56,7 +56,8 @@ TEST_F(FornaceCli, TraceShowsPhasesStepsAndOps) {
   Outcome outcome = run_fornace(run("--prompt-ids 1,2,3,4 --max-new-tokens 4 --kv-cache cat --trace"));
   ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
   for (const char* fragment : {"tensor memory by phase", "prefill", "decode", "per decode step",
-                               "strided", "ops that allocated most in prefill"}) {
+                               "strided", "ops that allocated most in prefill",
+                               "trace: kernels: isa "}) {
     EXPECT_NE(outcome.err.find(fragment), std::string::npos) << fragment;
   }
 }

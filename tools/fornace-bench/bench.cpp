@@ -25,6 +25,7 @@
 #include "common/cli.h"
 #include "common/progress.h"
 #include "core/dtype.h"
+#include "cpu/kernel_choices.h"
 #include "cpu/roofline.h"
 #include "cpu/thread_pool.h"
 #include "format.h"
@@ -609,6 +610,7 @@ int run_bench(BenchPlan& plan) {
   CpuIdentity cpu = cpu_identity();
   data.context.cpu = cpu.model_name;
   data.context.cpu_family = cpu.family;
+  data.context.kernels = cpu::kernel_choices();
   data.context.cpu_model = cpu.model;
   data.context.cores = available_cores();
   data.context.threads = plan.threads;

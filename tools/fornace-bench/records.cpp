@@ -12,13 +12,13 @@ namespace {
 
 const std::vector<std::string> kContextColumns = {
     "date",  "cpu",      "cores",       "threads",    "dtype",    "commit",
-    "dirty", "read_gbs", "peak_gflops", "cpu_family", "cpu_model"};
+    "dirty", "read_gbs", "peak_gflops", "cpu_family", "cpu_model", "kernels"};
 // Columns added after the first findings were recorded: optional when read.
 const std::set<std::string> kLaterColumns = {
     "peak_gflops",         "run_read_gbs", "prefill_gflop", "cpu_family",
     "cpu_model",           "model",        "model_dir",     "attention",
     "kv_bytes_per_token",  "strided_runs", "kv_read_bytes", "mean_strided_bytes_last64",
-    "bytes_per_run_last64"};
+    "bytes_per_run_last64", "kernels"};
 
 const std::vector<std::string> kRunColumns = {"kv_cache",
                                               "prompt",
@@ -65,7 +65,8 @@ std::vector<std::string> context_fields(const BenchContext& context) {
           format_fixed(context.read_gbs, 2),
           format_fixed(context.peak_gflops, 1),
           context.cpu_family,
-          context.cpu_model};
+          context.cpu_model,
+          context.kernels};
 }
 
 // The columns a file must have: all of them but those added later.
@@ -118,6 +119,7 @@ BenchContext read_context(const CsvTable& table, const std::string& source_name)
   context.cpu = table.text(0, "cpu");
   context.cpu_family = text_or_empty(table, 0, "cpu_family");
   context.cpu_model = text_or_empty(table, 0, "cpu_model");
+  context.kernels = text_or_empty(table, 0, "kernels");
   context.cores = table.integer(0, "cores");
   context.threads = table.integer(0, "threads");
   context.dtype = table.text(0, "dtype");
@@ -141,6 +143,10 @@ std::string cpu_description(const BenchContext& context) {
   auto or_unknown = [](const std::string& value) { return value.empty() ? "?" : value; };
   return context.cpu + " (family " + or_unknown(context.cpu_family) + ", model " +
          or_unknown(context.cpu_model) + ")";
+}
+
+std::string kernels_description(const BenchContext& context) {
+  return "Kernels: " + (context.kernels.empty() ? std::string("not recorded") : context.kernels);
 }
 
 void write_runs_csv(std::ostream& out, const BenchContext& context,

@@ -25,10 +25,13 @@ struct BenchContext {
   bool dirty = false;      // The working tree had changes (git status --porcelain).
   double read_gbs = 0;     // Measured streaming read bandwidth, GB/s (1e9 bytes).
   double peak_gflops = 0;  // Measured register-only BF16 dot-product rate; 0 when unknown.
+  std::string kernels;     // cpu::kernel_choices(); empty in files written before it was recorded.
 };
 
 // "AMD EPYC (family 25, model 17)", or the name with "(family and model not recorded)".
 std::string cpu_description(const BenchContext& context);
+// The kernels line of the tables: "Kernels: ..." or "Kernels: not recorded".
+std::string kernels_description(const BenchContext& context);
 
 // One recorded run of one prompt on one model with one attention path and KV cache.
 struct RunRecord {

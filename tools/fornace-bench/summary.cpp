@@ -146,7 +146,8 @@ std::vector<PromptSummary> summarize_runs(const BenchData& data) {
 std::string format_tables(const BenchData& data) {
   // The machine first, so that tables from different machines compare.
   std::string text = "Machine: " + cpu_description(data.context) + ", " +
-                     std::to_string(data.context.cores) + " cores\n\n";
+                     std::to_string(data.context.cores) + " cores\n" +
+                     kernels_description(data.context) + "\n\n";
   auto percent = [](double value) {
     return value > 0 ? format_fixed(value, 0) + " %" : std::string("n/a");
   };
@@ -202,6 +203,7 @@ std::string format_markdown_report(const BenchData& data, const std::string& tit
   text += "| Date | " + context.date + " |\n";
   text += "| Machine | " + cpu_description(context) + ", " + std::to_string(context.cores) +
           " cores |\n";
+  text += "| Kernels | " + (context.kernels.empty() ? "not recorded" : context.kernels) + " |\n";
   text += "| Threads | " + std::to_string(context.threads) + " |\n";
   text += "| Weights | " + context.dtype + " |\n";
   std::vector<std::string> models;

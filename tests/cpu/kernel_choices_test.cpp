@@ -1,0 +1,43 @@
+// The kernels line names what dispatch picks at each instruction-set level.
+#include "cpu/kernel_choices.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cpu/cpu_features.h"
+
+namespace fornace {
+namespace {
+
+void expect_contains(const std::string& text, const std::string& part) {
+  EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' not in: " << text;
+}
+
+TEST(KernelChoices, NameTheActiveLevelAndTheKernelsItPicks) {
+  cpu::set_isa(cpu::Isa::portable);
+  std::string portable = cpu::kernel_choices();
+  expect_contains(portable, "isa portable;");
+  expect_contains(portable, "gemm bf16: 4x16 f32");
+  expect_contains(portable, "quantized: 8-bit activation blocks, portable");
+  if (cpu::detected_isa() >= cpu::Isa::avx2) {
+    cpu::set_isa(cpu::Isa::avx2);
+    std::string avx2 = cpu::kernel_choices();
+    expect_contains(avx2, "isa avx2;");
+    expect_contains(avx2, "gemv bf16: f32 FMA (AVX2)");
+    expect_contains(avx2, "gemm bf16: 6x16 f32");
+  }
+  if (cpu::detected_isa() >= cpu::Isa::avx512) {
+    cpu::set_isa(cpu::Isa::avx512);
+    std::string avx512 = cpu::kernel_choices();
+    expect_contains(avx512, "isa avx512;");
+    expect_contains(avx512, "gemv bf16: bf16 dot");
+    expect_contains(avx512, "3x7-8");
+    expect_contains(avx512, "gemm bf16: 12x32 bf16 pairs");
+    expect_contains(avx512, "weights widened to bf16");
+  }
+  cpu::reset_isa();
+}
+
+}  // namespace
+}  // namespace fornace
