@@ -152,6 +152,21 @@ HttpServer::HttpServer(Scheduler& scheduler, ServedModel model, ServerOptions op
         send_error(response, ApiError(500, message, "server_error"));
       });
 
+  if (!options_.cors_origin.empty()) {
+    const std::string origin = options_.cors_origin;
+    http.set_post_routing_handler([origin](const httplib::Request&, httplib::Response& response) {
+      response.set_header("Access-Control-Allow-Origin", origin);
+      if (origin != "*") response.set_header("Vary", "Origin");
+    });
+    // A browser's preflight: no key asked (it carries none), nothing run.
+    http.Options(R"(/.*)", [](const httplib::Request&, httplib::Response& response) {
+      response.status = 204;
+      response.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+      response.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+      response.set_header("Access-Control-Max-Age", "86400");
+    });
+  }
+
   // Runs `body` after the API key check, turning an ApiError into its response.
   auto guarded = [this](bool needs_key, auto body) {
     return [this, needs_key, body](const httplib::Request& request, httplib::Response& response) {

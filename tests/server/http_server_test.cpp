@@ -152,6 +152,51 @@ TEST(HttpServer, AWrongOrMissingKeyIs401AndHealthStaysOpen) {
   EXPECT_EQ(json::parse(health->body), json({{"status", "ok"}}));
 }
 
+// With --cors-origin, responses name the origin and preflights get 204 without a key; without
+// it, no CORS header at all.
+TEST(HttpServer, CorsOriginIsOptInAndAnswersPreflights) {
+  ServerOptions options;
+  options.api_key = "sk-test-123";
+  options.cors_origin = "https://app.example";
+  {
+    TestServer test(slots_of(1), options);
+    httplib::Client http = test.client();
+    auto preflight = http.Options("/v1/chat/completions",
+                                  {{"Origin", "https://app.example"},
+                                   {"Access-Control-Request-Method", "POST"},
+                                   {"Access-Control-Request-Headers", "authorization, content-type"}});
+    ASSERT_TRUE(preflight);
+    EXPECT_EQ(preflight->status, 204);
+    EXPECT_EQ(preflight->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
+    EXPECT_NE(preflight->get_header_value("Access-Control-Allow-Methods").find("POST"),
+              std::string::npos);
+    EXPECT_NE(preflight->get_header_value("Access-Control-Allow-Headers").find("Authorization"),
+              std::string::npos);
+    httplib::Headers right = {{"Authorization", "Bearer sk-test-123"},
+                              {"Origin", "https://app.example"}};
+    auto models = http.Get("/v1/models", right);
+    ASSERT_TRUE(models);
+    EXPECT_EQ(models->status, 200);
+    EXPECT_EQ(models->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
+    EXPECT_EQ(models->get_header_value("Vary"), "Origin");
+    // An error keeps the header, so that the page can read why.
+    auto refused = http.Get("/v1/models", {{"Origin", "https://app.example"}});
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->status, 401);
+    EXPECT_EQ(refused->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
+  }
+  options.cors_origin.clear();
+  TestServer test(slots_of(1), options);
+  httplib::Client http = test.client();
+  auto health = http.Get("/health", {{"Origin", "https://app.example"}});
+  ASSERT_TRUE(health);
+  EXPECT_FALSE(health->has_header("Access-Control-Allow-Origin"));
+  auto preflight = http.Options("/v1/chat/completions", {{"Origin", "https://app.example"}});
+  ASSERT_TRUE(preflight);
+  EXPECT_NE(preflight->status, 204);
+  EXPECT_FALSE(preflight->has_header("Access-Control-Allow-Origin"));
+}
+
 TEST(HttpServer, BadRequestsGetOpenAIErrorObjects) {
   ServerOptions options;
   options.max_body_bytes = 4096;

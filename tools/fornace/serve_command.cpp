@@ -31,6 +31,7 @@ struct ServeFlags {
   int64_t queue = 64;
   int64_t max_body = 1 << 20;
   std::string api_key;
+  std::string cors_origin;
   std::string dtype;
   int64_t threads = 0;
 };
@@ -88,6 +89,7 @@ int serve(const ServeFlags& flags, const sigset_t& stop_signals) {
   server_options.host = flags.host;
   server_options.port = static_cast<int>(flags.port);
   server_options.api_key = flags.api_key;
+  server_options.cors_origin = flags.cors_origin;
   server_options.max_body_bytes = static_cast<size_t>(flags.max_body);
   server::HttpServer server(scheduler, served, server_options);
   int port = server.bind();
@@ -155,6 +157,11 @@ int serve_command(int argc, char** argv) {
   app.add_option("--api-key", flags.api_key,
                  "ask for 'Authorization: Bearer KEY' on every route but /health")
       ->type_name("KEY")
+      ->default_str("none");
+  app.add_option("--cors-origin", flags.cors_origin,
+                 "let pages from ORIGIN (\"*\": any) call the API from a browser: CORS headers "
+                 "and answers to OPTIONS preflights")
+      ->type_name("ORIGIN")
       ->default_str("none");
   add_dtype_flag(app, flags.dtype);
   add_threads_flag(app, flags.threads);
