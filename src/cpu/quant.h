@@ -19,7 +19,7 @@ struct BlockKernels {
   // Widens one row to f32, exactly as the format defines its values.
   void (*dequantize_row)(const void* blocks, float* out, int64_t n) = nullptr;
   // Widens one row to bf16 (the values rounded to nearest even) in registers; null where the ISA
-  // has no such kernel (dequantize_row then does).
+  // has no such kernel (prefill then keeps the 8-bit activation kernels).
   void (*widen_row_bf16)(const void* blocks, uint16_t* out, int64_t n) = nullptr;
   // Rounds one f32 row into blocks, as llama.cpp's reference quantizer does (for `fornace
   // quantize` and tests); null for types Fornace only reads.

@@ -5,7 +5,6 @@
 
 #include "core/error.h"
 #include "cpu/gemm.h"
-#include "cpu/gemm_kernels.h"
 #include "cpu/quant.h"
 #include "cpu/scratch.h"
 #include "cpu/thread_pool.h"
@@ -75,17 +74,9 @@ void widened_bf16_gemm(const QuantizedLinearProblem& problem) {
   for (int64_t first = 0; first < problem.outputs; first += chunk_rows) {
     const int64_t count = std::min(chunk_rows, problem.outputs - first);
     ThreadPool::global().run(count, kWidenRowGrain, [&](int64_t begin, int64_t end) {
-      auto* values = kernels.widen_row_bf16 ? nullptr
-                                            : static_cast<float*>(thread_scratch(
-                                                  ScratchSlot::widened_row, depth * sizeof(float)));
       for (int64_t row = begin; row < end; ++row) {
-        const uint8_t* blocks = weight + (first + row) * problem.weight_row_bytes;
-        if (kernels.widen_row_bf16) {
-          kernels.widen_row_bf16(blocks, widened + row * depth, depth);
-          continue;
-        }
-        kernels.dequantize_row(blocks, values, depth);
-        kernels::convert_f32_to_bf16_avx512(values, widened + row * depth, depth);
+        kernels.widen_row_bf16(weight + (first + row) * problem.weight_row_bytes,
+                               widened + row * depth, depth);
       }
     });
     LinearProblem chunk;
@@ -108,7 +99,8 @@ void widened_bf16_gemm(const QuantizedLinearProblem& problem) {
 
 bool quantized_linear_widens_to_bf16(const QuantizedLinearProblem& problem) {
   return problem.quantize_input && problem.rows >= kWidenedGemmMinRows &&
-         linear_rounds_input_to_bf16(DType::bf16);
+         linear_rounds_input_to_bf16(DType::bf16) &&
+         block_kernels(problem.weight_type).widen_row_bf16 != nullptr;
 }
 
 std::string quantized_kernel_name() {

@@ -11,7 +11,6 @@ enum class ScratchSlot {
   gemm_weight_panels,
   quantized_input,
   widened_weight,  // quantized weight rows widened to bf16 for a GEMM
-  widened_row,      // one of those rows in f32 on its way
   count
 };
 
