@@ -1,6 +1,7 @@
 // Attention microbenchmarks: Qwen2.5-0.5B decode (Sq 1, 14 query heads, 2 kv heads, D 64) over
 // the three KV cache layouts, reported as µs per call, GB/s of K and V read and GFLOP/s; causal
-// prefill (the model's layouts: Q contiguous, K contiguous, V a transposed view) as GFLOP/s.
+// prefill (the model's layouts: Q contiguous, K contiguous, V a transposed view) as GFLOP/s, on
+// those heads and on Gemma 3 270M's (4 query heads, 1 kv head, D 256).
 // Each with an f32 cache and a bf16 one (the model's cache for bf16 weights: vdpbf16ps
 // products). On a shared machine take medians of --benchmark_repetitions.
 #include <benchmark/benchmark.h>
@@ -87,21 +88,30 @@ void BM_DecodeAttention(benchmark::State& state) {
                         cpu::isa_name(cpu::active_isa())));
 }
 
-// Args: prompt length, threads, cache dtype.
+// Heads of a prefill attention: Qwen2.5-0.5B's, or Gemma 3 270M's (fewer, wider heads).
+struct HeadShape {
+  int64_t query_heads;
+  int64_t kv_heads;
+  int64_t head_dim;
+};
+constexpr HeadShape kPrefillHeads[] = {{kQueryHeads, kKvHeads, kHeadDim}, {4, 1, 256}};
+
+// Args: prompt length, threads, cache dtype, head shape (0 Qwen2.5-0.5B, 1 Gemma 3 270M).
 void BM_PrefillAttention(benchmark::State& state) {
   int64_t length = state.range(0);
   set_num_threads(static_cast<int>(state.range(1)));
   DType dtype = cache_dtype(state.range(2));
-  Tensor query = randn({1, kQueryHeads, length, kHeadDim}, 3);
-  Tensor key = randn({1, kKvHeads, length, kHeadDim}, 1, 1.0, dtype);
-  Tensor value = randn({1, length, kKvHeads, kHeadDim}, 2, 1.0, dtype).transpose(1, 2);
-  double scale = 1.0 / std::sqrt(double(kHeadDim));
+  const auto [query_heads, kv_heads, head_dim] = kPrefillHeads[state.range(3)];
+  Tensor query = randn({1, query_heads, length, head_dim}, 3);
+  Tensor key = randn({1, kv_heads, length, head_dim}, 1, 1.0, dtype);
+  Tensor value = randn({1, length, kv_heads, head_dim}, 2, 1.0, dtype).transpose(1, 2);
+  double scale = 1.0 / std::sqrt(double(head_dim));
   for (auto _ : state) {
     Tensor result = attention(query, key, value, scale, true);
     benchmark::DoNotOptimize(result.raw());
   }
   // Two matrix products (scores and the weighted sum of V) over the causal half.
-  double flops = 2.0 * 2.0 * kQueryHeads * kHeadDim * (length * (length + 1) / 2.0);
+  double flops = 2.0 * 2.0 * query_heads * head_dim * (length * (length + 1) / 2.0);
   state.counters["GFLOP/s"] =
       benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(concat(dtype_name(dtype), " cache, ", cpu::isa_name(cpu::active_isa())));
@@ -123,10 +133,12 @@ void decode_arguments(benchmark::internal::Benchmark* benchmark) {
 void prefill_arguments(benchmark::internal::Benchmark* benchmark) {
   for (int64_t dtype : {0, 1}) {
     for (int64_t length : {513, 2049}) {
-      for (int64_t threads : {1, 2}) benchmark->Args({length, threads, dtype});
+      for (int64_t threads : {1, 2}) {
+        for (int64_t heads : {0, 1}) benchmark->Args({length, threads, dtype, heads});
+      }
     }
   }
-  benchmark->ArgNames({"length", "threads", "bf16"});
+  benchmark->ArgNames({"length", "threads", "bf16", "gemma3"});
 }
 
 BENCHMARK(BM_DecodeAttention)->Apply(decode_arguments)->UseRealTime()->Unit(benchmark::kMicrosecond);

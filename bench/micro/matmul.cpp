@@ -30,6 +30,9 @@ constexpr Shape kShapes[] = {
     {"q_proj", 896, 896},     {"k_proj", 128, 896},     {"v_proj", 128, 896},
     {"o_proj", 896, 896},     {"gate_proj", 4864, 896}, {"up_proj", 4864, 896},
     {"down_proj", 896, 4864}, {"lm_head", 151936, 896},
+    // Gemma 3 270M: narrower matrices, the same prompt length.
+    {"gemma3_q_proj", 1024, 640},  {"gemma3_o_proj", 640, 1024},
+    {"gemma3_gate_proj", 2048, 640}, {"gemma3_down_proj", 640, 2048},
 };
 
 // GEMV weights cycle through copies whose total exceeds the last-level cache, so each call
@@ -55,11 +58,11 @@ std::vector<float> pseudo_random(int64_t count, uint64_t seed) {
 }
 
 void run_linear(benchmark::State& state, const Shape& shape, int64_t rows, int threads,
-                DType weight_dtype, bool cached) {
+                DType weight_dtype, bool cached, bool streamed) {
   fornace::set_num_threads(threads);
   const int64_t weight_elements = shape.outputs * shape.depth;
   const int64_t weight_bytes = weight_elements * fornace::dtype_size(weight_dtype);
-  const int64_t copies = rows <= fornace::cpu::kGemvPreferredMaxRows && !cached
+  const int64_t copies = (rows <= fornace::cpu::kGemvPreferredMaxRows && !cached) || streamed
                              ? std::max<int64_t>(1, kMinWeightFootprint / weight_bytes)
                              : 1;
 
@@ -139,26 +142,32 @@ BENCHMARK(BM_Bf16DotPeak)
 
 // Registers Linear/<shape>/rows:<M>/threads:<T>/<dtype> for every shape, M in {1, 4, 8, 513}
 // (lm_head not at 513: prefill needs it at the last position only), T in {1, 2}; bf16 weights,
-// plus f32 weights for gate_proj; and q_proj's GEMVs on one copy of the weights, which stays in
-// the caches (/cached: the kernels' arithmetic rate, memory aside).
+// plus f32 weights for gate_proj; q_proj's GEMVs on one copy of the weights, which stays in the
+// caches (/cached: the kernels' arithmetic rate, memory aside); and the GEMMs on weights cycled
+// past the last-level cache (/streamed: as a prefill reads them, once, from memory).
 const bool kRegistered = [] {
   for (const Shape& shape : kShapes) {
     for (int64_t rows : {int64_t{1}, int64_t{4}, int64_t{8}, int64_t{513}}) {
       if (rows > fornace::cpu::kGemvPreferredMaxRows && shape.outputs > 100000) continue;
+      const bool gemv = rows <= fornace::cpu::kGemvPreferredMaxRows;
+      const bool gemma = std::string(shape.name).rfind("gemma3_", 0) == 0;
+      if (gemma && gemv) continue;
       for (int threads : {1, 2}) {
         std::vector<DType> dtypes = {DType::bf16};
         if (std::string(shape.name) == "gate_proj") dtypes.push_back(DType::f32);
-        const bool gemv = rows <= fornace::cpu::kGemvPreferredMaxRows;
         for (DType dtype : dtypes) {
-          for (bool cached : {false, true}) {
+          for (const char* variant : {"", "/cached", "/streamed"}) {
+            const bool cached = std::string(variant) == "/cached";
+            const bool streamed = std::string(variant) == "/streamed";
             if (cached && !(gemv && std::string(shape.name) == "q_proj")) continue;
+            if (streamed && (gemv || dtype != DType::bf16)) continue;
             std::string name = std::string("Linear/") + shape.name + "/rows:" +
                                std::to_string(rows) + "/threads:" + std::to_string(threads) + "/" +
-                               fornace::dtype_name(dtype) + (cached ? "/cached" : "");
+                               fornace::dtype_name(dtype) + variant;
             benchmark::RegisterBenchmark(
                 name.c_str(),
-                [shape, rows, threads, dtype, cached](benchmark::State& state) {
-                  run_linear(state, shape, rows, threads, dtype, cached);
+                [shape, rows, threads, dtype, cached, streamed](benchmark::State& state) {
+                  run_linear(state, shape, rows, threads, dtype, cached, streamed);
                 })
                 ->UseRealTime()
                 ->Unit(benchmark::kMicrosecond)

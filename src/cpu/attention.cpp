@@ -123,8 +123,12 @@ void attention(const StridedInput& query, const StridedInput& key, const Strided
       break;
   }
   int64_t items = attention_item_count(plan);
-  pool.run(items, (items + threads - 1) / threads,
-           [&](int64_t begin, int64_t end) { kernel(plan, begin, end); });
+  // Items differ in cost (causal tiles): threads claim them as they finish.
+  if (threads <= 1) {
+    kernel(plan, 0, items);
+  } else {
+    pool.run_balanced(items, 1, [&](int64_t begin, int64_t end) { kernel(plan, begin, end); });
+  }
   if (plan.splits > 1) combine_splits(plan);
 }
 
