@@ -62,9 +62,9 @@ void combine_splits(const AttentionPlan& plan) {
           int64_t row = first_row + r;
           int64_t head = kv_head * plan.group + row % plan.group;
           int64_t position = row / plan.group;
-          int64_t out_offset =
-              ((batch * plan.query_heads + head) * plan.query_length + position) * plan.head_dim;
-          store_f32(plan.output, plan.output_dtype, out_offset, result, plan.head_dim);
+          store_f32(plan.output.base, plan.output.dtype,
+                    attention_row_offset(plan.output.layout, batch, head, position), result,
+                    plan.head_dim);
         }
       }
     }
@@ -74,8 +74,8 @@ void combine_splits(const AttentionPlan& plan) {
 }  // namespace
 
 void attention(const StridedInput& query, const StridedInput& key, const StridedInput& value,
-               void* output, DType output_dtype, float scale, bool causal, int64_t window) {
-  AttentionPlan plan{query, key, value, output, output_dtype, scale, causal, causal ? window : 0};
+               const StridedOutput& output, float scale, bool causal, int64_t window) {
+  AttentionPlan plan{query, key, value, output, scale, causal, causal ? window : 0};
   plan.batch = query.layout.shape[0];
   plan.query_heads = query.layout.shape[1];
   plan.query_length = query.layout.shape[2];

@@ -14,13 +14,21 @@ struct StridedInput {
   Layout layout;
 };
 
+// The result: the base of its storage, its dtype and a [B, Hq, Sq, D] layout whose D is
+// unit-stride (a transposed view of [B, Sq, Hq, D] writes the heads merged, with no copy).
+struct StridedOutput {
+  void* base;
+  DType dtype;
+  Layout layout;
+};
+
 // query [B, Hq, Sq, D], key and value [B, Hkv, Skv, D] (shapes already checked by the caller;
-// Hq a multiple of Hkv, Skv >= 1, Sq <= Skv when causal). Writes the contiguous [B, Hq, Sq, D]
-// result to `output` in `output_dtype`. Query head h reads kv head h / (Hq / Hkv). With
+// Hq a multiple of Hkv, Skv >= 1, Sq <= Skv when causal). Writes the [B, Hq, Sq, D] result
+// through `output`'s layout. Query head h reads kv head h / (Hq / Hkv). With
 // `causal`, query row i sits at position Skv - Sq + i and sees keys 0..that position; a
 // `window` above 0 narrows that to the last `window` keys (a sliding-window layer).
 // Runs on the global thread pool.
 void attention(const StridedInput& query, const StridedInput& key, const StridedInput& value,
-               void* output, DType output_dtype, float scale, bool causal, int64_t window = 0);
+               const StridedOutput& output, float scale, bool causal, int64_t window = 0);
 
 }  // namespace fornace::cpu

@@ -16,8 +16,7 @@ struct AttentionPlan {
   StridedInput query;
   StridedInput key;
   StridedInput value;
-  void* output;
-  DType output_dtype;
+  StridedOutput output;
   float scale;
   bool causal;
   int64_t window = 0;  // With causal: a row sees only the last `window` keys up to it (0: all).
@@ -35,6 +34,13 @@ struct AttentionPlan {
   // With splits > 1: per item, kAttentionTileRows records of [max, sum, accumulators[head_dim]].
   float* partials = nullptr;
 };
+
+// Offset of element [b, h, s, 0] of a 4-D layout.
+inline int64_t attention_row_offset(const Layout& layout, int64_t batch, int64_t head,
+                                    int64_t position) {
+  return layout.offset + batch * layout.strides[0] + head * layout.strides[1] +
+         position * layout.strides[2];
+}
 
 inline int64_t attention_item_count(const AttentionPlan& plan) {
   return plan.batch * plan.kv_heads * plan.tiles * plan.splits;

@@ -86,12 +86,6 @@ struct TileScratch {
 
 thread_local TileScratch tile_scratch;
 
-// Offset of element [b, h, s, 0] of a 4-D layout.
-inline int64_t row_start(const Layout& layout, int64_t batch, int64_t head, int64_t position) {
-  return layout.offset + batch * layout.strides[0] + head * layout.strides[1] +
-         position * layout.strides[2];
-}
-
 inline bool unit_stride_f32(const StridedInput& input, int64_t head_dim) {
   return input.dtype == DType::f32 && (input.layout.strides[3] == 1 || head_dim == 1);
 }
@@ -103,7 +97,7 @@ inline const float* kv_rows(const StridedInput& input, int64_t batch, int64_t he
                             int64_t count, int64_t head_dim, int64_t width, float* buffer,
                             int64_t* row_stride) {
   const Layout& layout = input.layout;
-  int64_t start = row_start(layout, batch, head, first);
+  int64_t start = attention_row_offset(layout, batch, head, first);
   if (unit_stride_f32(input, head_dim) && width == head_dim) {
     *row_stride = layout.strides[2];
     return static_cast<const float*>(input.base) + start;
@@ -530,7 +524,7 @@ class PairOperands {
   const uint16_t* rows_of(const StridedInput& input, int64_t batch, int64_t kv_head,
                           int64_t position) const {
     return static_cast<const uint16_t*>(input.base) +
-           row_start(input.layout, batch, kv_head, position);
+           attention_row_offset(input.layout, batch, kv_head, position);
   }
 
   void prefetch_rows(const StridedInput& input, int64_t batch, int64_t kv_head, int64_t first,
@@ -657,7 +651,7 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
   for (int64_t r = 0; r < rows; ++r) {
     float* query_row = query + r * head_dim;
     load_f32(plan.query.base, plan.query.dtype,
-             row_start(query_layout, batch, heads[r], positions[r]), query_layout.strides[3],
+             attention_row_offset(query_layout, batch, heads[r], positions[r]), query_layout.strides[3],
              head_dim, query_row);
     scale_in_place(query_row, plan.scale, head_dim);
   }
@@ -703,16 +697,15 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
     return;
   }
   for (int64_t r = 0; r < rows; ++r) {
-    int64_t out_offset =
-        ((batch * plan.query_heads + heads[r]) * plan.query_length + positions[r]) * head_dim;
-    float* result = plan.output_dtype == DType::f32
-                        ? static_cast<float*>(plan.output) + out_offset
+    int64_t out_offset = attention_row_offset(plan.output.layout, batch, heads[r], positions[r]);
+    float* result = plan.output.dtype == DType::f32
+                        ? static_cast<float*>(plan.output.base) + out_offset
                         : scratch.row.data();
     const Vec inverse = simd::broadcast(1.0f / sums[r]);
     simd::transform(accumulators + r * padded_dim, result, head_dim,
                     [&](Vec x) { return simd::multiply(x, inverse); });
-    if (plan.output_dtype != DType::f32) {
-      store_f32(plan.output, plan.output_dtype, out_offset, result, head_dim);
+    if (plan.output.dtype != DType::f32) {
+      store_f32(plan.output.base, plan.output.dtype, out_offset, result, head_dim);
     }
   }
 }

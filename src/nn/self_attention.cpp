@@ -45,7 +45,7 @@ void SelfAttention::reserve(StepBuffers& buffers) const {
   buffers.reserve(Slot::value_cached, {1, 1, kv_width}, shape_.kv_dtype);
   buffers.reserve(Slot::query_rotated, {1, shape_.query_heads, 1, shape_.head_dim});
   buffers.reserve(Slot::key_rotated, {1, shape_.kv_heads, 1, shape_.head_dim}, shape_.kv_dtype);
-  buffers.reserve(Slot::attended, {1, shape_.query_heads, 1, shape_.head_dim});
+  buffers.reserve(Slot::attended, {1, 1, query_width});
   buffers.reserve(Slot::projected, {1, 1, output_.outputs()});
 }
 
@@ -128,11 +128,13 @@ Tensor SelfAttention::attend(const Tensor& projected_query, const Tensor& projec
                                        shape_.candle_f32_operands);
     return reshape(attended.transpose(1, 2), {1, length, -1}, ReshapeViews::only_when_contiguous);
   }
-  Tensor attended = activations.get(Slot::attended, query.shape(), "attention");
-  attention_into(attended, query, all_keys, all_values, shape_.scale, length > 1 || shape_.window,
-                 shape_.window);
-  // [1, H, S, D] -> [1, S, H * D]: a view for one token, a copy for a prompt.
-  return reshape(attended.transpose(1, 2), {1, length, -1});
+  // The kernel writes [1, H, S, D] through the transposed view of [1, S, H, D]: the heads
+  // come out merged as [1, S, H * D], with no copy.
+  const int64_t heads = shape_.query_heads;
+  Tensor merged = activations.get(Slot::attended, {1, length, heads * head_dim}, "attention");
+  attention_into(merged.view({1, length, heads, head_dim}).transpose(1, 2), query, all_keys,
+                 all_values, shape_.scale, length > 1 || shape_.window, shape_.window);
+  return merged;
 }
 
 }  // namespace fornace

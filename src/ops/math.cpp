@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -380,13 +381,19 @@ void attention_into(const Tensor& output, const Tensor& query, const Tensor& key
   if (window < 0 || (window > 0 && !causal)) {
     fail("attention: a window (", window, ") needs causal attention and must not be negative");
   }
-  require_output(output, query.shape(), query.dtype(), "attention");
+  // The output is contiguous, or the transposed view of a contiguous [B, Sq, Hq, D].
+  const bool merged_heads = output.defined() && output.rank() == 4 && !output.is_contiguous();
+  Dims dense_shape = query.shape();
+  if (merged_heads) std::swap(dense_shape[1], dense_shape[2]);
+  require_output(merged_heads ? output.transpose(1, 2) : output, dense_shape, query.dtype(),
+                 "attention");
   if (output.numel() == 0) return;
   memory::OpScope scope("attention");
   auto strided = [](const Tensor& tensor) {
     return cpu::StridedInput{tensor.storage()->data(), tensor.dtype(), tensor.layout()};
   };
-  cpu::attention(strided(query), strided(key), strided(value), output.raw(), output.dtype(),
+  cpu::attention(strided(query), strided(key), strided(value),
+                 cpu::StridedOutput{output.storage()->data(), output.dtype(), output.layout()},
                  static_cast<float>(scale), causal, window);
 }
 

@@ -74,7 +74,8 @@ Tensor argmax(const Tensor& input);
 // Attention for q [B, Hq, Sq, D], k and v [B, Hkv, Skv, D] in any layout, Hq a multiple of Hkv
 // (query head h reads kv head h / (Hq / Hkv), no repeated copies). With `causal`, query i sits
 // at position Skv - Sq + i and sees keys up to it, or only the last `window` of them when
-// window > 0 (a sliding-window layer). Returns [B, Hq, Sq, D] in q's dtype.
+// window > 0 (a sliding-window layer). Returns [B, Hq, Sq, D] in q's dtype. attention_into
+// also writes through the transposed view of a contiguous [B, Sq, Hq, D] (the heads merged).
 Tensor attention(const Tensor& query, const Tensor& key, const Tensor& value, double scale,
                  bool causal, int64_t window = 0);
 void attention_into(const Tensor& output, const Tensor& query, const Tensor& key,

@@ -317,6 +317,41 @@ TEST_F(AttentionTest, TransposedQueriesAndBf16QueriesKeepTheirDtype) {
   test::expect_close(to_f64_vector(result), expected, 1e-3, 1.0 / 128, "bf16 attention");
 }
 
+TEST_F(AttentionTest, WritesTheHeadsMergedThroughATransposedOutput) {
+  // Prefill tiles, and decode with key-range splits (combined into the output afterwards).
+  for (const Shape& shape : {Shape{1, 4, 1, 37, 37, 64}, Shape{1, 4, 1, 1, 700, 32}}) {
+    Inputs inputs = random_inputs(shape, 70);
+    const bool causal = shape.query_length > 1;
+    std::vector<double> expected = reference_attention(inputs, 0.25, causal);
+    const auto [batch, query_heads, kv_heads, length, kv_length, head_dim] = shape;
+    Tensor query = from_vector(inputs.query, {batch, query_heads, length, head_dim});
+    Tensor key = from_vector(inputs.key, {batch, kv_heads, kv_length, head_dim});
+    Tensor value = from_vector(inputs.value, {batch, kv_heads, kv_length, head_dim});
+    for (cpu::Isa isa : supported_isas()) {
+      cpu::set_isa(isa);
+      for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        Tensor merged = full({batch, length, query_heads * head_dim}, -7.0f);
+        attention_into(merged.view({batch, length, query_heads, head_dim}).transpose(1, 2),
+                       query, key, value, 0.25, causal);
+        // merged[b, s, h * D + d] is result[b, h, s, d].
+        std::vector<double> got = to_f64_vector(
+            contiguous(merged.view({batch, length, query_heads, head_dim}).transpose(1, 2)));
+        test::expect_close(got, expected, 2e-5, 1e-4,
+                           concat("merged output, ", cpu::isa_name(isa), ", ", threads,
+                                  " threads, q ", query.describe()));
+      }
+    }
+  }
+  // Other strided outputs are refused.
+  Tensor query = zeros({1, 2, 3, 8});
+  Tensor kv = zeros({1, 2, 3, 8});
+  std::string message = test::error_message([&] {
+    attention_into(zeros({1, 2, 8, 3}).transpose(2, 3), query, kv, kv, 1.0, true);
+  });
+  EXPECT_NE(message.find("attention: output"), std::string::npos) << message;
+}
+
 TEST_F(AttentionTest, RejectsMismatchedShapesNamingThem) {
   Tensor query = zeros({1, 14, 1, 64});
   std::string message = test::error_message(
