@@ -33,6 +33,7 @@ constexpr Shape kShapes[] = {
     // Gemma 3 270M: narrower matrices, the same prompt length.
     {"gemma3_q_proj", 1024, 640},  {"gemma3_o_proj", 640, 1024},
     {"gemma3_gate_proj", 2048, 640}, {"gemma3_down_proj", 640, 2048},
+    {"gemma3_lm_head", 262144, 640},
 };
 
 // GEMV weights cycle through copies whose total exceeds the last-level cache, so each call
@@ -151,7 +152,7 @@ const bool kRegistered = [] {
       if (rows > fornace::cpu::kGemvPreferredMaxRows && shape.outputs > 100000) continue;
       const bool gemv = rows <= fornace::cpu::kGemvPreferredMaxRows;
       const bool gemma = std::string(shape.name).rfind("gemma3_", 0) == 0;
-      if (gemma && gemv) continue;
+      if (gemma && gemv && rows > 1) continue;
       for (int threads : {1, 2}) {
         std::vector<DType> dtypes = {DType::bf16};
         if (std::string(shape.name) == "gate_proj") dtypes.push_back(DType::f32);

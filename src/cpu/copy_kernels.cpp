@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "cpu/elementwise.h"
 
 namespace fornace::cpu {
 namespace {
@@ -64,6 +65,12 @@ void copy_run(char* destination, DType destination_dtype, int64_t destination_st
       auto* in = reinterpret_cast<const uint16_t*>(source);
       for (int64_t i = 0; i < count; ++i) out[i * destination_stride] = in[i * source_stride];
     }
+    return;
+  }
+  if (destination_dtype == DType::bf16 && source_dtype == DType::f32 && destination_stride == 1 &&
+      source_stride == 1) {
+    round_to_bf16_run(reinterpret_cast<const float*>(source),
+                      reinterpret_cast<uint16_t*>(destination), count);
     return;
   }
   bool exact_integers = (destination_dtype == DType::i32 || destination_dtype == DType::u32) &&

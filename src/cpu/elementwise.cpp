@@ -58,4 +58,8 @@ void weighted_row_sum(const float* weights, const void* rows, bool rows_are_bf16
   active().weighted_row_sum(weights, rows, rows_are_bf16, row_stride, count, width, out);
 }
 
+void round_to_bf16_run(const float* input, uint16_t* out, int64_t count) {
+  active().round_to_bf16_run(input, out, count);
+}
+
 }  // namespace fornace::cpu

@@ -34,6 +34,8 @@ int64_t argmax_row(const float* input, int64_t count);
 // row-major, such as attention probabilities times V.
 void weighted_row_sum(const float* weights, const void* rows, bool rows_are_bf16,
                       int64_t row_stride, int64_t count, int64_t width, float* out);
+// out[i] = f32_to_bf16(input[i]) (round to nearest even, NaN kept quiet), bit for bit.
+void round_to_bf16_run(const float* input, uint16_t* out, int64_t count);
 
 // One ISA's versions of the functions above.
 struct ElementwiseKernels {
@@ -47,6 +49,7 @@ struct ElementwiseKernels {
   void (*rope_row)(const float*, const float*, const float*, float*, int64_t);
   int64_t (*argmax_row)(const float*, int64_t);
   void (*weighted_row_sum)(const float*, const void*, bool, int64_t, int64_t, int64_t, float*);
+  void (*round_to_bf16_run)(const float*, uint16_t*, int64_t);
 };
 namespace portable {
 extern const ElementwiseKernels elementwise_kernels;

@@ -137,10 +137,15 @@ void weighted_row_sum(const float* weights, const void* rows, bool rows_are_bf16
   }
 }
 
+// f32_to_bf16 on every element, in a loop the compiler vectorizes for the ISA.
+void round_to_bf16_run(const float* input, uint16_t* out, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) out[i] = f32_to_bf16(input[i]);
+}
+
 }  // namespace
 
 const ElementwiseKernels elementwise_kernels{
-    binary_run,   silu_run, gelu_tanh_run, soft_cap_run,    scale_run, softmax_row,
-    rms_norm_row, rope_row, argmax_row,    weighted_row_sum};
+    binary_run,   silu_run, gelu_tanh_run, soft_cap_run,     scale_run,        softmax_row,
+    rms_norm_row, rope_row, argmax_row,    weighted_row_sum, round_to_bf16_run};
 
 }  // namespace fornace::cpu::FORNACE_KERNEL_NAMESPACE

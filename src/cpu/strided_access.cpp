@@ -1,6 +1,8 @@
 // Strided f32 loads and stores with dtype conversion, and row offsets of a layout.
 #include "cpu/strided_access.h"
 
+#include "cpu/elementwise.h"
+
 namespace fornace::cpu {
 
 int64_t row_offset(const Layout& layout, int64_t row) {
@@ -67,11 +69,9 @@ void store_f32(void* base, DType dtype, int64_t offset, const float* values, int
       if (out != values) std::copy(values, values + count, out);
       break;
     }
-    case DType::bf16: {
-      uint16_t* out = static_cast<uint16_t*>(base) + offset;
-      for (int64_t i = 0; i < count; ++i) out[i] = f32_to_bf16(values[i]);
+    case DType::bf16:
+      round_to_bf16_run(values, static_cast<uint16_t*>(base) + offset, count);
       break;
-    }
     case DType::f16: {
       uint16_t* out = static_cast<uint16_t*>(base) + offset;
       for (int64_t i = 0; i < count; ++i) out[i] = f32_to_f16(values[i]);

@@ -2,9 +2,11 @@
 // index_select, to_dtype and copy_into: values, layouts, copy counters and error messages.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <numeric>
 
 #include "core/memory.h"
+#include "cpu/cpu_features.h"
 #include "ops/copy.h"
 #include "test_tensors.h"
 
@@ -262,6 +264,32 @@ TEST(ToDtype, ConvertsStridedInputsAndCountsTheCopy) {
   // Same dtype and contiguous: the tensor itself.
   Tensor same = from_vector(values, {3, 5});
   EXPECT_TRUE(to_dtype(same, DType::f32).shares_storage(same));
+}
+
+TEST(ToDtype, RoundsContiguousF32ToBf16BitForBitAsTheScalarDoesOnEveryIsa) {
+  // Ties to even both ways, the largest finite values (which round to infinity), infinities,
+  // NaNs (quiet and signalling, both signs), denormals and zeros, then random values; an odd
+  // length, so that the vector loops' tails run too. f32_to_bf16 is checked against an
+  // independent decoder in dtype_test.cpp.
+  std::vector<uint32_t> bits = {0x3f808000u, 0x3f818000u, 0x3f80c000u, 0x7f7fffffu, 0xff7fffffu,
+                                0x7f800000u, 0xff800000u, 0x7fc00001u, 0x7f800001u, 0xffa00000u,
+                                0x00000001u, 0x807fffffu, 0x00008000u, 0x00000000u, 0x80000000u};
+  std::vector<float> values;
+  for (uint32_t word : bits) values.push_back(std::bit_cast<float>(word));
+  for (float value : random_values(1000, 14)) values.push_back(value * 1e3f);
+  std::vector<uint16_t> expected;
+  for (float value : values) expected.push_back(f32_to_bf16(value));
+  const cpu::Isa detected = cpu::detected_isa();
+  for (cpu::Isa isa : {cpu::Isa::portable, cpu::Isa::avx2, cpu::Isa::avx512}) {
+    if (isa > detected) continue;
+    cpu::set_isa(isa);
+    Tensor result = to_dtype(from_vector(values, {static_cast<int64_t>(values.size())}),
+                             DType::bf16);
+    const auto* words = static_cast<const uint16_t*>(result.raw());
+    std::vector<uint16_t> actual(words, words + values.size());
+    EXPECT_EQ(actual, expected) << cpu::isa_name(isa);
+  }
+  cpu::reset_isa();
 }
 
 TEST(ToDtype, IntegersAndFloatsConvertBothWays) {
