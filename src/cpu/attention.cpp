@@ -21,9 +21,9 @@ namespace {
 
 // A split covers at least this many keys, so that its fixed costs stay small.
 constexpr int64_t kMinSplitKeys = 256;
-// (query row, key) pairs worth one more thread: about 15 µs of work, several times the pool's
-// hand-off.
-constexpr int64_t kMinWorkPerThread = 4096;
+// (query row, key, dim) products worth one more thread: about 15 µs of work, several times the
+// pool's hand-off (4,096 keys of one row at head_dim 64).
+constexpr int64_t kMinWorkPerThread = 4096 * 64;
 
 thread_local std::vector<float> split_partials;
 thread_local std::vector<float> combined_row;
@@ -88,10 +88,10 @@ void attention(const StridedInput& query, const StridedInput& key, const Strided
   if (plan.batch * plan.query_heads * plan.query_length == 0) return;
 
   // Threads that pay for their hand-off, then key-range splits when the tiles are fewer than
-  // those threads (decode). The work is counted in (query row, visible key) pairs.
+  // those threads (decode). The work is counted in (query row, visible key, dim) products.
   ThreadPool& pool = ThreadPool::global();
   int64_t keys_per_row = plan.causal ? plan.kv_length - plan.query_length / 2 : plan.kv_length;
-  int64_t work = plan.batch * plan.query_heads * plan.query_length * keys_per_row;
+  int64_t work = plan.batch * plan.query_heads * plan.query_length * keys_per_row * plan.head_dim;
   int64_t threads = std::clamp<int64_t>(work / kMinWorkPerThread, 1, pool.threads());
   int64_t units = plan.batch * plan.kv_heads * plan.tiles;
   plan.splits = 1;
