@@ -67,6 +67,20 @@ TEST(Sampler, GreedyPicksTheLargestLogitAfterThePenalty) {
   EXPECT_EQ(sampler.sample(fresh, {}), 1u);
 }
 
+TEST(Sampler, GreedyOverALargeVocabularyTakesTheFirstOfTiedLargestLogits) {
+  Sampler sampler(SamplerOptions{});
+  // Gemma 3's vocabulary size; the largest value twice, past any vector width, and once at the
+  // very end (a vector loop's tail).
+  std::vector<float> logits(262144);
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>(i % 1000) * 1e-3f;
+  logits[100003] = 5.0f;
+  logits[200017] = 5.0f;
+  std::vector<float> copy = logits;
+  EXPECT_EQ(sampler.sample(copy, {}), 100003u);
+  logits.back() = 6.0f;
+  EXPECT_EQ(sampler.sample(logits, {}), 262143u);
+}
+
 TEST(Sampler, TopKOneIsGreedyAtAnyTemperature) {
   SamplerOptions options;
   options.temperature = 5.0;
