@@ -651,8 +651,8 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
   for (int64_t r = 0; r < rows; ++r) {
     float* query_row = query + r * head_dim;
     load_f32(plan.query.base, plan.query.dtype,
-             attention_row_offset(query_layout, batch, heads[r], positions[r]), query_layout.strides[3],
-             head_dim, query_row);
+             attention_row_offset(query_layout, batch, heads[r], positions[r]),
+             query_layout.strides[3], head_dim, query_row);
     scale_in_place(query_row, plan.scale, head_dim);
   }
   std::fill(accumulators, accumulators + rows * padded_dim, 0.0f);
