@@ -207,6 +207,7 @@ TEST(BenchRecords, RunsCsvRoundTripsEveryFieldAndTheContext) {
   runs[0].kv_bytes_per_token = 1234.5;
   runs[0].mean_strided_bytes_last64 = 8388608.5;
   runs[0].bytes_per_run_last64 = 128;
+  runs[0].peak_gflops = 876.5;
   std::ostringstream out;
   write_runs_csv(out, context, runs);
   BenchData data;
@@ -245,6 +246,8 @@ TEST(BenchRecords, RunsCsvRoundTripsEveryFieldAndTheContext) {
   EXPECT_DOUBLE_EQ(first.kv_bytes_per_token, 1234.5);
   EXPECT_EQ(first.mean_strided_bytes_last64, 8388608.5);
   EXPECT_EQ(first.bytes_per_run_last64, 128);
+  EXPECT_DOUBLE_EQ(first.peak_gflops, 876.5);
+  EXPECT_DOUBLE_EQ(data.runs[1].peak_gflops, 0);
   EXPECT_EQ(data.runs[1].attention, "fused");
   EXPECT_EQ(data.runs[1].kv_cache, "prealloc");
   EXPECT_EQ(data.runs[1].run, 2);
@@ -265,6 +268,7 @@ TEST(BenchRecords, RunsCsvWithoutTheLaterRooflineColumnsReadsThemAsUnknown) {
   EXPECT_DOUBLE_EQ(data.context.peak_gflops, 0);
   EXPECT_DOUBLE_EQ(data.runs[0].read_gbs, 0);
   EXPECT_DOUBLE_EQ(data.runs[0].prefill_gflop, 0);
+  EXPECT_DOUBLE_EQ(data.runs[0].peak_gflops, 0);
   // One model, not named, measured with the fused path; no strided or KV read figures.
   EXPECT_EQ(data.runs[0].model, "");
   EXPECT_EQ(data.runs[0].attention, "fused");
@@ -521,6 +525,11 @@ TEST(BenchSummary, TableHasTheFindingsColumnsThenTheRoofline) {
                                       "50.0", "85 %", "500", "390", "98 %"}));
   EXPECT_EQ(row_cells(line_with(tables, "`prealloc`"))[4], "9.5\u20139.6");
   EXPECT_EQ(row_cells(line_with(tables, "`prealloc`"))[7], "1,666\u20131,683 MiB");
+  // With each run's own peak, the share is each run's over its peak, averaged: 390 of 500 is
+  // 78 %, 390 of 300 is 130 %, mean 104 % (the bench's 400 would have said 98 %).
+  data.runs[3].peak_gflops = 500;
+  data.runs[4].peak_gflops = 300;
+  EXPECT_EQ(row_cells(line_with(format_tables(data), "`prealloc`"))[14], "104 %");
 }
 
 TEST(BenchSummary, MarkdownReportStatesTheContextAndLinksThePlot) {

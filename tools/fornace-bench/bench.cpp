@@ -344,6 +344,7 @@ void handle_event(const std::string& line, ChildOutcome& outcome, BenchData& dat
     run.mean_ms_last64 = event["mean_ms_last64"].get<double>();
     run.peak_mib = event["peak_mib"].get<double>();
     run.read_gbs = event["read_gbs"].get<double>();
+    run.peak_gflops = event["peak_gflops"].get<double>();
     run.prefill_gflop = event["prefill_gflop"].get<double>();
     run.kv_bytes_per_token = event["kv_bytes_per_token"].get<double>();
     run.mean_strided_bytes_last64 = event["mean_strided_bytes_last64"].get<double>();

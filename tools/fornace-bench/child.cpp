@@ -243,6 +243,7 @@ int run_child(const RunFlags& flags, int64_t parent_pid, bool report_progress) {
             {"warmup", is_warmup},
             {"run", number}});
       double read_gbs = is_warmup ? 0.0 : weights_read_gbs(mapped_weights);
+      double peak_gflops = is_warmup ? 0.0 : cpu::measure_bf16_dot_peak_gflops();
       int64_t generated = 0;
       GenerationResult result =
           generator.generate(ids, generation, [&](uint32_t) { progress.token(++generated); });
@@ -276,6 +277,7 @@ int run_child(const RunFlags& flags, int64_t parent_pid, bool report_progress) {
                                      static_cast<int64_t>(ids.size()), decode_steps)},
             {"peak_mib", peak_mib},
             {"read_gbs", read_gbs},
+            {"peak_gflops", peak_gflops},
             {"prefill_gflop", prefill_gflop(config, shape, static_cast<int64_t>(ids.size()))},
             {"step_ms", step_ms},
             {"step_copied_contiguous", contiguous},

@@ -18,7 +18,7 @@ const std::set<std::string> kLaterColumns = {
     "peak_gflops",         "run_read_gbs", "prefill_gflop", "cpu_family",
     "cpu_model",           "model",        "model_dir",     "attention",
     "kv_bytes_per_token",  "strided_runs", "kv_read_bytes", "mean_strided_bytes_last64",
-    "bytes_per_run_last64", "kernels"};
+    "bytes_per_run_last64", "kernels",       "run_peak_gflops"};
 
 const std::vector<std::string> kRunColumns = {"kv_cache",
                                               "prompt",
@@ -38,7 +38,8 @@ const std::vector<std::string> kRunColumns = {"kv_cache",
                                               "model_dir",
                                               "kv_bytes_per_token",
                                               "mean_strided_bytes_last64",
-                                              "bytes_per_run_last64"};
+                                              "bytes_per_run_last64",
+                                              "run_peak_gflops"};
 
 const std::vector<std::string> kStepColumns = {"kv_cache",
                                                "prompt",
@@ -172,7 +173,8 @@ void write_runs_csv(std::ostream& out, const BenchContext& context,
                                        run.model_directory,
                                        format_fixed(run.kv_bytes_per_token, 1),
                                        optional_number(run.mean_strided_bytes_last64, 1),
-                                       optional_number(run.bytes_per_run_last64, 1)};
+                                       optional_number(run.bytes_per_run_last64, 1),
+                                       format_fixed(run.peak_gflops, 1)};
     out << csv_line(joined(fields, shared));
   }
 }
@@ -217,6 +219,7 @@ void read_runs_csv(const std::string& text, const std::string& source_name, Benc
     run.weight_bytes = table.integer(row, "weight_bytes");
     run.kv_bytes_per_position = table.integer(row, "kv_bytes_per_position");
     run.read_gbs = number_or_zero(table, row, "run_read_gbs");
+    run.peak_gflops = number_or_zero(table, row, "run_peak_gflops");
     run.prefill_gflop = number_or_zero(table, row, "prefill_gflop");
     run.model = text_or_empty(table, row, "model");
     run.model_directory = text_or_empty(table, row, "model_dir");

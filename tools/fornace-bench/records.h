@@ -54,6 +54,9 @@ struct RunRecord {
   // Streaming read bandwidth over the mapped weights, measured just before this run (the
   // machine's bandwidth drifts); 0 in files written before it was recorded.
   double read_gbs = 0;
+  // The BF16 dot-product peak, measured just before this run like read_gbs (the cores' speed
+  // drifts too); 0 in files written before it was recorded.
+  double peak_gflops = 0;
   double prefill_gflop = 0;  // Arithmetic of the prefill (matmuls, attention, one lm_head row).
   // K and V bytes attention read per decode step, the mean over the run's steps (a sliding-window
   // layer reads its window only); 0 in files written before it was recorded.

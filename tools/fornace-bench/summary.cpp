@@ -90,7 +90,7 @@ std::vector<PromptSummary> summarize_runs(const BenchData& data) {
       std::stable_sort(runs.begin(), runs.end(),
                        [](const RunRecord* a, const RunRecord* b) { return a->run < b->run; });
       std::vector<double> tok_s, mean_ms, peak, prefill, bytes, read_gbs, bandwidth_share,
-          prefill_gflops, strided_mib, bytes_per_run;
+          prefill_gflops, peak_share, strided_mib, bytes_per_run;
       bool strided_recorded = true;
       for (const RunRecord* run : runs) {
         tok_s.push_back(run->decode_tok_s);
@@ -107,6 +107,8 @@ std::vector<PromptSummary> summarize_runs(const BenchData& data) {
         }
         if (run->prefill_gflop > 0 && run->prefill_ms > 0) {
           prefill_gflops.push_back(run->prefill_gflop / (run->prefill_ms / 1000.0));
+          double run_peak = run->peak_gflops > 0 ? run->peak_gflops : data.context.peak_gflops;
+          if (run_peak > 0) peak_share.push_back(100.0 * prefill_gflops.back() / run_peak);
         }
         strided_recorded = strided_recorded && run->mean_strided_bytes_last64.has_value() &&
                            run->bytes_per_run_last64.has_value();
@@ -135,9 +137,7 @@ std::vector<PromptSummary> summarize_runs(const BenchData& data) {
       summary.max_read_gbs = read_stats.max;
       summary.percent_of_bandwidth = compute_stats(bandwidth_share).mean;
       summary.mean_prefill_gflops = compute_stats(prefill_gflops).mean;
-      summary.percent_of_peak = data.context.peak_gflops > 0
-                                    ? 100.0 * summary.mean_prefill_gflops / data.context.peak_gflops
-                                    : 0.0;
+      summary.percent_of_peak = compute_stats(peak_share).mean;
     }
   }
   return prompts;
@@ -229,7 +229,8 @@ std::string format_markdown_report(const BenchData& data, const std::string& tit
           " |\n";
   text += "| BF16 peak | " +
           (context.peak_gflops > 0 ? format_fixed(context.peak_gflops, 0) +
-                                         " GFLOP/s, register-only vdpbf16ps on every thread"
+                                         " GFLOP/s, register-only vdpbf16ps on every thread, "
+                                         "measured by the bench at its start"
                                    : std::string("not measured")) +
           " |\n\n";
   text += format_tables(data);
@@ -245,7 +246,8 @@ std::string format_markdown_report(const BenchData& data, const std::string& tit
       "tok/s. Read GB/s is the streaming read bandwidth over the mapped weights, measured just "
       "before each run (the machine's bandwidth drifts), and % of read is each run's GB/s over "
       "it, averaged. Prefill GFLOP/s counts the projections, causal attention and one lm_head "
-      "row; % of BF16 peak is that over the bench's register-only vdpbf16ps rate.\n";
+      "row; % of BF16 peak is each run's GFLOP/s over the register-only vdpbf16ps rate measured "
+      "just before it (the bench's start-up figure for files without one), averaged.\n";
   if (!svg_name.empty()) text += "\n![ms per decode step against position](" + svg_name + ")\n";
   return text;
 }

@@ -35,7 +35,9 @@ struct CacheSummary {
   // Mean over the runs of each run's achieved GB/s over its read bandwidth; 0 when unknown.
   double percent_of_bandwidth = 0;
   double mean_prefill_gflops = 0;  // Prefill arithmetic over prefill time; 0 when unknown.
-  double percent_of_peak = 0;      // Of the context's BF16 peak; 0 when unknown.
+  // Each run's prefill GFLOP/s over its own BF16 peak (the context's for older files),
+  // averaged; 0 when unknown.
+  double percent_of_peak = 0;
   // Means over the runs of their last-64-step strided MiB per step and bytes per run; absent
   // when a run did not record them.
   std::optional<double> strided_mib_per_step;
