@@ -3,8 +3,8 @@
 # replayed over their committed corpora (or one target fuzzed for a while, to grow its corpus).
 #
 # usage: scripts/test-hostile.sh [all]          sanitizer suite, then fuzz replay (CI)
-#        scripts/test-hostile.sh asan           the sanitizer suite only (build-asan)
-#        scripts/test-hostile.sh replay         the fuzz replay only (build-fuzz)
+#        scripts/test-hostile.sh asan           the sanitizer suite only
+#        scripts/test-hostile.sh replay         the fuzz replay only
 #        scripts/test-hostile.sh fuzz NAME SECONDS
 #            fuzz one target (tests/fuzz/NAME_fuzzer.cpp) under nice, then merge what it found
 #            into tests/fuzz/NAME/corpus and copy crashing inputs to tests/fuzz/NAME/crashes
@@ -25,10 +25,17 @@ fuzz_targets() {
   done
 }
 
+# One clang build (build-hostile) serves both: the suite under the sanitizers, and the fuzz
+# targets, whose coverage instrumentation covers the parsers only.
+configure_hostile() {
+  cmake -S . -B build-hostile -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+    -DFORNACE_FUZZ=ON -DFORNACE_SANITIZE=ON -DFORNACE_MICROBENCH=OFF >/dev/null
+}
+
 build_asan() {
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFORNACE_SANITIZE=ON \
-    -DFORNACE_MICROBENCH=OFF >/dev/null
-  cmake --build build-asan -j "$jobs"
+  configure_hostile
+  cmake --build build-hostile -j "$jobs"
 }
 
 run_asan_suite() {
@@ -36,15 +43,13 @@ run_asan_suite() {
   bash scripts/get-test-packages.sh
   # The soak test under the sanitizers: shorter, and without its resident-memory check
   # (AddressSanitizer's quarantine keeps freed memory resident by design).
-  (cd build-asan && FORNACE_SANITIZED=1 FORNACE_SOAK_SECONDS=${FORNACE_SOAK_SECONDS:-30} \
+  (cd build-hostile && FORNACE_SANITIZED=1 FORNACE_SOAK_SECONDS=${FORNACE_SOAK_SECONDS:-30} \
     ctest --output-on-failure -j "$jobs")
 }
 
 build_fuzzers() {
-  cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
-    -DFORNACE_FUZZ=ON -DFORNACE_SANITIZE=ON -DFORNACE_MICROBENCH=OFF >/dev/null
-  cmake --build build-fuzz --target fuzzers -j "$jobs"
+  configure_hostile
+  cmake --build build-hostile --target fuzzers -j "$jobs"
 }
 
 # Runs every committed input (corpus and past crashes) through its target once.
@@ -63,9 +68,9 @@ replay_corpora() {
     count=$(find "${directories[@]}" -type f | wc -l)
     echo "replay: fuzz_$name over $count inputs"
     # -runs=0 executes the given inputs and nothing else; a crash fails this script.
-    "build-fuzz/bin/fuzz_$name" "${directories[@]}" -runs=0 2>"build-fuzz/replay-$name.log" || {
-      tail -n 40 "build-fuzz/replay-$name.log"
-      echo "replay: fuzz_$name failed (log: build-fuzz/replay-$name.log)" >&2
+    "build-hostile/bin/fuzz_$name" "${directories[@]}" -runs=0 2>"build-hostile/replay-$name.log" || {
+      tail -n 40 "build-hostile/replay-$name.log"
+      echo "replay: fuzz_$name failed (log: build-hostile/replay-$name.log)" >&2
       exit 1
     }
   done
@@ -77,12 +82,12 @@ replay_corpora() {
 fuzz_one() {
   local name=$1 seconds=$2
   build_fuzzers
-  local work="build-fuzz/work/$name"
+  local work="build-hostile/work/$name"
   mkdir -p "$work/corpus" "$work/artifacts" "tests/fuzz/$name/corpus" "tests/fuzz/$name/crashes"
   local dictionary=()
   [ -f "tests/fuzz/$name.dict" ] && dictionary=("-dict=$root/tests/fuzz/$name.dict")
   # Fork mode keeps fuzzing past a crash; its per-job logs go to the work directory.
-  (cd "$work" && nice -n 10 "$root/build-fuzz/bin/fuzz_$name" corpus "$root/tests/fuzz/$name/corpus" \
+  (cd "$work" && nice -n 10 "$root/build-hostile/bin/fuzz_$name" corpus "$root/tests/fuzz/$name/corpus" \
     "${dictionary[@]}" -max_total_time="$seconds" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 \
     -ignore_ooms=1 -timeout=20 -artifact_prefix=artifacts/ >fuzz.log 2>&1) || true
   grep -E "^#[0-9]+: cov" "$work/fuzz.log" | tail -n 1 || true
@@ -91,7 +96,7 @@ fuzz_one() {
   # coverage only (no hit counters), so the committed corpus stays at a few hundred files.
   for counters in 1 0; do
     rm -rf "$merged" && mkdir -p "$merged"
-    nice -n 10 "build-fuzz/bin/fuzz_$name" -merge=1 -use_counters=$counters "$merged" \
+    nice -n 10 "build-hostile/bin/fuzz_$name" -merge=1 -use_counters=$counters "$merged" \
       "tests/fuzz/$name/corpus" "$work/corpus" >"$work/merge.log" 2>&1
     [ "$(ls "$merged" | wc -l)" -le 300 ] && break
   done
