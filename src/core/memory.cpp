@@ -50,8 +50,7 @@ struct Counters {
   std::atomic<int64_t> strided_copy_bytes{0};
   std::atomic<int64_t> strided_copy_runs{0};
   std::atomic<int64_t> attention_read_bytes{0};
-  std::atomic<int64_t> mapped_resident_bytes{0};
-  std::atomic<int64_t> mapped_huge_page_bytes{0};
+  MappedBytes mapped;  // Under `mutex`.
 };
 
 Counters& counters() {
@@ -137,9 +136,17 @@ std::vector<OpMemory> op_memory() {
   return result;
 }
 
-void record_mapping(int64_t resident_bytes, int64_t huge_page_bytes) {
-  counters().mapped_resident_bytes += resident_bytes;
-  counters().mapped_huge_page_bytes += huge_page_bytes;
+void record_mapping(const MappedBytes& mapped) {
+  std::lock_guard<std::mutex> lock(counters().mutex);
+  MappedBytes& total = counters().mapped;
+  total.resident += mapped.resident;
+  total.huge_pages += mapped.huge_pages;
+  total.reread += mapped.reread;
+  total.reread_ms += mapped.reread_ms;
+  total.copied += mapped.copied;
+  total.setup_ms += mapped.setup_ms;
+  total.copy_ms += mapped.copy_ms;
+  total.paths |= mapped.paths;
 }
 
 void record_attention_read(int64_t bytes) {
@@ -149,8 +156,8 @@ void record_attention_read(int64_t bytes) {
 int64_t attention_read_bytes() { return counters().attention_read_bytes.load(); }
 
 MappedBytes mapped_bytes() {
-  return MappedBytes{counters().mapped_resident_bytes.load(),
-                     counters().mapped_huge_page_bytes.load()};
+  std::lock_guard<std::mutex> lock(counters().mutex);
+  return counters().mapped;
 }
 
 CopyBytes copy_bytes() {

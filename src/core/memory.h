@@ -37,10 +37,17 @@ struct DeviceMemory {
   int64_t allocated_bytes = 0;  // Total ever allocated.
 };
 
-// File bytes mapped read-only (weights), and how many of them sit in 2 MiB pages.
+// File bytes mapped read-only (weights), how many of them sit in 2 MiB pages, and what placing
+// them in 2 MiB pages took.
 struct MappedBytes {
   int64_t resident = 0;
   int64_t huge_pages = 0;
+  int64_t reread = 0;   // Dropped from the page cache and read back (it held small folios).
+  int64_t copied = 0;   // Copied to anonymous 2 MiB pages (still in small folios).
+  double setup_ms = 0;  // Mapping, populating, re-reading and copying.
+  double reread_ms = 0;
+  double copy_ms = 0;
+  int paths = 0;        // 1 << HugePagePath of each mapping (io/file_mapping.h).
 };
 
 struct CopyBytes {
@@ -63,7 +70,7 @@ void record_allocation(Device device, int64_t bytes);
 void record_release(Device device, int64_t bytes);
 // `runs`: the unbroken stretches a strided copy moved `bytes` in (ignored for contiguous copies).
 void record_copy(int64_t bytes, bool strided, int64_t runs = 1);
-void record_mapping(int64_t resident_bytes, int64_t huge_page_bytes);
+void record_mapping(const MappedBytes& mapped);
 // Bytes of keys and values that attention read (what the KV cache hands it).
 void record_attention_read(int64_t bytes);
 int64_t attention_read_bytes();

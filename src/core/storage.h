@@ -10,6 +10,7 @@ namespace fornace {
 
 // Buffers of 2 MiB and more, and the weight mappings, ask the kernel for 2 MiB pages unless the
 // environment sets FORNACE_HUGE_PAGES=0 (which exists to measure what the large pages bring).
+// FORNACE_HUGE_PAGES=file keeps the weights to the page cache's pages (no anonymous copies).
 bool huge_pages_enabled();
 constexpr size_t kHugePageBytes = size_t{2} << 20;
 

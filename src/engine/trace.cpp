@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cpu/kernel_choices.h"
+#include "io/file_mapping.h"
 
 namespace fornace {
 namespace {
@@ -14,6 +15,17 @@ std::string line(const char* format, auto... values) {
   char buffer[256];
   std::snprintf(buffer, sizeof(buffer), format, values...);
   return buffer;
+}
+
+// The paths the weight mappings took to 2 MiB pages, e.g. "page cache, anonymous copy".
+std::string huge_page_paths(int paths) {
+  std::string names;
+  for (HugePagePath path : {HugePagePath::off, HugePagePath::page_cache, HugePagePath::reread,
+                            HugePagePath::anonymous_copy}) {
+    if (!(paths & (1 << static_cast<int>(path)))) continue;
+    names += (names.empty() ? "" : ", ") + std::string(huge_page_path_name(path));
+  }
+  return names.empty() ? "none mapped" : names;
 }
 
 }  // namespace
@@ -34,9 +46,13 @@ std::string format_trace(const GenerationResult& result) {
   }
   text += "trace: kernels: " + cpu::kernel_choices() + "\n";
   MappedBytes mapped = memory::mapped_bytes();
-  text += line("trace: weights mapped %.1f MiB resident, %.0f%% in 2 MiB pages\n",
+  text += line("trace: weights mapped %.1f MiB resident, %.0f%% in 2 MiB pages (%s) in %.1f ms: "
+               "%.1f MiB re-read from disk in %.1f ms, %.1f MiB copied to anonymous 2 MiB pages "
+               "in %.1f ms\n",
                mapped.resident / kMiB,
-               mapped.resident ? 100.0 * mapped.huge_pages / mapped.resident : 0.0);
+               mapped.resident ? 100.0 * mapped.huge_pages / mapped.resident : 0.0,
+               huge_page_paths(mapped.paths).c_str(), mapped.setup_ms, mapped.reread / kMiB,
+               mapped.reread_ms, mapped.copied / kMiB, mapped.copy_ms);
   std::string formats;
   for (const auto& [format, bytes] : result.weights_read_per_token.bytes) {
     formats += line("%s%s %.1f", formats.empty() ? "" : ", ", format.c_str(), bytes / kMiB);
@@ -97,7 +113,13 @@ nlohmann::json trace_to_json(const GenerationResult& result) {
   return {{"phases", phases},
           {"weights_read_per_token", result.weights_read_per_token.bytes},
           {"weights_mapped", {{"resident_bytes", mapped.resident},
-                              {"huge_page_bytes", mapped.huge_pages}}},
+                              {"huge_page_bytes", mapped.huge_pages},
+                              {"huge_page_path", huge_page_paths(mapped.paths)},
+                              {"reread_bytes", mapped.reread},
+                              {"reread_ms", mapped.reread_ms},
+                              {"copied_bytes", mapped.copied},
+                              {"copy_ms", mapped.copy_ms},
+                              {"setup_ms", mapped.setup_ms}}},
           {"prefill_copied", {{"contiguous_bytes", result.prefill_copied.contiguous},
                               {"strided_bytes", result.prefill_copied.strided},
                               {"strided_runs", result.prefill_copied.strided_runs}}},

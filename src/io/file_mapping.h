@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 namespace fornace {
 
@@ -12,16 +13,39 @@ struct PageCounts {
   size_t huge_page_bytes = 0;
 };
 
+// How a mapping came by its 2 MiB pages; each path includes the ones before it.
+enum class HugePagePath {
+  off,         // not asked for: FORNACE_HUGE_PAGES=0, or the kernel's THP setting is "never"
+  page_cache,  // the file's pages, as far as the page cache held them in 2 MiB folios
+  reread,      // and ranges the page cache held in small folios dropped and read back in 2 MiB
+  anonymous_copy,  // and ranges still in small folios copied to anonymous 2 MiB pages
+};
+const char* huge_page_path_name(HugePagePath path);
+
+struct FileMappingOptions {
+  bool huge_pages = true;        // MADV_HUGEPAGE, else MADV_NOHUGEPAGE and nothing more
+  bool reread = true;            // re-read clean ranges held in small folios
+  bool anonymous_copies = true;  // copy the ranges still in small folios
+  // From the kernel's THP setting and FORNACE_HUGE_PAGES: "0" off, "file" neither re-reads nor
+  // copies, "reread" or "copy" only that, anything else both.
+  static FileMappingOptions from_environment();
+};
+
 // A whole file mapped read-only at a 2 MiB-aligned address, advised MADV_HUGEPAGE and populated
 // before use, so the first forward pass takes no page faults and a GEMV streams weights without
-// a TLB miss every 4 KiB. When a large file sits in the page cache in small pages (as a file
-// does right after it was written or downloaded), its cached pages are dropped once and read
-// back through the mapping, which makes the kernel cache them as 2 MiB pages; that happens only
-// after a probe of one 2 MiB range shows the kernel can do so here.
+// a TLB miss every 4 KiB. The page cache holds a file in 2 MiB folios only when it was read
+// through such a mapping; one just written, or read with read(), sits in smaller folios that
+// are mapped 4 KiB at a time. The 2 MiB ranges of the file that did not come out as one 2 MiB
+// page are dropped from the page cache and read back through the mapping, which caches them in
+// 2 MiB folios for every later process too (the cost of a disk read, once); the ranges that
+// cannot be dropped (dirty, or mapped by another process) are copied to anonymous memory advised
+// MADV_HUGEPAGE, moved over the file's range and made read-only (a copy per process, in
+// private memory).
 class FileMapping {
  public:
   // Throws Error naming `path` when the file cannot be mapped.
-  FileMapping(int descriptor, size_t size, const char* path);
+  FileMapping(int descriptor, size_t size, const char* path,
+              FileMappingOptions options = FileMappingOptions::from_environment());
   // The live mapping of the same file (device, inode and size) when this process has one, else
   // a new one: a checkpoint opened twice is resident once.
   static std::shared_ptr<const FileMapping> shared(int descriptor, size_t size, const char* path);
@@ -31,15 +55,31 @@ class FileMapping {
 
   const char* data() const { return data_; }
   size_t size() const { return size_; }
-  // Read from /proc/self/smaps; zero counts where it cannot be read.
+  // Read from /proc/self/smaps over the file's and the copies' ranges; zero counts where it
+  // cannot be read.
   PageCounts pages() const;
+  HugePagePath path() const { return path_; }
+  // Bytes re-read and copied, the milliseconds each took, and the whole set-up's (mapping,
+  // populating, re-reading, copying).
+  size_t copied_bytes() const { return copied_bytes_; }
+  size_t reread_bytes() const { return reread_bytes_; }
+  double setup_ms() const { return setup_ms_; }
+  double copy_ms() const { return copy_ms_; }
+  double reread_ms() const { return reread_ms_; }
 
  private:
-  void populate(size_t begin, size_t end) const;
-  void recache_in_huge_pages(int descriptor);
+  void place_in_huge_pages(int descriptor, const FileMappingOptions& options);
+  void reread_ranges(int descriptor, const std::vector<bool>& huge);
+  bool copy_range(size_t begin, size_t end);
 
   char* data_ = nullptr;
   size_t size_ = 0;
+  HugePagePath path_ = HugePagePath::off;
+  size_t copied_bytes_ = 0;
+  size_t reread_bytes_ = 0;
+  double reread_ms_ = 0;
+  double setup_ms_ = 0;
+  double copy_ms_ = 0;
 };
 
 }  // namespace fornace

@@ -78,6 +78,101 @@ TEST(FileMapping, TheSameFileOpenedTwiceSharesOneMappingAndAReplacedOneGetsItsOw
   EXPECT_EQ(first->data()[0], 'a');
 }
 
+// Six 2 MiB ranges and a few bytes more, none alike.
+std::string patterned_bytes() {
+  std::string bytes(6 * kHugePage + 5, '\0');
+  for (size_t index = 0; index < bytes.size(); ++index) {
+    bytes[index] = static_cast<char>((index * 2654435761u) >> 13);
+  }
+  return bytes;
+}
+
+bool kernel_offers_huge_pages() { return FileMappingOptions::from_environment().huge_pages; }
+
+// Puts the file of `descriptor` in the page cache in 4 KiB folios, clean: written back, dropped
+// and read again 4 KiB at a time without read-ahead.
+void cache_in_small_folios(int descriptor, size_t size) {
+  ASSERT_EQ(::fsync(descriptor), 0);
+  ::posix_fadvise(descriptor, 0, 0, POSIX_FADV_DONTNEED);
+  ::posix_fadvise(descriptor, 0, 0, POSIX_FADV_RANDOM);
+  char page[4096];
+  for (size_t offset = 0; offset < size; offset += sizeof page) {
+    ASSERT_GT(::pread(descriptor, page, sizeof page, static_cast<off_t>(offset)), 0);
+  }
+}
+
+// `bytes` written to a new file, put in 4 KiB folios when `small_folios`, and mapped.
+std::unique_ptr<FileMapping> map_new_file(const TemporaryDirectory& directory,
+                                          const std::string& bytes, bool small_folios,
+                                          FileMappingOptions options) {
+  auto descriptor = open_file_with(directory, bytes);
+  if (small_folios) cache_in_small_folios(*descriptor, bytes.size());
+  return std::make_unique<FileMapping>(*descriptor, bytes.size(), "weights.bin", options);
+}
+
+TEST(FileMapping, CopiesRangesInSmallPagesToTwoMebibytePagesHoldingTheFilesBytes) {
+  if (!kernel_offers_huge_pages()) GTEST_SKIP() << "transparent huge pages are off";
+  TemporaryDirectory directory;
+  std::string bytes = patterned_bytes();
+  FileMappingOptions options;
+  options.reread = false;
+  auto mapped = map_new_file(directory, bytes, true, options);
+  const FileMapping& mapping = *mapped;
+  EXPECT_EQ(mapping.path(), HugePagePath::anonymous_copy);
+  EXPECT_EQ(mapping.copied_bytes(), 6 * kHugePage);
+  EXPECT_EQ(mapping.reread_bytes(), 0u);
+  PageCounts pages = mapping.pages();
+  EXPECT_GE(pages.resident_bytes, bytes.size());
+  // All but the 4 KiB page of the tail.
+  EXPECT_EQ(pages.huge_page_bytes, 6 * kHugePage);
+  EXPECT_EQ(std::string(mapping.data(), mapping.size()), bytes);
+}
+
+TEST(FileMapping, RereadRangesHoldTheFilesBytes) {
+  TemporaryDirectory directory;
+  std::string bytes = patterned_bytes();
+  FileMappingOptions options;
+  options.anonymous_copies = false;
+  auto mapped = map_new_file(directory, bytes, true, options);
+  const FileMapping& mapping = *mapped;
+  // Re-read where the file system caches in 2 MiB folios (ext4 on Linux 6.16 and later).
+  if (mapping.path() == HugePagePath::reread) {
+    EXPECT_EQ(mapping.reread_bytes(), 6 * kHugePage);
+    EXPECT_EQ(mapping.pages().huge_page_bytes, 6 * kHugePage);
+  }
+  EXPECT_EQ(mapping.copied_bytes(), 0u);
+  EXPECT_EQ(std::string(mapping.data(), mapping.size()), bytes);
+}
+
+TEST(FileMapping, WithHugePagesOffKeepsTheFilesSmallPages) {
+  TemporaryDirectory directory;
+  std::string bytes = patterned_bytes();
+  FileMappingOptions options;
+  options.huge_pages = false;  // As when the kernel's setting is "never".
+  auto mapped = map_new_file(directory, bytes, false, options);
+  const FileMapping& mapping = *mapped;
+  EXPECT_EQ(mapping.path(), HugePagePath::off);
+  EXPECT_EQ(mapping.copied_bytes(), 0u);
+  EXPECT_EQ(mapping.reread_bytes(), 0u);
+  PageCounts pages = mapping.pages();
+  EXPECT_EQ(pages.resident_bytes, bytes.size() + 4096 - 5);
+  EXPECT_EQ(pages.huge_page_bytes, 0u);
+  EXPECT_EQ(std::string(mapping.data(), mapping.size()), bytes);
+}
+
+TEST(FileMapping, WithoutRereadsOrCopiesMapsThePageCacheAsItIs) {
+  TemporaryDirectory directory;
+  std::string bytes = patterned_bytes();
+  FileMappingOptions options;
+  options.reread = false;
+  options.anonymous_copies = false;
+  auto mapped = map_new_file(directory, bytes, false, options);
+  const FileMapping& mapping = *mapped;
+  EXPECT_EQ(mapping.path(), HugePagePath::page_cache);
+  EXPECT_EQ(mapping.copied_bytes(), 0u);
+  EXPECT_EQ(std::string(mapping.data(), mapping.size()), bytes);
+}
+
 TEST(FileMapping, EmptyFileIsAnErrorNamingThePath) {
   TemporaryDirectory directory;
   auto descriptor = open_file_with(directory, "");
