@@ -182,15 +182,15 @@ struct WeightPanel {
   int64_t column;
 };
 
-// Prefetches into L2, a slice per input panel, the weight rows of `panels` over the next depth
-// block [k_begin, k_begin + depth), so that packing them next does not wait on memory.
+// Prefetches into L2, a slice per input panel, the weight rows of `panels` over the depth block
+// [k_begin, k_begin + depth) packed next, so that packing them does not wait on memory.
 class WeightPrefetch {
  public:
   WeightPrefetch(const WeightPanel* panels, int64_t count, int columns, int64_t k_begin,
                  int64_t depth, int64_t slices)
       : panels_(panels), columns_(columns) {
+    if (count <= 0 || slices <= 0 || k_begin >= panels[0].problem->depth) return;
     const LinearProblem& problem = *panels[0].problem;
-    if (k_begin >= problem.depth || slices <= 0) return;
     const int64_t element_bytes = static_cast<int64_t>(dtype_size(problem.weight_dtype));
     first_byte_ = k_begin * element_bytes;
     row_lines_ = divide_up(std::min(depth, problem.depth - k_begin) * element_bytes, 64);
@@ -198,21 +198,26 @@ class WeightPrefetch {
     lines_per_slice_ = divide_up(total_lines_, slices);
   }
 
+  // Walks the lines row by row (a row's lines, then the next row, then the next panel).
   void next_slice() {
     for (int64_t count = 0; count < lines_per_slice_ && line_ < total_lines_; ++count, ++line_) {
-      const int64_t row_in_group = line_ / row_lines_;
-      const WeightPanel& panel = panels_[row_in_group / columns_];
-      const LinearProblem& problem = *panel.problem;
-      const int64_t row = panel.column + row_in_group % columns_;
-      if (row >= problem.outputs) continue;
-      const int64_t row_bytes = problem.weight_stride * dtype_size(problem.weight_dtype);
-      __builtin_prefetch(static_cast<const char*>(problem.weight) + row * row_bytes + first_byte_ +
-                             (line_ % row_lines_) * 64,
-                         0, 2);
+      if (line_in_row_ == 0) row_start_ = row_start(line_ / row_lines_);
+      if (row_start_ != nullptr) __builtin_prefetch(row_start_ + line_in_row_ * 64, 0, 2);
+      if (++line_in_row_ == row_lines_) line_in_row_ = 0;
     }
   }
 
  private:
+  // The first byte to fetch of the row_in_group-th weight row; null past a layer's last row.
+  const char* row_start(int64_t row_in_group) const {
+    const WeightPanel& panel = panels_[row_in_group / columns_];
+    const LinearProblem& problem = *panel.problem;
+    const int64_t row = panel.column + row_in_group % columns_;
+    if (row >= problem.outputs) return nullptr;
+    const int64_t row_bytes = problem.weight_stride * dtype_size(problem.weight_dtype);
+    return static_cast<const char*>(problem.weight) + row * row_bytes + first_byte_;
+  }
+
   const WeightPanel* panels_;
   int columns_;
   int64_t first_byte_ = 0;
@@ -220,6 +225,8 @@ class WeightPrefetch {
   int64_t total_lines_ = 0;
   int64_t lines_per_slice_ = 0;
   int64_t line_ = 0;
+  int64_t line_in_row_ = 0;
+  const char* row_start_ = nullptr;
 };
 
 void fill_with_bias(const LinearProblem& problem) {
@@ -307,8 +314,17 @@ void gemm_group(const LinearProblem* problems, int count) {
             pack_weight_panel(kernel, *panels[panel].problem, panels[panel].column, k_begin,
                               k_count, weight_pack + (panel - block) * weight_panel_bytes);
           }
-          WeightPrefetch prefetch(panels.data() + block, block_end - block, kernel.columns,
-                                  k_begin + k_count, block_depth, panels_here);
+          // While this depth block runs: the next one's weights, or after the last, the first
+          // depth block of the chunk this thread takes next.
+          const bool last_depth = depth_block + 1 == depth_blocks;
+          const int64_t next_block = last_depth ? block_end : block;
+          const int64_t next_block_end =
+              !last_depth ? block_end
+              : chunk + 1 < chunk_end ? std::min(column_panels, block_end + chunk_panels)
+                                      : next_block;
+          WeightPrefetch prefetch(panels.data() + next_block, next_block_end - next_block,
+                                  kernel.columns, last_depth ? 0 : k_begin + k_count, block_depth,
+                                  panels_here);
           for (int64_t input_panel = 0; input_panel < panels_here; ++input_panel) {
             prefetch.next_slice();
             const char* packed_input =
