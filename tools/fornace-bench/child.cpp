@@ -116,6 +116,15 @@ double weights_read_gbs(const MappedWeights& weights) {
   return seconds > 0 ? bytes / seconds / 1e9 : 0.0;
 }
 
+struct Roofs {
+  double read_gbs = 0;
+  double peak_gflops = 0;
+};
+
+Roofs measure_roofs(const MappedWeights& weights) {
+  return {weights_read_gbs(weights), cpu::measure_bf16_dot_peak_gflops()};
+}
+
 // "bf16" for float weights; quantized ones by the formats that hold them, most bytes first
 // ("Q5_0+Q8_0+Q6_K+Q4_K"), leaving out the f32 norms and biases.
 std::string weight_formats(const Model& model) {
@@ -242,13 +251,17 @@ int run_child(const RunFlags& flags, int64_t parent_pid, bool report_progress) {
             {"prompt", prompt_path},
             {"warmup", is_warmup},
             {"run", number}});
-      double read_gbs = is_warmup ? 0.0 : weights_read_gbs(mapped_weights);
-      double peak_gflops = is_warmup ? 0.0 : cpu::measure_bf16_dot_peak_gflops();
+      // The roofs just before and just after the run, averaged: the machine's speed drifts, and
+      // a roof from one side only can come from another regime than the run's.
+      Roofs before = is_warmup ? Roofs{} : measure_roofs(mapped_weights);
       int64_t generated = 0;
       GenerationResult result =
           generator.generate(ids, generation, [&](uint32_t) { progress.token(++generated); });
       double peak_mib = static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0);
       if (is_warmup) continue;
+      Roofs after = measure_roofs(mapped_weights);
+      const double read_gbs = (before.read_gbs + after.read_gbs) / 2;
+      const double peak_gflops = (before.peak_gflops + after.peak_gflops) / 2;
       std::vector<double> step_ms;
       std::vector<int64_t> contiguous, strided, strided_runs, allocated, kv_read;
       for (const DecodeStep& step : result.steps) {

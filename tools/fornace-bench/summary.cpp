@@ -244,10 +244,11 @@ std::string format_markdown_report(const BenchData& data, const std::string& tit
       "plus the KV cache attention reads at each step (a sliding-window layer its window), "
       "averaged over the run; GB/s is that times the mean "
       "tok/s. Read GB/s is the streaming read bandwidth over the mapped weights, measured just "
-      "before each run (the machine's bandwidth drifts), and % of read is each run's GB/s over "
-      "it, averaged. Prefill GFLOP/s counts the projections, causal attention and one lm_head "
-      "row; % of BF16 peak is each run's GFLOP/s over the register-only vdpbf16ps rate measured "
-      "just before it (the bench's start-up figure for files without one), averaged.\n";
+      "before and just after each run and averaged (the machine's bandwidth drifts), and % of "
+      "read is each run's GB/s over it, averaged. Prefill GFLOP/s counts the projections, causal "
+      "attention and one lm_head row; % of BF16 peak is each run's GFLOP/s over the "
+      "register-only vdpbf16ps rate measured around it the same way (the bench's start-up figure "
+      "for files without one), averaged.\n";
   if (!svg_name.empty()) text += "\n![ms per decode step against position](" + svg_name + ")\n";
   return text;
 }
