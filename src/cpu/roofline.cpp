@@ -1,4 +1,4 @@
-// Streaming read bandwidth and BF16 dot-product peak, measured on the global pool's threads.
+// Streaming read bandwidth and the GEMM arithmetic's peak, measured on the global pool's threads.
 #include "cpu/roofline.h"
 
 #include <chrono>
@@ -15,6 +15,8 @@ namespace {
 
 constexpr int kBf16DotAccumulators = 24;
 constexpr double kFlopsPerBf16Dot = 16 * 2 * 2;  // Lanes x products x (multiply, add).
+constexpr int kFmaAccumulators = 12;
+constexpr double kFlopsPerFma = 8 * 2;  // Lanes x (multiply, add).
 
 // Eight independent sums so the loop is bound by loads, not by one add chain.
 uint64_t sum_words_portable(const uint64_t* words, int64_t count) {
@@ -84,8 +86,10 @@ double bf16_dot_loop_flops(int64_t iterations) {
   return static_cast<double>(iterations) * kBf16DotAccumulators * kFlopsPerBf16Dot;
 }
 
-double measure_bf16_dot_peak_gflops(int passes) {
-  if (!has_bf16_dot()) return 0;
+namespace {
+
+// GFLOP/s of the fastest of `passes` runs of `loop` on every thread of the pool.
+double measure_loop_gflops(float (*loop)(int64_t), double (*flops)(int64_t), int passes) {
   constexpr int64_t kIterations = 1 << 20;  // About 25 ms per pass at 1 instruction a cycle.
   ThreadPool& pool = ThreadPool::global();
   const int threads = pool.threads();
@@ -94,12 +98,48 @@ double measure_bf16_dot_peak_gflops(int passes) {
   for (int pass = 0; pass < passes; ++pass) {
     auto start = std::chrono::steady_clock::now();
     pool.run(threads, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t part = begin; part < end; ++part) sums[part] = bf16_dot_loop(kIterations);
+      for (int64_t part = begin; part < end; ++part) sums[part] = loop(kIterations);
     });
     double seconds = seconds_since(start);
     if (pass == 0 || seconds < best) best = seconds;
   }
-  return threads * bf16_dot_loop_flops(kIterations) / best / 1e9;
+  return threads * flops(kIterations) / best / 1e9;
+}
+
+}  // namespace
+
+double measure_bf16_dot_peak_gflops(int passes) {
+  if (!has_bf16_dot()) return 0;
+  return measure_loop_gflops(bf16_dot_loop, bf16_dot_loop_flops, passes);
+}
+
+float fma_loop(int64_t iterations) { return kernels::fma_loop_avx2(iterations); }
+
+double fma_loop_flops(int64_t iterations) {
+  return static_cast<double>(iterations) * kFmaAccumulators * kFlopsPerFma;
+}
+
+double measure_gemm_peak_gflops(Isa isa, int passes) {
+  switch (isa) {
+    case Isa::avx512:
+      return measure_bf16_dot_peak_gflops(passes);
+    case Isa::avx2:
+      if (detected_isa() < Isa::avx2) return 0;
+      return measure_loop_gflops(fma_loop, fma_loop_flops, passes);
+    default:
+      return 0;
+  }
+}
+
+const char* gemm_peak_name(Isa isa) {
+  switch (isa) {
+    case Isa::avx512:
+      return "vdpbf16ps";
+    case Isa::avx2:
+      return "256-bit FMA";
+    default:
+      return "none";
+  }
 }
 
 }  // namespace fornace::cpu

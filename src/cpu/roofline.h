@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "cpu/cpu_features.h"
+
 namespace fornace::cpu {
 
 // One pass of summing [data, data + bytes) as 64-bit words, split into contiguous parts across
@@ -28,5 +30,16 @@ bool has_bf16_dot();
 // GFLOP/s of the fastest of `passes` bf16_dot_loop runs (about 0.1 s in all); 0 without
 // AVX512_BF16.
 double measure_bf16_dot_peak_gflops(int passes = 3);
+
+// One run of `iterations` steps of 12 independent 256-bit FMAs (the AVX2 GEMM's arithmetic);
+// returns the sum of the accumulators. Needs AVX2 and FMA (detected_isa() at least avx2).
+float fma_loop(int64_t iterations);
+// FLOPs that fma_loop performs per thread (8 lanes x multiply and add).
+double fma_loop_flops(int64_t iterations);
+
+// The register-only rate of the arithmetic that `isa`'s GEMM runs: vdpbf16ps at avx512 (the bf16
+// GEMM), 256-bit FMA at avx2 (the f32 GEMM); 0 at portable. gemm_peak_name() names it.
+double measure_gemm_peak_gflops(Isa isa, int passes = 3);
+const char* gemm_peak_name(Isa isa);
 
 }  // namespace fornace::cpu

@@ -45,6 +45,18 @@ TEST(Roofline, Bf16DotLoopRunsEveryProductItCounts) {
   EXPECT_EQ(cpu::bf16_dot_loop(kIterations), 16.0f * 24 * 2 * kIterations);
   EXPECT_EQ(cpu::bf16_dot_loop_flops(kIterations), 16.0 * 24 * 2 * 2 * kIterations);
   EXPECT_GT(cpu::measure_bf16_dot_peak_gflops(1), 0.0);
+  EXPECT_DOUBLE_EQ(cpu::measure_gemm_peak_gflops(cpu::Isa::portable, 1), 0.0);
+}
+
+TEST(Roofline, FmaLoopRunsEveryProductItCounts) {
+  if (cpu::detected_isa() < cpu::Isa::avx2) GTEST_SKIP() << "no AVX2";
+  // Each of the 8 lanes of each of the 12 accumulators adds 1 x 1 per iteration.
+  constexpr int64_t kIterations = 1000;
+  EXPECT_EQ(cpu::fma_loop(kIterations), 8.0f * 12 * kIterations);
+  EXPECT_EQ(cpu::fma_loop_flops(kIterations), 8.0 * 12 * 2 * kIterations);
+  EXPECT_GT(cpu::measure_gemm_peak_gflops(cpu::Isa::avx2, 1), 0.0);
+  EXPECT_STREQ(cpu::gemm_peak_name(cpu::Isa::avx2), "256-bit FMA");
+  EXPECT_STREQ(cpu::gemm_peak_name(cpu::Isa::avx512), "vdpbf16ps");
 }
 
 }  // namespace

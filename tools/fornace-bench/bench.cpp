@@ -642,7 +642,7 @@ int run_bench(BenchPlan& plan) {
     progress.note("[bench] read bandwidth: " + format_fixed(data.context.read_gbs, 1) + " GB/s");
   }
   progress.measuring("the BF16 dot-product peak");
-  data.context.peak_gflops = cpu::measure_bf16_dot_peak_gflops();
+  data.context.peak_gflops = cpu::measure_gemm_peak_gflops(cpu::active_isa());
   progress.clear();
   if (data.context.peak_gflops > 0) {
     progress.note("[bench] BF16 dot-product peak: " + format_fixed(data.context.peak_gflops, 0) +
@@ -717,7 +717,7 @@ int bench_command(int argc, char** argv) {
 int roofs_command(int argc, char** argv) {
   tools::CommandLine app("fornace-bench roofs", "usage: fornace-bench roofs [--threads N]",
                          "Measures the machine's roofs as the bench does (the streaming read: 1 GiB, "
-                         "best of 5 passes; the register-only BF16 dot-product peak) and prints "
+                         "best of 5 passes; the register-only peak of the GEMM's arithmetic) and prints "
                          "them as one JSON line, for tools that quote speed as a share of them.");
   int64_t threads = 0;
   tools::add_threads_flag(app, threads);
@@ -726,7 +726,7 @@ int roofs_command(int argc, char** argv) {
     const CpuIdentity cpu = cpu_identity();
     nlohmann::json roofs = {
         {"read_gbs", cpu::measure_read_bandwidth_gbs(kBandwidthBytes, kBandwidthPasses)},
-        {"peak_gflops", cpu::measure_bf16_dot_peak_gflops()},
+        {"peak_gflops", cpu::measure_gemm_peak_gflops(cpu::active_isa())},
         {"threads", threads},
         {"cpu", cpu.model_name},
         {"cpu_family", cpu.family},

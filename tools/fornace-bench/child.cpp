@@ -122,7 +122,7 @@ struct Roofs {
 };
 
 Roofs measure_roofs(const MappedWeights& weights) {
-  return {weights_read_gbs(weights), cpu::measure_bf16_dot_peak_gflops()};
+  return {weights_read_gbs(weights), cpu::measure_gemm_peak_gflops(cpu::active_isa())};
 }
 
 // "bf16" for float weights; quantized ones by the formats that hold them, most bytes first

@@ -22,8 +22,8 @@ int child_command(int argc, char** argv);
 // fornace-bench report CSV: the tables and the plot again, from the CSVs alone; argv[0] is
 // "report".
 int report_command(int argc, char** argv);
-// fornace-bench roofs [--threads N]: the read bandwidth and BF16 peak as one JSON line; argv[0]
-// is "roofs".
+// fornace-bench roofs [--threads N]: the read bandwidth and the GEMM's peak as one JSON line;
+// argv[0] is "roofs".
 int roofs_command(int argc, char** argv);
 
 // The flags that the bench passes on to each child, defined once for both.

@@ -5,11 +5,28 @@
 #include <algorithm>
 #include <map>
 
+#include "core/error.h"
+#include "cpu/roofline.h"
 #include "format.h"
 #include "stats.h"
 
 namespace fornace::bench {
 namespace {
+
+// The instruction of the GEMM peak, by the level the kernels line names ("isa avx2; ..."):
+// vdpbf16ps for files without one, which measured it alone.
+std::string peak_instruction(const BenchContext& context) {
+  const std::string prefix = "isa ";
+  if (context.kernels.rfind(prefix, 0) == 0) {
+    const std::string level =
+        context.kernels.substr(prefix.size(), context.kernels.find(';') - prefix.size());
+    try {
+      return cpu::gemm_peak_name(cpu::parse_isa(level.c_str()));
+    } catch (const Error&) {
+    }
+  }
+  return "vdpbf16ps";
+}
 
 // Characters on screen: UTF-8 continuation bytes do not count.
 size_t display_width(const std::string& text) {
@@ -187,7 +204,7 @@ std::string format_tables(const BenchData& data) {
     text += markdown_table(
         {"Attention", "KV cache", "Decode tok/s (runs)", "Mean", mean_header, "Strided MiB/step",
          "B/run", "Peak memory", "MB read/token", "GB/s", "Read GB/s", "% of read", "Prefill tok/s",
-         "Prefill GFLOP/s", "% of BF16 peak"},
+         "Prefill GFLOP/s", "% of peak"},
         rows);
     text += "\n";
   }
@@ -227,10 +244,10 @@ std::string format_markdown_report(const BenchData& data, const std::string& tit
                ? format_fixed(context.read_gbs, 1) + " GB/s, measured by the bench at its start"
                : std::string("not measured")) +
           " |\n";
-  text += "| BF16 peak | " +
+  text += "| GEMM peak | " +
           (context.peak_gflops > 0 ? format_fixed(context.peak_gflops, 0) +
-                                         " GFLOP/s, register-only vdpbf16ps on every thread, "
-                                         "measured by the bench at its start"
+                                         " GFLOP/s, register-only " + peak_instruction(context) +
+                                         " on every thread, measured by the bench at its start"
                                    : std::string("not measured")) +
           " |\n\n";
   text += format_tables(data);
@@ -246,8 +263,9 @@ std::string format_markdown_report(const BenchData& data, const std::string& tit
       "tok/s. Read GB/s is the streaming read bandwidth over the mapped weights, measured just "
       "before and just after each run and averaged (the machine's bandwidth drifts), and % of "
       "read is each run's GB/s over it, averaged. Prefill GFLOP/s counts the projections, causal "
-      "attention and one lm_head row; % of BF16 peak is each run's GFLOP/s over the "
-      "register-only vdpbf16ps rate measured around it the same way (the bench's start-up figure "
+      "attention and one lm_head row; % of peak is each run's GFLOP/s over the register-only "
+      "rate of the GEMM's arithmetic (vdpbf16ps at the avx512 level, 256-bit FMA at avx2) "
+      "measured around it the same way (the bench's start-up figure "
       "for files without one), averaged.\n";
   if (!svg_name.empty()) text += "\n![ms per decode step against position](" + svg_name + ")\n";
   return text;
