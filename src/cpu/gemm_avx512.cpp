@@ -1,12 +1,8 @@
 // AVX-512 GEMM micro-kernels (vdpbf16ps for bf16 weights, FMA for f32 panels) and bf16 rounding.
 #include <immintrin.h>
 
-// GCC 12's AVX-512 headers start some intrinsics (unpacks) from an "undefined" register and then
-// warn about it; the warning is a false positive.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-
 #include "cpu/gemm_kernels.h"
+#include "cpu/simd.h"  // Also silences GCC 12's false "uninitialized" warnings.
 
 namespace fornace::cpu::kernels {
 namespace {

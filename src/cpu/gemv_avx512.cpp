@@ -6,11 +6,7 @@
 
 #include "cpu/gemm.h"
 #include "cpu/gemm_kernels.h"
-
-// GCC 12's AVX-512 headers start some intrinsics (reductions) from an "undefined" register and
-// then warn about it; the warning is a false positive.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "cpu/simd.h"  // Also silences GCC 12's false "uninitialized" warnings.
 
 namespace fornace::cpu::kernels {
 namespace {

@@ -5,10 +5,7 @@
 #include <array>
 
 #include "cpu/quant_legacy_kernels.h"
-
-// GCC 12's AVX-512 headers start some intrinsics from an "undefined" register and then warn.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "cpu/simd.h"  // Also silences GCC 12's false "uninitialized" warnings.
 
 namespace fornace::cpu::legacy::avx512 {
 namespace {

@@ -2,6 +2,7 @@
 #include <immintrin.h>
 
 #include "cpu/roofline_kernels.h"
+#include "cpu/simd.h"  // Also silences GCC 12's false "uninitialized" warnings.
 
 namespace fornace::cpu::kernels {
 

@@ -10,9 +10,10 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) && !defined(__clang__)
 // GCC 12 reports its own _mm512_undefined_* placeholders inside the AVX-512 intrinsics as
-// uninitialized (a known false positive); silence it for the translation units that use them.
+// uninitialized (a known false positive); silence it for the translation units that include this
+// header (clang has neither the false positive nor the warning group).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif

@@ -41,13 +41,15 @@ const Architecture& architecture_of(const ModelConfig& config, const std::string
        "' (supported: ", supported, ")");
 }
 
-
 }  // namespace
 
 KvCacheShape Model::kv_cache_shape(int64_t max_length) const {
   const ModelConfig& model_config = config();
-  KvCacheShape shape{1, model_config.num_key_value_heads, model_config.head_dim(), max_length,
-                     kv_dtype()};
+  KvCacheShape shape;
+  shape.kv_heads = model_config.num_key_value_heads;
+  shape.head_dim = model_config.head_dim();
+  shape.max_length = max_length;
+  shape.dtype = kv_dtype();
   shape.window = model_config.sliding_window;
   shape.sliding_layers = model_config.sliding_layers;
   return shape;
