@@ -1,5 +1,6 @@
-// K-quant dot_rows on one thread over weights that do not fit in cache: weight GB/s and int8
-// GOP/s (per CPU second) for 1 and 4 activation rows, per type and ISA (plus dot_rows_f32).
+// Block-format dot_rows on one thread over weights that do not fit in cache (and, as `cached`, over
+// one copy left in L2 or L3): weight GB/s and int8 GOP/s for 1 and 4 activation rows, per type and
+// ISA (plus dot_rows_f32). The K-quants, and the legacy types of a Q4_K_M file.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -26,7 +27,11 @@ struct Shape {
 };
 
 constexpr Shape kShapes[] = {
-    {"ffn_down_896x4864", 896, 4864}, {"1536x1536", 1536, 1536}, {"2048x2048", 2048, 2048}};
+    {"ffn_down_896x4864", 896, 4864},
+    {"1536x1536", 1536, 1536},
+    {"2048x2048", 2048, 2048},
+    {"l2_384x1024", 384, 1024},  // Fits in L2 (Q8_0: 408 KiB) as `cached`.
+};
 
 // Calls cycle through copies of the weights whose total exceeds the last-level cache.
 constexpr int64_t kMinWeightFootprint = int64_t{256} << 20;
@@ -111,7 +116,8 @@ const bool kRegistered = [] {
       {Isa::avx512, 1, false}, {Isa::avx512, 4, false},       {Isa::avx2, 1, false},
       {Isa::avx2, 4, false},   {Isa::portable, 1, false},     {Isa::avx512, 1, true},
       {Isa::avx2, 1, true},    {Isa::avx512, 1, false, true}, {Isa::avx512, 4, false, true}};
-  for (BlockType type : {BlockType::q4_k, BlockType::q5_k, BlockType::q6_k}) {
+  for (BlockType type : {BlockType::q4_k, BlockType::q5_k, BlockType::q6_k, BlockType::q5_0,
+                         BlockType::q8_0, BlockType::q4_0}) {
     for (const Shape& shape : kShapes) {
       for (const Variant& variant : variants) {
         const std::string name = std::string("KDot/") + fornace::block_format(type).name + "/" +

@@ -520,6 +520,15 @@ bool is_gguf_path(const std::string& path) {
   return std::filesystem::is_regular_file(path, error);
 }
 
+void require_model_path(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error) || is_gguf_path(path)) return;
+  fail("model ", path,
+       std::filesystem::exists(path, error)
+           ? " is neither a checkpoint directory nor a GGUF file"
+           : " does not exist (give a checkpoint directory or a GGUF file)");
+}
+
 std::shared_ptr<GgufFile> GgufFile::open(const std::string& path) {
   auto file = std::make_shared<ReadOnlyFile>(path);
   size_t size = file->size();

@@ -166,6 +166,10 @@ struct GgufTensorInfo {
 // Whether `path` names a file (a GGUF model) rather than a checkpoint directory.
 bool is_gguf_path(const std::string& path);
 
+// Fails (Error naming `path`) unless it is a checkpoint directory or a file; what is inside is
+// checked when the model loads.
+void require_model_path(const std::string& path);
+
 // One GGUF file (version 2 or 3, little-endian), mapped read-only. Everything is validated when
 // it is opened: the header, counts bounded by the file size, value types (no nested arrays),
 // strings and arrays inside the file, unique keys and tensor names, 1 to 4 positive dims, known

@@ -566,7 +566,7 @@ TEST_F(BenchProcess, MissingSecondModelIsOneErrorLineBeforeAnyChildStarts) {
   std::string missing = (directory_ / "no-such-model").string();
   arguments[2] = model_->string() + "," + missing;
   fornace::expect_error(outcome_of(start(arguments, directory_)), 1,
-                        "model directory " + missing + " does not exist");
+                        "model " + missing + " does not exist");
   EXPECT_FALSE(fs::exists(out_));
 }
 

@@ -1,5 +1,6 @@
 // The fornace command line: bad input gets one `error:` line and the right exit code.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -123,6 +124,13 @@ TEST_F(FornaceCli, EmptyPromptIsRejected) {
 
 TEST_F(FornaceCli, MissingModelDirectoryOrFilesAreRuntimeErrors) {
   expect_error(run_fornace("--model /nonexistent/model --prompt hi"), 1, "/nonexistent/model");
+  // Neither a directory nor a regular file: refused before anything opens it.
+  std::string fifo = std::string(FORNACE_BINARY_DIR) + "/cli-fifo-model";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  expect_error(run_fornace("--model " + fifo + " --prompt hi"), 1,
+               "neither a checkpoint directory nor a GGUF file");
+  std::remove(fifo.c_str());
   std::string empty = std::string(FORNACE_BINARY_DIR) + "/cli-empty-model";
   std::filesystem::create_directories(empty);
   expect_error(run_fornace("--model " + empty + " --prompt-ids 1"), 1, "config.json");
@@ -199,7 +207,7 @@ TEST_F(FornaceCli, HelpGivesTheDefaults) {
   std::string help = run_fornace("--help").out;
   for (const char* text :
        {"--max-new-tokens N", "(default: 128)", "(default: prealloc)", "(default: 1.1)",
-        "(default: 299792458)", "(default: as stored)", "checkpoint directory (required)"}) {
+        "(default: 299792458)", "(default: as stored)", "checkpoint directory or GGUF file (required)"}) {
     EXPECT_NE(help.find(text), std::string::npos) << text;
   }
 }

@@ -574,10 +574,7 @@ void add_bench_flags(tools::CommandLine& app, BenchPlan& plan) {
 void validate_plan(const BenchPlan& plan) {
   namespace fs = std::filesystem;
   for (const std::string& model : plan.models) {
-    if (!fs::is_directory(model) && !is_gguf_path(model)) {
-      fail("model directory ", model,
-           fs::exists(model) ? " is not a directory" : " does not exist");
-    }
+    require_model_path(model);
     model_config_at(model);
   }
   bool needs_tokenizer = false;

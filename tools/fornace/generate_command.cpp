@@ -33,7 +33,7 @@ namespace {
 constexpr int64_t kMeanSteps = 64;
 
 constexpr const char* kUsage =
-    "usage: fornace --model DIR (--prompt TEXT | --prompt-file PATH | --prompt-ids 1,2,3) "
+    "usage: fornace --model DIR|FILE.gguf (--prompt TEXT | --prompt-file PATH | --prompt-ids 1,2,3) "
     "[options]";
 
 // "1,2,3" as ids; throws Error on an item that is not an id.
@@ -55,7 +55,7 @@ std::vector<uint32_t> parse_ids(const std::string& text) {
 
 // The flags of a generation, holding their defaults until the command line is parsed.
 struct GenerateFlags {
-  std::string model_directory;
+  std::string model_path;
   std::optional<std::string> prompt_text;
   std::optional<std::string> prompt_file;
   std::optional<std::string> prompt_ids;
@@ -77,8 +77,8 @@ struct GenerateFlags {
 };
 
 void add_generate_flags(CommandLine& app, GenerateFlags& flags) {
-  app.add_option("--model", flags.model_directory, "checkpoint directory")
-      ->type_name("DIR")
+  app.add_option("--model", flags.model_path, "checkpoint directory or GGUF file")
+      ->type_name("PATH")
       ->required();
   app.add_option("--prompt", flags.prompt_text, "prompt text")->type_name("TEXT");
   app.add_option("--prompt-file", flags.prompt_file, "prompt text read from a UTF-8 file")
@@ -86,7 +86,7 @@ void add_generate_flags(CommandLine& app, GenerateFlags& flags) {
   app.add_option("--prompt-ids", flags.prompt_ids, "prompt as token ids (no tokenizer needed)")
       ->type_name("1,2,3")
       ->check(parsed_by(parse_ids));
-  app.add_flag("--chat", flags.chat, "wrap the prompt in the ChatML template of instruct models");
+  app.add_flag("--chat", flags.chat, "wrap the prompt in the model's own chat template");
   app.add_option("--system", flags.system, "system message for --chat")
       ->type_name("TEXT")
       ->default_str("none");
@@ -171,7 +171,7 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 }
 
 int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point command_start) {
-  const std::string& model_directory = flags.model_directory;
+  const std::string& model_path = flags.model_path;
   const std::optional<std::string>& prompt_text = flags.prompt_text;
   const std::optional<std::string>& prompt_file = flags.prompt_file;
   const std::optional<std::string>& prompt_ids = flags.prompt_ids;
@@ -197,10 +197,7 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
   set_num_threads(static_cast<int>(threads));
 
   namespace fs = std::filesystem;
-  if (!fs::is_directory(model_directory) && !is_gguf_path(model_directory)) {
-    fail("model directory ", model_directory,
-         (fs::exists(model_directory) ? " is not a directory" : " does not exist"));
-  }
+  require_model_path(model_path);
 
   std::optional<Tokenizer> tokenizer;
   std::unique_ptr<Model> model;
@@ -208,10 +205,10 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
     memory::PhaseScope phase(Phase::load);
     // The model first: a GGUF file's mapping stays alive in its weights, and the tokenizer
     // reads its keys through the same mapping rather than mapping the file again.
-    model = load_model(model_directory, model_options);
-    if (!prompt_ids || is_gguf_path(model_directory) ||
-        fs::exists(fs::path(model_directory) / "tokenizer.json")) {
-      tokenizer.emplace(Tokenizer::load(model_directory));
+    model = load_model(model_path, model_options);
+    if (!prompt_ids || is_gguf_path(model_path) ||
+        fs::exists(fs::path(model_path) / "tokenizer.json")) {
+      tokenizer.emplace(Tokenizer::load(model_path));
     }
   }
   const double load_ms = ms_since(command_start);
@@ -327,7 +324,7 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
     std::vector<double> step_ms;
     for (const DecodeStep& step : result.steps) step_ms.push_back(step.ms);
     nlohmann::json summary = {
-        {"model", model_directory},
+        {"model", model_path},
         {"dtype", dtype_name(model->weight_dtype())},
         {"kv_cache", kv_cache_kind_name(kind)},
         {"attention", attention_path_name(model_options.attention)},
@@ -360,8 +357,9 @@ int generate_command(int argc, char** argv) {
   const auto command_start = std::chrono::steady_clock::now();
   std::signal(SIGPIPE, SIG_IGN);
   CommandLine app("fornace", kUsage,
-                  "Generates text from a Qwen2-family checkpoint (config.json, *.safetensors, "
-                  "tokenizer.json).");
+                  "Generates text from a Hugging Face checkpoint (config.json, *.safetensors, "
+                  "tokenizer.json) or a GGUF file of the qwen2, llama, qwen3 or gemma3 "
+                  "architecture.");
   GenerateFlags flags;
   add_generate_flags(app, flags);
   app.footer(subcommands_footer());

@@ -1,4 +1,4 @@
-// fornace: generate text from a Qwen2-family checkpoint, or run one of its subcommands.
+// fornace: generate text from a checkpoint or GGUF file, or run one of its subcommands.
 #include "fornace/commands.h"
 
 int main(int argc, char** argv) {

@@ -48,13 +48,9 @@ std::string served_model_id(const ServeFlags& flags) {
 }
 
 int serve(const ServeFlags& flags, const sigset_t& stop_signals) {
-  namespace fs = std::filesystem;
   if (flags.model_path.empty()) throw UsageError("--model is empty");
   if (flags.host.empty()) throw UsageError("--host is empty");
-  if (!fs::is_directory(flags.model_path) && !is_gguf_path(flags.model_path)) {
-    fail("model directory ", flags.model_path,
-         (fs::exists(flags.model_path) ? " is not a directory" : " does not exist"));
-  }
+  require_model_path(flags.model_path);
   set_num_threads(static_cast<int>(flags.threads));
   ModelOptions model_options;
   if (!flags.dtype.empty()) model_options.dtype = parse_dtype(flags.dtype);

@@ -52,14 +52,16 @@ void decode_line(const Tokenizer& tokenizer, const std::string& line, size_t lin
 }  // namespace
 
 int tokenize_command(int argc, char** argv) {
-  CommandLine app("fornace tokenize", "usage: fornace tokenize --model DIR [options]",
+  CommandLine app("fornace tokenize", "usage: fornace tokenize --model DIR|FILE.gguf [options]",
                   "Reads one JSON string per line on stdin and writes one JSON array of ids per "
                   "line; with --decode, reads JSON arrays of ids and writes JSON strings.");
   std::string model;
   bool decode = false;
   bool no_special = false;
   bool skip_special = false;
-  app.add_option("--model", model, "directory of tokenizer.json")->type_name("DIR")->required();
+  app.add_option("--model", model, "directory of tokenizer.json, or a GGUF file")
+      ->type_name("PATH")
+      ->required();
   app.add_flag("--decode", decode, "ids in, text out");
   app.add_flag("--no-special", no_special, "special tokens in the text are encoded as plain text");
   app.add_flag("--skip-special", skip_special, "--decode leaves special tokens out");
