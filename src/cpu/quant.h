@@ -72,6 +72,13 @@ struct QuantizedLinearProblem {
 // rows are instead widened to bf16 a chunk at a time and multiplied by the BF16 GEMM (cpu/gemm.h),
 // the input rounded to bf16.
 void quantized_linear(const QuantizedLinearProblem& problem);
+// Several quantized layers over one input, such as Q, K and V, or gate and up: the problems share
+// input, input stride, rows, depth and quantize_input (the block types may differ). The input is
+// rounded once per activation format, and one pass of the threads covers every layer's outputs,
+// so that each small layer does not pay for a hand-off of its own (prefill's widened GEMMs run
+// layer by layer). Throws Error when the problems do not share those.
+constexpr int kMaxQuantizedGroupLayers = 8;
+void quantized_linear_group(const QuantizedLinearProblem* problems, int count);
 
 constexpr int64_t kWidenedGemmMinRows = 32;
 // Whether quantized_linear runs `problem` as that BF16 GEMM (weights and input rounded to bf16,

@@ -1,6 +1,8 @@
-// quantized_linear(): the input rounded to activation blocks once, weight rows split across the
-// thread pool, and each cache-sized block of weight rows reused for every group of input rows.
+// quantized_linear() and its group form: the input rounded to activation blocks once, weight rows
+// split across the thread pool, each cache-sized block of rows reused for every group of input rows.
 #include <algorithm>
+#include <array>
+#include <limits>
 #include <string>
 
 #include "core/error.h"
@@ -40,11 +42,9 @@ void check(const QuantizedLinearProblem& problem) {
   }
 }
 
-// Rounds every input row to the kernels' activation blocks, into the caller's scratch.
-const uint8_t* quantize_input(const QuantizedLinearProblem& problem, const BlockKernels& kernels,
-                              size_t activation_row_bytes) {
-  auto* activations = static_cast<uint8_t*>(
-      thread_scratch(ScratchSlot::quantized_input, problem.rows * activation_row_bytes));
+// Rounds every input row to the kernels' activation blocks, into `activations`.
+void quantize_input(const QuantizedLinearProblem& problem, const BlockKernels& kernels,
+                    size_t activation_row_bytes, uint8_t* activations) {
   auto quantize_rows = [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       kernels.quantize_activations(problem.input + row * problem.input_stride,
@@ -56,7 +56,49 @@ const uint8_t* quantize_input(const QuantizedLinearProblem& problem, const Block
   } else {
     quantize_rows(0, problem.rows);
   }
-  return activations;
+}
+
+// One layer of a group, ready to run: its kernels and its input (rounded, or f32).
+struct PreparedLayer {
+  const QuantizedLinearProblem* problem = nullptr;
+  const BlockKernels* kernels = nullptr;
+  const uint8_t* activations = nullptr;  // null with f32 input
+  size_t activation_row_bytes = 0;
+  int64_t first_unit = 0;  // Of the group's row units.
+};
+
+// Weight rows [begin, end) of one layer: block by block, every group of input rows over each
+// block, so that a cache-sized block of rows is read from memory once.
+void run_weight_rows(const PreparedLayer& layer, int64_t begin, int64_t end) {
+  const QuantizedLinearProblem& problem = *layer.problem;
+  const BlockKernels& kernels = *layer.kernels;
+  const auto* weight = static_cast<const uint8_t*>(problem.weight);
+  const int64_t weight_row_bytes = std::max<int64_t>(1, problem.weight_row_bytes);
+  const int64_t block_rows = std::max<int64_t>(
+      kRowUnit, kCacheBlockBytes / weight_row_bytes / kRowUnit * kRowUnit);
+  for (int64_t block_begin = begin; block_begin < end; block_begin += block_rows) {
+    const int64_t block_end = std::min(end, block_begin + block_rows);
+    const uint8_t* block_weight = weight + block_begin * problem.weight_row_bytes;
+    for (int64_t row = 0; row < problem.rows; row += kQuantMaxColumns) {
+      const int64_t columns = std::min(kQuantMaxColumns, problem.rows - row);
+      float* out = problem.output + row * problem.output_stride + block_begin;
+      if (layer.activations) {
+        kernels.dot_rows(block_weight, problem.weight_row_bytes, block_end - block_begin,
+                         layer.activations + row * layer.activation_row_bytes,
+                         layer.activation_row_bytes, columns, problem.depth, out,
+                         problem.output_stride);
+      } else {
+        kernels.dot_rows_f32(block_weight, problem.weight_row_bytes, block_end - block_begin,
+                             problem.input + row * problem.input_stride, problem.input_stride,
+                             columns, problem.depth, out, problem.output_stride);
+      }
+      if (problem.bias == nullptr) continue;
+      for (int64_t column = 0; column < columns; ++column) {
+        float* out_row = out + column * problem.output_stride;
+        for (int64_t r = block_begin; r < block_end; ++r) out_row[r - block_begin] += problem.bias[r];
+      }
+    }
+  }
 }
 
 // The problem as BF16 GEMMs over chunks of weight rows widened to bf16 (exactly as the format
@@ -117,51 +159,85 @@ std::string quantized_kernel_name() {
 }
 
 void quantized_linear(const QuantizedLinearProblem& problem) {
-  if (problem.rows <= 0 || problem.outputs <= 0) return;
-  check(problem);
-  if (quantized_linear_widens_to_bf16(problem)) return widened_bf16_gemm(problem);
-  const BlockKernels& kernels = block_kernels(problem.weight_type);
-  const size_t activation_row_bytes =
-      problem.quantize_input ? kernels.activation_row_bytes(problem.depth) : 0;
-  const uint8_t* activations =
-      problem.quantize_input ? quantize_input(problem, kernels, activation_row_bytes) : nullptr;
-  const auto* weight = static_cast<const uint8_t*>(problem.weight);
-  const int64_t weight_row_bytes = std::max<int64_t>(1, problem.weight_row_bytes);
-  const int64_t groups = (problem.rows + kQuantMaxColumns - 1) / kQuantMaxColumns;
-  const int64_t block_rows = std::max<int64_t>(
-      kRowUnit, kCacheBlockBytes / weight_row_bytes / kRowUnit * kRowUnit);
+  quantized_linear_group(&problem, 1);
+}
 
-  // Weight rows [begin, end): block by block, every group of input rows over each block.
-  auto run_rows = [&](int64_t begin, int64_t end) {
-    for (int64_t block_begin = begin; block_begin < end; block_begin += block_rows) {
-      const int64_t block_end = std::min(end, block_begin + block_rows);
-      const uint8_t* block_weight = weight + block_begin * problem.weight_row_bytes;
-      for (int64_t row = 0; row < problem.rows; row += kQuantMaxColumns) {
-        const int64_t columns = std::min(kQuantMaxColumns, problem.rows - row);
-        float* out = problem.output + row * problem.output_stride + block_begin;
-        if (problem.quantize_input) {
-          kernels.dot_rows(block_weight, problem.weight_row_bytes, block_end - block_begin,
-                           activations + row * activation_row_bytes, activation_row_bytes,
-                           columns, problem.depth, out, problem.output_stride);
-        } else {
-          kernels.dot_rows_f32(block_weight, problem.weight_row_bytes, block_end - block_begin,
-                               problem.input + row * problem.input_stride, problem.input_stride,
-                               columns, problem.depth, out, problem.output_stride);
-        }
-        if (problem.bias == nullptr) continue;
-        for (int64_t column = 0; column < columns; ++column) {
-          float* out_row = out + column * problem.output_stride;
-          for (int64_t r = block_begin; r < block_end; ++r) out_row[r - block_begin] += problem.bias[r];
-        }
+void quantized_linear_group(const QuantizedLinearProblem* problems, int count) {
+  if (count <= 0 || count > kMaxQuantizedGroupLayers) {
+    fail("quantized_linear_group: ", count, " layers, not 1 to ", kMaxQuantizedGroupLayers);
+  }
+  const QuantizedLinearProblem& first = problems[0];
+  for (int index = 0; index < count; ++index) {
+    const QuantizedLinearProblem& problem = problems[index];
+    if (problem.input != first.input || problem.input_stride != first.input_stride ||
+        problem.rows != first.rows || problem.depth != first.depth ||
+        problem.quantize_input != first.quantize_input) {
+      fail("quantized_linear_group: layer ", index,
+           " does not share the input, rows, depth and rounding of layer 0");
+    }
+    if (problem.rows > 0 && problem.outputs > 0) check(problem);
+  }
+  if (first.rows <= 0) return;
+  // Prefill widens each layer's weights for the BF16 GEMM, which has no hand-off to share.
+  if (count > 1 && quantized_linear_widens_to_bf16(first)) {
+    for (int index = 0; index < count; ++index) quantized_linear_group(&problems[index], 1);
+    return;
+  }
+  if (count == 1 && quantized_linear_widens_to_bf16(first)) {
+    if (first.outputs > 0) widened_bf16_gemm(first);
+    return;
+  }
+
+  // The input is rounded once per activation format (layers of one block type share it).
+  std::array<PreparedLayer, kMaxQuantizedGroupLayers> layers;
+  size_t activation_bytes = 0;
+  for (int index = 0; index < count; ++index) {
+    layers[index].problem = &problems[index];
+    layers[index].kernels = &block_kernels(problems[index].weight_type);
+    if (first.quantize_input) {
+      layers[index].activation_row_bytes =
+          layers[index].kernels->activation_row_bytes(first.depth);
+      activation_bytes += first.rows * layers[index].activation_row_bytes;
+    }
+  }
+  auto* activations = static_cast<uint8_t*>(
+      thread_scratch(ScratchSlot::quantized_input, std::max<size_t>(1, activation_bytes)));
+  int64_t units = 0;
+  int64_t min_units = std::numeric_limits<int64_t>::max();
+  const int64_t input_groups = (first.rows + kQuantMaxColumns - 1) / kQuantMaxColumns;
+  for (int index = 0; index < count; ++index) {
+    PreparedLayer& layer = layers[index];
+    if (first.quantize_input) {
+      const auto same_format = [&](const PreparedLayer& earlier) {
+        return earlier.kernels->quantize_activations == layer.kernels->quantize_activations;
+      };
+      const auto shared = std::find_if(layers.begin(), layers.begin() + index, same_format);
+      if (shared != layers.begin() + index) {
+        layer.activations = shared->activations;
+      } else {
+        quantize_input(first, *layer.kernels, layer.activation_row_bytes, activations);
+        layer.activations = activations;
+        activations += first.rows * layer.activation_row_bytes;
       }
     }
-  };
+    layer.first_unit = units;
+    units += (layer.problem->outputs + kRowUnit - 1) / kRowUnit;
+    const int64_t weight_row_bytes = std::max<int64_t>(1, layer.problem->weight_row_bytes);
+    min_units = std::min(min_units, std::max<int64_t>(1, kMinWorkPerPart / (weight_row_bytes *
+                                                                            kRowUnit * input_groups)));
+  }
 
-  const int64_t units = (problem.outputs + kRowUnit - 1) / kRowUnit;
-  const int64_t min_units =
-      std::max<int64_t>(1, kMinWorkPerPart / (weight_row_bytes * kRowUnit * groups));
-  ThreadPool::global().run_balanced(units, min_units, [&](int64_t first, int64_t last) {
-    run_rows(first * kRowUnit, std::min(problem.outputs, last * kRowUnit));
+  // One pass of the threads over the row units of every layer, in order.
+  ThreadPool::global().run_balanced(units, min_units, [&](int64_t first_unit, int64_t last_unit) {
+    for (int index = 0; index < count; ++index) {
+      const PreparedLayer& layer = layers[index];
+      const int64_t layer_units = (layer.problem->outputs + kRowUnit - 1) / kRowUnit;
+      const int64_t begin = std::max(first_unit, layer.first_unit) - layer.first_unit;
+      const int64_t end = std::min(last_unit, layer.first_unit + layer_units) - layer.first_unit;
+      if (begin >= end) continue;
+      run_weight_rows(layer, begin * kRowUnit,
+                      std::min(layer.problem->outputs, end * kRowUnit));
+    }
   });
 }
 

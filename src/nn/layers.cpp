@@ -1,6 +1,7 @@
 // Embedding, Linear, RmsNorm and RotaryEmbedding over the ops.
 #include "nn/layers.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <span>
@@ -53,16 +54,35 @@ void forward_together(const Tensor& input,
                       std::initializer_list<std::pair<const Linear*, const Tensor*>> layers) {
   constexpr size_t kMaxLayers = 8;
   if (layers.size() > kMaxLayers) fail("forward_together: at most ", kMaxLayers, " layers");
-  std::array<LinearLayerInto, kMaxLayers> targets;
+  const Linear& first = *layers.begin()->first;
+  size_t quantized = 0;
+  for (const auto& [layer, output] : layers) {
+    if (layer->quantized_weight()) ++quantized;
+  }
+  if (quantized == 0) {
+    std::array<LinearLayerInto, kMaxLayers> targets;
+    size_t count = 0;
+    for (const auto& [layer, output] : layers) {
+      targets[count++] = LinearLayerInto{output, &layer->weight(), &layer->bias()};
+    }
+    linear_group_into(input, std::span<const LinearLayerInto>(targets.data(), count));
+    return;
+  }
+  const bool alike = quantized == layers.size() && input.dtype() == DType::f32 &&
+                     std::all_of(layers.begin(), layers.end(), [&](const auto& each) {
+                       return each.first->quantizes_input() == first.quantizes_input();
+                     });
+  if (!alike) {  // Float and quantized layers mixed: one by one.
+    for (const auto& [layer, output] : layers) layer->forward_into(*output, input);
+    return;
+  }
+  std::array<QuantizedLayerInto, kMaxLayers> targets;
   size_t count = 0;
   for (const auto& [layer, output] : layers) {
-    if (layer->quantized_weight()) {  // Quantized layers run one by one.
-      for (const auto& [each, each_output] : layers) each->forward_into(*each_output, input);
-      return;
-    }
-    targets[count++] = LinearLayerInto{output, &layer->weight(), &layer->bias()};
+    targets[count++] = QuantizedLayerInto{output, &*layer->quantized_weight(), &layer->bias()};
   }
-  linear_group_into(input, std::span<const LinearLayerInto>(targets.data(), count));
+  quantized_linear_group_into(input, std::span<const QuantizedLayerInto>(targets.data(), count),
+                              first.quantizes_input());
 }
 
 Tensor RmsNorm::forward(const Tensor& input) const { return rms_norm(input, weight_, eps_); }

@@ -45,6 +45,7 @@ class Linear {
   // The float weight [out, in]; undefined when the weights are quantized.
   const Tensor& weight() const { return weight_; }
   const std::optional<QuantizedMatrix>& quantized_weight() const { return quantized_; }
+  bool quantizes_input() const { return quantize_input_; }
   const std::optional<Tensor>& bias() const { return bias_; }
 
  private:
@@ -55,7 +56,8 @@ class Linear {
 };
 
 // Runs Linear layers that share `input` at once, each into its output (Q, K and V; gate and up):
-// the input is prepared once and the threads take one hand-off (ops linear_group_into).
+// the input is prepared once and the threads take one hand-off (ops linear_group_into, or
+// quantized_linear_group_into when every layer is quantized alike).
 void forward_together(const Tensor& input,
                       std::initializer_list<std::pair<const Linear*, const Tensor*>> layers);
 

@@ -1,6 +1,7 @@
 // Block-quantized linear layers, embedding rows and widening, on the block kernels.
 #include "ops/quantized.h"
 
+#include <array>
 #include <vector>
 
 #include "core/error.h"
@@ -21,35 +22,55 @@ void dequantize_row(const QuantizedMatrix& matrix, int64_t row, float* out) {
 
 void quantized_linear_into(const Tensor& output, const Tensor& input, const QuantizedMatrix& weight,
                            const std::optional<Tensor>& bias, bool quantize_input) {
-  if (input.dtype() != DType::f32 || input.rank() < 1 || input.dim(-1) != weight.columns) {
-    fail("quantized_linear_into: input ", input.describe(), " must be f32 [..., ",
-         weight.columns, "] for ", block_format(weight.type).name, " weight [", weight.rows, ", ",
-         weight.columns, "]");
+  const QuantizedLayerInto layer{&output, &weight, &bias};
+  quantized_linear_group_into(input, std::span<const QuantizedLayerInto>(&layer, 1),
+                              quantize_input);
+}
+
+void quantized_linear_group_into(const Tensor& input, std::span<const QuantizedLayerInto> layers,
+                                 bool quantize_input) {
+  if (layers.empty() || layers.size() > static_cast<size_t>(cpu::kMaxQuantizedGroupLayers)) {
+    fail("quantized_linear_group_into: ", layers.size(), " layers, not 1 to ",
+         cpu::kMaxQuantizedGroupLayers);
   }
-  if (bias && (bias->dtype() != DType::f32 || bias->rank() != 1 || bias->dim(0) != weight.rows ||
-               !bias->is_contiguous())) {
-    fail("quantized_linear_into: bias ", bias->describe(), " must be contiguous f32 [",
-         weight.rows, "]");
+  for (const QuantizedLayerInto& layer : layers) {
+    const QuantizedMatrix& weight = *layer.weight;
+    const std::optional<Tensor>& bias = *layer.bias;
+    if (input.dtype() != DType::f32 || input.rank() < 1 || input.dim(-1) != weight.columns) {
+      fail("quantized_linear_into: input ", input.describe(), " must be f32 [..., ",
+           weight.columns, "] for ", block_format(weight.type).name, " weight [", weight.rows,
+           ", ", weight.columns, "]");
+    }
+    if (bias && (bias->dtype() != DType::f32 || bias->rank() != 1 ||
+                 bias->dim(0) != weight.rows || !bias->is_contiguous())) {
+      fail("quantized_linear_into: bias ", bias->describe(), " must be contiguous f32 [",
+           weight.rows, "]");
+    }
+    Dims output_shape = input.shape();
+    output_shape[output_shape.size() - 1] = weight.rows;
+    require_output(*layer.output, output_shape, DType::f32, "quantized_linear_into");
   }
-  Dims output_shape = input.shape();
-  output_shape[output_shape.size() - 1] = weight.rows;
-  require_output(output, output_shape, DType::f32, "quantized_linear_into");
   memory::OpScope scope("linear");
   Tensor rows = contiguous(input);
-  cpu::QuantizedLinearProblem problem;
-  problem.input = rows.data<float>();
-  problem.input_stride = weight.columns;
-  problem.rows = rows.numel() / weight.columns;
-  problem.depth = weight.columns;
-  problem.outputs = weight.rows;
-  problem.weight = weight.data;
-  problem.weight_type = weight.type;
-  problem.weight_row_bytes = weight.row_bytes;
-  problem.bias = bias ? bias->data<float>() : nullptr;
-  problem.output = output.data<float>();
-  problem.output_stride = weight.rows;
-  problem.quantize_input = quantize_input;
-  cpu::quantized_linear(problem);
+  std::array<cpu::QuantizedLinearProblem, cpu::kMaxQuantizedGroupLayers> problems;
+  for (size_t index = 0; index < layers.size(); ++index) {
+    const QuantizedMatrix& weight = *layers[index].weight;
+    const std::optional<Tensor>& bias = *layers[index].bias;
+    cpu::QuantizedLinearProblem& problem = problems[index];
+    problem.input = rows.data<float>();
+    problem.input_stride = weight.columns;
+    problem.rows = rows.numel() / weight.columns;
+    problem.depth = weight.columns;
+    problem.outputs = weight.rows;
+    problem.weight = weight.data;
+    problem.weight_type = weight.type;
+    problem.weight_row_bytes = weight.row_bytes;
+    problem.bias = bias ? bias->data<float>() : nullptr;
+    problem.output = layers[index].output->data<float>();
+    problem.output_stride = weight.rows;
+    problem.quantize_input = quantize_input;
+  }
+  cpu::quantized_linear_group(problems.data(), static_cast<int>(layers.size()));
 }
 
 void quantized_rows_into(const Tensor& output, const QuantizedMatrix& table, const Tensor& ids) {

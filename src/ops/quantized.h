@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 
 #include "core/quantized_matrix.h"
 #include "core/tensor.h"
@@ -14,6 +15,17 @@ namespace fornace {
 // products; without, they stay f32 against weights widened in registers.
 void quantized_linear_into(const Tensor& output, const Tensor& input, const QuantizedMatrix& weight,
                            const std::optional<Tensor>& bias, bool quantize_input);
+
+// One layer of quantized_linear_group_into.
+struct QuantizedLayerInto {
+  const Tensor* output;
+  const QuantizedMatrix* weight;
+  const std::optional<Tensor>* bias;
+};
+// quantized_linear_into for several layers over one input (Q, K and V; gate and up), in one pass
+// of the threads (cpu::quantized_linear_group): at most 8 layers, each weight K wide.
+void quantized_linear_group_into(const Tensor& input, std::span<const QuantizedLayerInto> layers,
+                                 bool quantize_input);
 
 // output [B, S, columns] (contiguous f32) = the rows `ids` [B, S] (u32) of `table`, widened.
 void quantized_rows_into(const Tensor& output, const QuantizedMatrix& table, const Tensor& ids);

@@ -1,5 +1,6 @@
-// quantized_linear() against a double-precision loop over the widened weights, for every block
-// type with kernels, on every ISA, several thread counts, strides, biases and row counts.
+// quantized_linear() and quantized_linear_group() against a double-precision loop over the
+// widened weights, for every block type with kernels, on every ISA, several thread counts,
+// strides, biases and row counts.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -59,12 +60,12 @@ Layer make_layer(BlockType type, int64_t depth, int64_t outputs) {
   return layer;
 }
 
-void check_layer(const Layer& layer, int64_t rows, bool quantize_input, bool with_bias,
-                 const std::string& where) {
-  const int64_t input_stride = layer.depth + 5;
-  const int64_t output_stride = layer.outputs + 3;
-  std::vector<float> input = quant_test::uniform(rows * input_stride, -2.0f, 2.0f, rows);
-  std::vector<float> output(rows * output_stride, NAN);
+// The problem of `layer` over `rows` input rows `input_stride` apart, into rows of `output`
+// `output_stride` apart.
+cpu::QuantizedLinearProblem problem_of(const Layer& layer, const std::vector<float>& input,
+                                       int64_t input_stride, int64_t rows,
+                                       std::vector<float>& output, int64_t output_stride,
+                                       bool quantize_input, bool with_bias) {
   cpu::QuantizedLinearProblem problem;
   problem.input = input.data();
   problem.input_stride = input_stride;
@@ -78,16 +79,21 @@ void check_layer(const Layer& layer, int64_t rows, bool quantize_input, bool wit
   problem.output = output.data();
   problem.output_stride = output_stride;
   problem.quantize_input = quantize_input;
-  const bool widened_to_bf16 = cpu::quantized_linear_widens_to_bf16(problem);
-  cpu::quantized_linear(problem);
+  return problem;
+}
 
+// What `problem` (of `layer`) wrote, against the double loop over the widened weights.
+void expect_double_loop(const Layer& layer, const cpu::QuantizedLinearProblem& problem,
+                        const std::string& where) {
+  const bool widened_to_bf16 = cpu::quantized_linear_widens_to_bf16(problem);
   const int64_t block = block_format(layer.type).block_elements;
-  for (int64_t m = 0; m < rows; ++m) {
-    const float* x = input.data() + m * input_stride;
+  for (int64_t m = 0; m < problem.rows; ++m) {
+    const float* x = problem.input + m * problem.input_stride;
+    const float* out = problem.output + m * problem.output_stride;
     for (int64_t r = 0; r < layer.outputs; ++r) {
       const double* w = layer.widened.data() + r * layer.depth;
-      double exact = with_bias ? layer.bias[r] : 0.0;
-      double magnitude = with_bias ? std::fabs(layer.bias[r]) : 0.0;
+      double exact = problem.bias ? problem.bias[r] : 0.0;
+      double magnitude = problem.bias ? std::fabs(problem.bias[r]) : 0.0;
       for (int64_t k = 0; k < layer.depth; ++k) {
         exact += w[k] * x[k];
         magnitude += std::fabs(w[k] * x[k]);
@@ -98,16 +104,27 @@ void check_layer(const Layer& layer, int64_t rows, bool quantize_input, bool wit
       double allowed = 2e-6 * magnitude;
       if (widened_to_bf16) {
         allowed += std::ldexp(1.0, -7) * magnitude;
-      } else if (quantize_input) {
+      } else if (problem.quantize_input) {
         allowed += quant_test::activation_rounding_bound(w, x, layer.depth, block);
       }
-      ASSERT_NEAR(output[m * output_stride + r], exact, allowed)
-          << where << ", input row " << m << ", output " << r;
+      ASSERT_NEAR(out[r], exact, allowed) << where << ", input row " << m << ", output " << r;
     }
-    for (int64_t gap = layer.outputs; gap < output_stride; ++gap) {
-      ASSERT_TRUE(std::isnan(output[m * output_stride + gap])) << where << ": wrote past a row";
+    for (int64_t gap = layer.outputs; gap < problem.output_stride; ++gap) {
+      ASSERT_TRUE(std::isnan(out[gap])) << where << ": wrote past a row";
     }
   }
+}
+
+void check_layer(const Layer& layer, int64_t rows, bool quantize_input, bool with_bias,
+                 const std::string& where) {
+  const int64_t input_stride = layer.depth + 5;
+  const int64_t output_stride = layer.outputs + 3;
+  std::vector<float> input = quant_test::uniform(rows * input_stride, -2.0f, 2.0f, rows);
+  std::vector<float> output(rows * output_stride, NAN);
+  const cpu::QuantizedLinearProblem problem = problem_of(
+      layer, input, input_stride, rows, output, output_stride, quantize_input, with_bias);
+  cpu::quantized_linear(problem);
+  expect_double_loop(layer, problem, where);
 }
 
 // The bf16 widening that prefill's GEMM reads: each value as dequantize_row gives it (the
@@ -164,6 +181,72 @@ TEST(QuantizedLinear, MatchesADoubleLoop) {
   }
   cpu::reset_isa();
   set_num_threads(0);
+}
+
+// Layers of different block types over one input in one pass (Q, K and V of a Q4_K_M file): the
+// first and last share an activation format, the K-quant has its own; each layer's outputs
+// against its double loop, on every ISA, for decode's rows and prefill's widened GEMM.
+TEST(QuantizedLinear, GroupsOfLayersOverOneInputMatchTheirDoubleLoops) {
+  const int64_t depth = 512;
+  std::vector<Layer> layers;
+  layers.push_back(make_layer(BlockType::q5_0, depth, 37));
+  layers.push_back(make_layer(BlockType::q8_0, depth, 64));
+  layers.push_back(make_layer(BlockType::q4_k, depth, 29));
+  layers.push_back(make_layer(BlockType::q5_0, depth, 103));
+  for (cpu::Isa isa : supported_isas()) {
+    cpu::set_isa(isa);
+    for (int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      for (int64_t rows : {int64_t{1}, int64_t{3}, int64_t{6}, cpu::kWidenedGemmMinRows + 1}) {
+        for (bool quantize_input : {true, false}) {
+          const int64_t input_stride = depth + 3;
+          std::vector<float> input = quant_test::uniform(rows * input_stride, -2.0f, 2.0f, rows);
+          std::vector<std::vector<float>> outputs;
+          std::vector<cpu::QuantizedLinearProblem> problems;
+          for (const Layer& layer : layers) {
+            outputs.emplace_back(rows * (layer.outputs + 2), NAN);
+            problems.push_back(problem_of(layer, input, input_stride, rows, outputs.back(),
+                                          layer.outputs + 2, quantize_input,
+                                          layer.outputs % 2 == 1));
+          }
+          cpu::quantized_linear_group(problems.data(), static_cast<int>(problems.size()));
+          for (size_t index = 0; index < layers.size(); ++index) {
+            expect_double_loop(layers[index], problems[index],
+                               std::string("layer ") + std::to_string(index) + " (" +
+                                   block_format(layers[index].type).name + ") on " +
+                                   cpu::isa_name(isa) + ", " + std::to_string(threads) +
+                                   " threads, " + std::to_string(rows) + " rows, " +
+                                   (quantize_input ? "8-bit" : "f32") + " input");
+          }
+        }
+      }
+    }
+  }
+  cpu::reset_isa();
+  set_num_threads(0);
+}
+
+TEST(QuantizedLinear, GroupsRefuseLayersThatDoNotShareTheInput) {
+  const Layer first = make_layer(BlockType::q8_0, 64, 4);
+  const Layer second = make_layer(BlockType::q4_0, 64, 4);
+  std::vector<float> input(2 * 64, 1.0f);
+  std::vector<float> first_output(2 * 4);
+  std::vector<float> second_output(2 * 4);
+  cpu::QuantizedLinearProblem problems[2] = {
+      problem_of(first, input, 64, 2, first_output, 4, true, false),
+      problem_of(second, input, 64, 2, second_output, 4, true, false)};
+  problems[1].rows = 1;
+  EXPECT_THROW(cpu::quantized_linear_group(problems, 2), Error);
+  problems[1].rows = 2;
+  problems[1].quantize_input = false;
+  EXPECT_THROW(cpu::quantized_linear_group(problems, 2), Error);
+  problems[1].quantize_input = true;
+  cpu::quantized_linear_group(problems, 2);
+  EXPECT_THROW(cpu::quantized_linear_group(problems, 0), Error);
+  std::vector<cpu::QuantizedLinearProblem> too_many(cpu::kMaxQuantizedGroupLayers + 1,
+                                                     problems[0]);
+  EXPECT_THROW(cpu::quantized_linear_group(too_many.data(), static_cast<int>(too_many.size())),
+               Error);
 }
 
 TEST(QuantizedLinear, RejectsRowsShorterThanTheirBlocks) {
