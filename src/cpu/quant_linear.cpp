@@ -64,7 +64,8 @@ struct PreparedLayer {
   const BlockKernels* kernels = nullptr;
   const uint8_t* activations = nullptr;  // null with f32 input
   size_t activation_row_bytes = 0;
-  int64_t first_unit = 0;  // Of the group's row units.
+  int64_t first_unit = 0;  // The layer's row units in the group's: [first_unit, end_unit).
+  int64_t end_unit = 0;
 };
 
 // Weight rows [begin, end) of one layer: block by block, every group of input rows over each
@@ -179,12 +180,10 @@ void quantized_linear_group(const QuantizedLinearProblem* problems, int count) {
   }
   if (first.rows <= 0) return;
   // Prefill widens each layer's weights for the BF16 GEMM, which has no hand-off to share.
-  if (count > 1 && quantized_linear_widens_to_bf16(first)) {
-    for (int index = 0; index < count; ++index) quantized_linear_group(&problems[index], 1);
-    return;
-  }
-  if (count == 1 && quantized_linear_widens_to_bf16(first)) {
-    if (first.outputs > 0) widened_bf16_gemm(first);
+  if (quantized_linear_widens_to_bf16(first)) {
+    for (int index = 0; index < count; ++index) {
+      if (problems[index].outputs > 0) widened_bf16_gemm(problems[index]);
+    }
     return;
   }
 
@@ -222,6 +221,7 @@ void quantized_linear_group(const QuantizedLinearProblem* problems, int count) {
     }
     layer.first_unit = units;
     units += (layer.problem->outputs + kRowUnit - 1) / kRowUnit;
+    layer.end_unit = units;
     const int64_t weight_row_bytes = std::max<int64_t>(1, layer.problem->weight_row_bytes);
     min_units = std::min(min_units, std::max<int64_t>(1, kMinWorkPerPart / (weight_row_bytes *
                                                                             kRowUnit * input_groups)));
@@ -231,9 +231,8 @@ void quantized_linear_group(const QuantizedLinearProblem* problems, int count) {
   ThreadPool::global().run_balanced(units, min_units, [&](int64_t first_unit, int64_t last_unit) {
     for (int index = 0; index < count; ++index) {
       const PreparedLayer& layer = layers[index];
-      const int64_t layer_units = (layer.problem->outputs + kRowUnit - 1) / kRowUnit;
       const int64_t begin = std::max(first_unit, layer.first_unit) - layer.first_unit;
-      const int64_t end = std::min(last_unit, layer.first_unit + layer_units) - layer.first_unit;
+      const int64_t end = std::min(last_unit, layer.end_unit) - layer.first_unit;
       if (begin >= end) continue;
       run_weight_rows(layer, begin * kRowUnit,
                       std::min(layer.problem->outputs, end * kRowUnit));

@@ -202,6 +202,7 @@ TEST(QuantizedLinear, GroupsOfLayersOverOneInputMatchTheirDoubleLoops) {
           const int64_t input_stride = depth + 3;
           std::vector<float> input = quant_test::uniform(rows * input_stride, -2.0f, 2.0f, rows);
           std::vector<std::vector<float>> outputs;
+          outputs.reserve(layers.size());  // The problems point into them.
           std::vector<cpu::QuantizedLinearProblem> problems;
           for (const Layer& layer : layers) {
             outputs.emplace_back(rows * (layer.outputs + 2), NAN);
