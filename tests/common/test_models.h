@@ -59,6 +59,27 @@ inline std::string synthetic_gguf_file(const std::string& preset, DType dtype, c
 
 inline std::string tiny_model_directory(DType dtype) { return synthetic_model_directory("tiny", dtype); }
 
+// <build>/test-models/<name>, a file or directory one test writes for itself: removed when the
+// test is done with it, so that throwaway models do not pile up on the disk.
+class ScratchPath {
+ public:
+  explicit ScratchPath(const std::string& name)
+      : path_(std::filesystem::path(FORNACE_BINARY_DIR) / "test-models" / name) {
+    std::filesystem::remove_all(path_);
+  }
+  ScratchPath(const ScratchPath&) = delete;
+  ScratchPath& operator=(const ScratchPath&) = delete;
+  ~ScratchPath() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::string string() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
 // Deterministic ids spread over the vocabulary.
 inline std::vector<uint32_t> test_prompt_ids(int64_t length, int64_t vocab_size) {
   std::vector<uint32_t> ids;

@@ -26,9 +26,10 @@ std::string load_error(const std::string& directory) {
   return "";
 }
 
-// The tiny model of `preset` written again without `missing`.
-std::string without_tensor(const std::string& preset, const std::string& missing) {
-  fs::path directory = fs::path(FORNACE_BINARY_DIR) / "test-models" / ("missing-" + preset);
+// The tiny model of `preset` written again, into `out`, without `missing`.
+std::string without_tensor(const std::string& preset, const std::string& missing,
+                           const ScratchPath& out) {
+  const fs::path& directory = out.path();
   fs::create_directories(directory);
   ModelConfig config = synthetic_preset(preset);
   std::ofstream(directory / "config.json") << model_config_to_json(config);
@@ -45,13 +46,15 @@ TEST(Architectures, AMissingTensorOfTheArchitectureIsNamed) {
   for (auto [preset, tensor] : {std::pair{"tiny-qwen3", "model.layers.1.self_attn.k_norm.weight"},
                                 {"tiny-gemma3", "model.layers.2.pre_feedforward_layernorm.weight"},
                                 {"tiny-llama", "model.layers.0.mlp.up_proj.weight"}}) {
-    std::string message = load_error(without_tensor(preset, tensor));
+    ScratchPath out(std::string("missing-") + preset);
+    std::string message = load_error(without_tensor(preset, tensor, out));
     EXPECT_NE(message.find(tensor), std::string::npos) << preset << ": " << message;
   }
 }
 
 TEST(Architectures, AnUnsupportedModelTypeNamesTheFieldAndTheSupportedTypes) {
-  fs::path directory = fs::path(FORNACE_BINARY_DIR) / "test-models" / "unsupported-type";
+  ScratchPath out("unsupported-type");
+  const fs::path& directory = out.path();
   fs::create_directories(directory);
   ModelConfig config = synthetic_preset("tiny");
   config.model_type = "mamba";

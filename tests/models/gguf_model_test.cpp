@@ -50,18 +50,17 @@ std::string error_of(const std::function<void()>& body) {
 }
 
 // A copy of `source` with metadata changed by `edit` (and tensors kept), at `path`.
-std::string rewritten(const std::string& source, const std::string& name,
+std::string rewritten(const std::string& source, const ScratchPath& out,
                       const std::function<void(GgufWriter&)>& edit) {
   std::shared_ptr<GgufFile> file = GgufFile::open(source);
   GgufWriter writer;
   for (const GgufKeyValue& entry : file->metadata()) writer.set(entry.key, entry.value);
   for (const GgufTensorInfo& info : file->tensors()) writer.add_tensor(info.name, info.type, info.dims);
   edit(writer);
-  std::string path = (fs::path(FORNACE_BINARY_DIR) / "test-models" / name).string();
-  writer.write(path, [&](size_t index, std::span<std::byte> data) {
+  writer.write(out.string(), [&](size_t index, std::span<std::byte> data) {
     std::memcpy(data.data(), file->tensors()[index].data, data.size());
   });
-  return path;
+  return out.string();
 }
 
 // Bit for bit, except Llama: llama.cpp keeps llama3 rotary scaling as per-frequency divisors
@@ -177,7 +176,8 @@ TEST(GgufQuantize, TensorTypesFollowLlamaQuantizeForQwen25HalfB) {
 
 TEST(GgufModels, AnArchitectureFornaceDoesNotRunNamesTheFileAndKey) {
   std::string source = synthetic_gguf_file("tiny", DType::f32, "f32");
-  std::string path = rewritten(source, "bert.gguf", [](GgufWriter& writer) {
+  ScratchPath bert("bert.gguf");
+  std::string path = rewritten(source, bert, [](GgufWriter& writer) {
     writer.set("general.architecture", GgufValue("bert"));
   });
   std::string message = error_of([&] { load_model(path); });
@@ -188,7 +188,8 @@ TEST(GgufModels, AnArchitectureFornaceDoesNotRunNamesTheFileAndKey) {
 
 TEST(GgufModels, AMissingOrWronglyTypedKeyIsNamed) {
   std::string source = synthetic_gguf_file("tiny", DType::f32, "f32");
-  std::string missing = rewritten(source, "no-blocks.gguf", [](GgufWriter& writer) {
+  ScratchPath no_blocks("no-blocks.gguf");
+  std::string missing = rewritten(source, no_blocks, [](GgufWriter& writer) {
     GgufWriter copy;
     for (const GgufKeyValue& entry : writer.metadata()) {
       if (entry.key != "qwen2.block_count") copy.set(entry.key, entry.value);
@@ -200,7 +201,8 @@ TEST(GgufModels, AMissingOrWronglyTypedKeyIsNamed) {
   EXPECT_NE(message.find("no-blocks.gguf"), std::string::npos) << message;
   EXPECT_NE(message.find("qwen2.block_count"), std::string::npos) << message;
 
-  std::string wrong = rewritten(source, "string-heads.gguf", [](GgufWriter& writer) {
+  ScratchPath string_heads("string-heads.gguf");
+  std::string wrong = rewritten(source, string_heads, [](GgufWriter& writer) {
     writer.set("qwen2.attention.head_count", GgufValue("four"));
   });
   message = error_of([&] { load_model(wrong); });
@@ -219,7 +221,8 @@ TEST(GgufModels, AMissingTensorIsNamedInBothNamings) {
     writer.add_tensor(info.name, info.type, info.dims);
     kept.push_back(index);
   }
-  std::string path = (fs::path(FORNACE_BINARY_DIR) / "test-models" / "no-k-norm.gguf").string();
+  ScratchPath no_k_norm("no-k-norm.gguf");
+  std::string path = no_k_norm.string();
   writer.write(path, [&](size_t index, std::span<std::byte> data) {
     std::memcpy(data.data(), file->tensors()[kept[index]].data, data.size());
   });
@@ -231,7 +234,7 @@ TEST(GgufModels, AMissingTensorIsNamedInBothNamings) {
 }
 
 TEST(GgufQuantize, WarnsWhenLlamaCppWillReadAnotherModel) {
-  fs::path out = fs::path(FORNACE_BINARY_DIR) / "test-models" / "warned.gguf";
+  ScratchPath out("warned.gguf");
   GgufExportSummary gemma = export_gguf(synthetic_model_directory("tiny-gemma3", DType::f32),
                                         out.string(), GgufFileType::q8_0);
   ASSERT_EQ(gemma.warnings.size(), 1u);
@@ -239,7 +242,6 @@ TEST(GgufQuantize, WarnsWhenLlamaCppWillReadAnotherModel) {
   GgufExportSummary qwen = export_gguf(synthetic_model_directory("tiny", DType::f32),
                                        out.string(), GgufFileType::q8_0);
   EXPECT_TRUE(qwen.warnings.empty());
-  fs::remove(out);
 }
 
 TEST(GgufQuantize, AFailedExportLeavesNoFile) {
@@ -247,13 +249,13 @@ TEST(GgufQuantize, AFailedExportLeavesNoFile) {
   fs::path out = fs::path(FORNACE_BINARY_DIR) / "test-models" / "no-such-dir" / "x.gguf";
   EXPECT_FALSE(error_of([&] { export_gguf(directory, out.string(), GgufFileType::bf16); }).empty());
   EXPECT_FALSE(fs::exists(out));
-  fs::path missing_config = fs::path(FORNACE_BINARY_DIR) / "test-models" / "no-config";
-  fs::create_directories(missing_config);
-  fs::path target = fs::path(FORNACE_BINARY_DIR) / "test-models" / "no-config.gguf";
+  ScratchPath missing_config("no-config");
+  fs::create_directories(missing_config.path());
+  ScratchPath target("no-config.gguf");
   std::string message =
       error_of([&] { export_gguf(missing_config.string(), target.string(), GgufFileType::q8_0); });
   EXPECT_NE(message.find("config.json"), std::string::npos) << message;
-  EXPECT_FALSE(fs::exists(target));
+  EXPECT_FALSE(fs::exists(target.path()));
 }
 
 // What `fornace quantize` writes, as npm's @huggingface/gguf reads it: every tensor with the
@@ -328,8 +330,9 @@ TEST(WeightsReadPerToken, EveryTensorOnceAndTheEmbeddingOnlyAsTheLmHead) {
         bool bias = spec.name.size() > 5 && spec.name.substr(spec.name.size() - 5) == ".bias";
         expected += spec.shape.product() * (bias ? 4 : 2);
       }
-      fs::path directory = fs::path(FORNACE_BINARY_DIR) / "test-models" /
-                           (std::string(preset) + (tied ? "-tied" : "-untied"));
+      ScratchPath checkpoint(std::string(preset) + (tied ? "-tied" : "-untied"));
+      ScratchPath gguf(std::string(preset) + (tied ? "-tied" : "-untied") + ".gguf");
+      const fs::path& directory = checkpoint.path();
       fs::create_directories(directory);
       std::ofstream(directory / "config.json") << model_config_to_json(config);
       write_safetensors_streamed((directory / "model.safetensors").string(), specs,
@@ -337,7 +340,6 @@ TEST(WeightsReadPerToken, EveryTensorOnceAndTheEmbeddingOnlyAsTheLmHead) {
       std::unique_ptr<Model> model = load_model(directory.string());
       EXPECT_EQ(model->weights_read_per_token().total(), expected) << preset << " tied " << tied;
 
-      fs::path gguf = directory.string() + ".gguf";
       export_gguf(directory.string(), gguf.string(), GgufFileType::bf16);
       std::shared_ptr<GgufFile> file = GgufFile::open(gguf.string());
       int64_t stored = 0;

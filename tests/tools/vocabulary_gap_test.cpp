@@ -14,14 +14,14 @@ namespace {
 constexpr int kTokenizerIds = 1000;
 
 // The Qwen tokenizer cut to its first kTokenizerIds ids (bytes and the merges that make them),
-// beside the tiny model's 151,936-row embedding, in a directory of the test's own.
-std::string model_with_a_smaller_tokenizer(const std::string& name) {
+// beside the tiny model's 151,936-row embedding (its files linked), in the test's `out`.
+std::string model_with_a_smaller_tokenizer(const ScratchPath& out) {
   namespace fs = std::filesystem;
   std::string model = tiny_model_directory(DType::f32);
-  fs::path directory = fs::path(FORNACE_BINARY_DIR) / "test-models" / ("small-tokenizer-" + name);
+  const fs::path& directory = out.path();
   fs::create_directories(directory);
   for (const char* file : {"config.json", "model.safetensors"}) {
-    fs::copy_file(fs::path(model) / file, directory / file, fs::copy_options::overwrite_existing);
+    fs::create_hard_link(fs::path(model) / file, directory / file);
   }
   nlohmann::json tokenizer =
       nlohmann::json::parse(slurp(std::string(FORNACE_SOURCE_DIR) + "/models/tokenizer.json"));
@@ -47,7 +47,8 @@ std::string model_with_a_smaller_tokenizer(const std::string& name) {
 }
 
 TEST(VocabularyGap, GenerationGoesOnPastIdsTheTokenizerLacks) {
-  std::string model = model_with_a_smaller_tokenizer("generate");
+  ScratchPath out("small-tokenizer-generate");
+  std::string model = model_with_a_smaller_tokenizer(out);
   Outcome outcome = run_fornace("--model " + model +
                                 " --prompt-ids 1,2,3 --max-new-tokens 24 --ignore-eos --json");
   ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
@@ -62,7 +63,8 @@ TEST(VocabularyGap, GenerationGoesOnPastIdsTheTokenizerLacks) {
 }
 
 TEST(VocabularyGap, TokenizeDecodeStillRefusesTheUsersIdsOutOfRange) {
-  std::string model = model_with_a_smaller_tokenizer("tokenize");
+  ScratchPath out("small-tokenizer-tokenize");
+  std::string model = model_with_a_smaller_tokenizer(out);
   Outcome outcome = run_shell_capturing("echo '[1, 2, 1500]' | " + fornace_binary() +
                                         " tokenize --model " + model + " --decode >{out} 2>{err}");
   EXPECT_EQ(outcome.exit_code, 1);
