@@ -109,8 +109,19 @@ async function run(request) {
     const sequence = context.getSequence();
     if (request.log_probabilities_out) {
       const vocabularySize = Number(report.n_vocab);
-      const { rows, logProbabilities } = await nextTokenLogProbabilities(
-        sequence, promptIds, forcedIds, vocabularySize);
+      // node-llama-cpp now and then returns a short distribution under heavy load (seen once in
+      // a parallel CI run, not reproduced alone): the evaluation runs again on a cleared sequence.
+      let distributions;
+      for (let attempt = 1; !distributions; ++attempt) {
+        try {
+          distributions = await nextTokenLogProbabilities(
+            sequence, promptIds, forcedIds, vocabularySize);
+        } catch (error) {
+          await sequence.clearHistory();
+          if (attempt === 3) throw error;
+        }
+      }
+      const { rows, logProbabilities } = distributions;
       writeFileSync(request.log_probabilities_out, Buffer.from(logProbabilities.buffer));
       result.log_probability_rows = rows;
       await sequence.clearHistory();
