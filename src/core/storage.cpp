@@ -4,6 +4,8 @@
 #include <sys/mman.h>
 
 #include <cstdlib>
+#include <deque>
+#include <mutex>
 #include <new>
 #include <string>
 
@@ -17,17 +19,88 @@ constexpr size_t kAlignment = 64;
 
 // Buffers of 2 MiB and more (prefill activations, scratch) are placed for 2 MiB pages, which a
 // kernel read streams through without a TLB miss every 4 KiB.
+bool uses_huge_pages(size_t bytes) { return bytes >= kHugePageBytes && huge_pages_enabled(); }
+size_t huge_page_rounded(size_t bytes) {
+  return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+}
+
+// Freed buffers of 2 MiB pages, kept for the next buffer of the same size: prefill allocates the
+// same activation sizes layer after layer, and a fresh buffer costs a page fault and the kernel's
+// zeroing of each 2 MiB page. At most kReusableBufferLimit bytes stay; the oldest go first.
+class HugePageBlocks {
+ public:
+  static HugePageBlocks& instance() {
+    static HugePageBlocks* blocks = new HugePageBlocks();  // Never destroyed: freed at exit.
+    return *blocks;
+  }
+
+  void* take(size_t bytes) {
+    std::lock_guard lock(mutex_);
+    for (auto block = blocks_.begin(); block != blocks_.end(); ++block) {
+      if (block->bytes != bytes) continue;
+      void* data = block->data;
+      cached_bytes_ -= bytes;
+      blocks_.erase(block);
+      return data;
+    }
+    return nullptr;
+  }
+
+  size_t cached_bytes() {
+    std::lock_guard lock(mutex_);
+    return cached_bytes_;
+  }
+
+  void give(void* data, size_t bytes) {
+    std::lock_guard lock(mutex_);
+    blocks_.push_back({data, bytes});
+    cached_bytes_ += bytes;
+    while (cached_bytes_ > kReusableBufferLimit) {
+      std::free(blocks_.front().data);
+      cached_bytes_ -= blocks_.front().bytes;
+      blocks_.pop_front();
+    }
+  }
+
+ private:
+  struct Block {
+    void* data;
+    size_t bytes;
+  };
+  std::mutex mutex_;
+  std::deque<Block> blocks_;  // Oldest first.
+  size_t cached_bytes_ = 0;
+};
+
 void* allocate_aligned(size_t bytes) {
-  if (bytes < kHugePageBytes || !huge_pages_enabled()) {
+  if (!uses_huge_pages(bytes)) {
     return std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
   }
-  size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  size_t rounded = huge_page_rounded(bytes);
+  if (void* cached = HugePageBlocks::instance().take(rounded)) return cached;
   void* data = std::aligned_alloc(kHugePageBytes, rounded);
   if (data) ::madvise(data, rounded, MADV_HUGEPAGE);
   return data;
 }
 
+// Under AddressSanitizer every buffer is freed, so that a use after free is caught.
+#if defined(FORNACE_SANITIZED)
+constexpr bool kReuseBuffers = false;
+#else
+constexpr bool kReuseBuffers = true;
+#endif
+
+void free_aligned(void* data, size_t bytes) {
+  if (kReuseBuffers && data && uses_huge_pages(bytes)) {
+    HugePageBlocks::instance().give(data, huge_page_rounded(bytes));
+  } else {
+    std::free(data);
+  }
+}
+
 }  // namespace
+
+size_t reusable_buffer_bytes() { return HugePageBlocks::instance().cached_bytes(); }
 
 bool huge_pages_enabled() {
   static const bool enabled = [] {
@@ -60,7 +133,7 @@ std::shared_ptr<Storage> Storage::borrow(std::shared_ptr<const void> owner, cons
 
 Storage::~Storage() {
   if (owner_) return;
-  std::free(data_);
+  free_aligned(data_, (bytes_ + kAlignment - 1) / kAlignment * kAlignment);
   memory::record_release(device_, static_cast<int64_t>(bytes_));
 }
 

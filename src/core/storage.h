@@ -14,6 +14,11 @@ namespace fornace {
 bool huge_pages_enabled();
 constexpr size_t kHugePageBytes = size_t{2} << 20;
 
+// Freed buffers of 2 MiB pages are kept, up to kReusableBufferLimit bytes, for the next buffer of
+// the same size (not in sanitizer builds); the bytes kept now (memory that no tensor holds).
+constexpr size_t kReusableBufferLimit = size_t{128} << 20;
+size_t reusable_buffer_bytes();
+
 class Storage {
  public:
   // A new heap buffer of `bytes`, uninitialised, counted by the memory accounting.

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "core/storage.h"
 #include "cpu/kernel_choices.h"
 #include "io/file_mapping.h"
 
@@ -74,6 +75,8 @@ std::string format_trace(const GenerationResult& result) {
                  step.copied.strided / 1024.0, bytes_per_run(step.copied),
                  step.allocated_bytes / 1024.0, step.kv_read_bytes / 1024.0, step.ms);
   }
+  text += line("trace: freed 2 MiB-page buffers kept for reuse %.1f MiB (at most %.0f)\n",
+               reusable_buffer_bytes() / kMiB, kReusableBufferLimit / kMiB);
   text += "trace: ops that allocated most in prefill\n";
   text += line("  %-16s %12s %10s\n", "op", "MiB", "count");
   int shown = 0;
@@ -123,6 +126,7 @@ nlohmann::json trace_to_json(const GenerationResult& result) {
           {"prefill_copied", {{"contiguous_bytes", result.prefill_copied.contiguous},
                               {"strided_bytes", result.prefill_copied.strided},
                               {"strided_runs", result.prefill_copied.strided_runs}}},
+          {"reusable_buffer_bytes", reusable_buffer_bytes()},
           {"decode_steps", steps},
           {"ops", ops}};
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/memory.h"
+#include "core/storage.h"
 #include "core/tensor.h"
 #include "ops/copy.h"
 #include "ops/creation.h"
@@ -35,6 +36,44 @@ TEST(Memory, LiveAndPeakBytesFollowAllocationsAndReleases) {
   EXPECT_EQ(end.live_bytes, start.live_bytes);
   EXPECT_EQ(end.peak_bytes, start.live_bytes + 5000);
   EXPECT_EQ(end.allocated_bytes - start.allocated_bytes, 5000);
+}
+
+bool reuses_buffers() {
+#if defined(FORNACE_SANITIZED)
+  return false;
+#else
+  return huge_pages_enabled();
+#endif
+}
+
+// A freed buffer of 2 MiB pages serves the next buffer that rounds to its size, and no other;
+// while kept, no tensor counts it. (Sizes of their own, so other tests' buffers do not answer.)
+TEST(ReusableBuffers, AFreedLargeBufferServesTheNextOfItsSizeOnly) {
+  if (!reuses_buffers()) GTEST_SKIP() << "FORNACE_HUGE_PAGES=0 or a sanitizer build: no reuse";
+  const size_t bytes = 13 * kHugePageBytes + 4096;  // 14 pages of 2 MiB
+  const DeviceMemory start = memory::device_memory();
+  const void* freed = nullptr;
+  {
+    std::shared_ptr<Storage> storage = Storage::allocate(bytes);
+    freed = storage->data();
+  }
+  EXPECT_EQ(memory::device_memory().live_bytes, start.live_bytes);
+  EXPECT_GE(reusable_buffer_bytes(), 14 * kHugePageBytes);
+  std::shared_ptr<Storage> larger = Storage::allocate(15 * kHugePageBytes);
+  EXPECT_NE(larger->data(), freed);
+  std::shared_ptr<Storage> smaller = Storage::allocate(13 * kHugePageBytes + 1);
+  EXPECT_EQ(smaller->data(), freed);
+}
+
+TEST(ReusableBuffers, TheBytesKeptStayWithinTheLimit) {
+  if (!reuses_buffers()) GTEST_SKIP() << "FORNACE_HUGE_PAGES=0 or a sanitizer build: no reuse";
+  std::vector<std::shared_ptr<Storage>> buffers;
+  for (size_t pages = 20; pages < 30; ++pages) {
+    buffers.push_back(Storage::allocate(pages * kHugePageBytes));
+  }
+  buffers.clear();  // 490 MiB freed
+  EXPECT_LE(reusable_buffer_bytes(), kReusableBufferLimit);
+  EXPECT_GE(reusable_buffer_bytes(), kReusableBufferLimit - 29 * kHugePageBytes);
 }
 
 TEST(Memory, ViewsAllocateNothing) {
