@@ -14,6 +14,7 @@
 #include "cpu/gemm.h"
 #include "cpu/roofline.h"
 #include "cpu/thread_pool.h"
+#include "range_statistics.h"
 
 
 namespace {
@@ -40,12 +41,8 @@ constexpr Shape kShapes[] = {
 // reads its weight from memory as in a decode step.
 constexpr int64_t kMinWeightFootprint = int64_t{256} << 20;
 
-double minimum(const std::vector<double>& values) {
-  return *std::min_element(values.begin(), values.end());
-}
-double maximum(const std::vector<double>& values) {
-  return *std::max_element(values.begin(), values.end());
-}
+using fornace::micro::minimum;
+using fornace::micro::maximum;
 
 // Deterministic values in [-1, 1).
 std::vector<float> pseudo_random(int64_t count, uint64_t seed) {

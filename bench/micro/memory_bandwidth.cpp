@@ -13,6 +13,7 @@
 #include "cpu/gemm.h"
 #include "cpu/roofline.h"
 #include "cpu/thread_pool.h"
+#include "range_statistics.h"
 
 namespace {
 
@@ -91,12 +92,8 @@ void BM_GemvRead(benchmark::State& state) {
   fornace::set_num_threads(0);
 }
 
-double minimum(const std::vector<double>& values) {
-  return *std::min_element(values.begin(), values.end());
-}
-double maximum(const std::vector<double>& values) {
-  return *std::max_element(values.begin(), values.end());
-}
+using fornace::micro::minimum;
+using fornace::micro::maximum;
 
 // 1 and 2 threads, 4 KiB and 2 MiB pages, wall time, with the range beside the mean.
 void threads_and_pages(benchmark::internal::Benchmark* benchmark) {

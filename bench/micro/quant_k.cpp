@@ -14,6 +14,7 @@
 #include "core/dtype.h"
 #include "cpu/cpu_features.h"
 #include "cpu/quant.h"
+#include "range_statistics.h"
 
 namespace {
 
@@ -36,9 +37,7 @@ constexpr Shape kShapes[] = {
 // Calls cycle through copies of the weights whose total exceeds the last-level cache.
 constexpr int64_t kMinWeightFootprint = int64_t{256} << 20;
 
-double minimum(const std::vector<double>& values) {
-  return *std::min_element(values.begin(), values.end());
-}
+using fornace::micro::minimum;
 
 // Random bytes with f16 d and dmin of realistic size (speed does not depend on the values).
 std::vector<uint8_t> random_weights(BlockType type, size_t bytes) {

@@ -16,6 +16,7 @@
 #include "cpu/gemm.h"
 #include "cpu/quant.h"
 #include "cpu/thread_pool.h"
+#include "range_statistics.h"
 
 namespace {
 
@@ -118,12 +119,8 @@ void run(benchmark::State& state, const Shape& shape, int64_t rows, int threads,
   fornace::set_num_threads(0);
 }
 
-double minimum(const std::vector<double>& values) {
-  return *std::min_element(values.begin(), values.end());
-}
-double maximum(const std::vector<double>& values) {
-  return *std::max_element(values.begin(), values.end());
-}
+using fornace::micro::minimum;
+using fornace::micro::maximum;
 
 // Quant/<shape>/rows:<M>/threads:<T>/<type>[/f32-input] for M in {1, 512}, T in {1, 2}, the
 // legacy types and bf16; the f32-input variants (quantize_input = false) at decode only; and
