@@ -17,6 +17,10 @@ namespace {
 
 constexpr size_t kAlignment = 64;
 
+size_t alignment_rounded(size_t bytes) {
+  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
 // Buffers of 2 MiB and more (prefill activations, scratch) are placed for 2 MiB pages, which a
 // kernel read streams through without a TLB miss every 4 KiB.
 bool uses_huge_pages(size_t bytes) { return bytes >= kHugePageBytes && huge_pages_enabled(); }
@@ -27,10 +31,10 @@ size_t huge_page_rounded(size_t bytes) {
 // Freed buffers of 2 MiB pages, kept for the next buffer of the same size: prefill allocates the
 // same activation sizes layer after layer, and a fresh buffer costs a page fault and the kernel's
 // zeroing of each 2 MiB page. At most kReusableBufferLimit bytes stay; the oldest go first.
-class HugePageBlocks {
+class ReusableBuffers {
  public:
-  static HugePageBlocks& instance() {
-    static HugePageBlocks* blocks = new HugePageBlocks();  // Never destroyed: freed at exit.
+  static ReusableBuffers& instance() {
+    static ReusableBuffers* blocks = new ReusableBuffers();  // Never destroyed: freed at exit.
     return *blocks;
   }
 
@@ -72,27 +76,21 @@ class HugePageBlocks {
   size_t cached_bytes_ = 0;
 };
 
+// `bytes`: a multiple of kAlignment.
 void* allocate_aligned(size_t bytes) {
   if (!uses_huge_pages(bytes)) {
-    return std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+    return std::aligned_alloc(kAlignment, bytes);
   }
   size_t rounded = huge_page_rounded(bytes);
-  if (void* cached = HugePageBlocks::instance().take(rounded)) return cached;
+  if (void* cached = ReusableBuffers::instance().take(rounded)) return cached;
   void* data = std::aligned_alloc(kHugePageBytes, rounded);
   if (data) ::madvise(data, rounded, MADV_HUGEPAGE);
   return data;
 }
 
-// Under AddressSanitizer every buffer is freed, so that a use after free is caught.
-#if defined(FORNACE_SANITIZED)
-constexpr bool kReuseBuffers = false;
-#else
-constexpr bool kReuseBuffers = true;
-#endif
-
 void free_aligned(void* data, size_t bytes) {
-  if (kReuseBuffers && data && uses_huge_pages(bytes)) {
-    HugePageBlocks::instance().give(data, huge_page_rounded(bytes));
+  if (data && uses_huge_pages(bytes) && buffers_are_reused()) {
+    ReusableBuffers::instance().give(data, huge_page_rounded(bytes));
   } else {
     std::free(data);
   }
@@ -100,7 +98,15 @@ void free_aligned(void* data, size_t bytes) {
 
 }  // namespace
 
-size_t reusable_buffer_bytes() { return HugePageBlocks::instance().cached_bytes(); }
+size_t reusable_buffer_bytes() { return ReusableBuffers::instance().cached_bytes(); }
+
+bool buffers_are_reused() {
+#if defined(FORNACE_SANITIZED)
+  return false;  // Every buffer freed, so that AddressSanitizer catches a use after free.
+#else
+  return huge_pages_enabled();
+#endif
+}
 
 bool huge_pages_enabled() {
   static const bool enabled = [] {
@@ -111,7 +117,7 @@ bool huge_pages_enabled() {
 }
 
 std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
-  size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  size_t rounded = alignment_rounded(bytes);
   void* data = rounded ? allocate_aligned(rounded) : nullptr;
   if (rounded && !data) fail("out of memory allocating ", bytes, " bytes for ", memory::current_op());
   std::shared_ptr<Storage> storage(new Storage());
@@ -133,7 +139,7 @@ std::shared_ptr<Storage> Storage::borrow(std::shared_ptr<const void> owner, cons
 
 Storage::~Storage() {
   if (owner_) return;
-  free_aligned(data_, (bytes_ + kAlignment - 1) / kAlignment * kAlignment);
+  free_aligned(data_, alignment_rounded(bytes_));
   memory::record_release(device_, static_cast<int64_t>(bytes_));
 }
 

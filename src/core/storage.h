@@ -15,8 +15,10 @@ bool huge_pages_enabled();
 constexpr size_t kHugePageBytes = size_t{2} << 20;
 
 // Freed buffers of 2 MiB pages are kept, up to kReusableBufferLimit bytes, for the next buffer of
-// the same size (not in sanitizer builds); the bytes kept now (memory that no tensor holds).
+// the same size: whether they are (not with FORNACE_HUGE_PAGES=0 nor in sanitizer builds), and
+// the bytes kept now (memory that no tensor holds).
 constexpr size_t kReusableBufferLimit = size_t{128} << 20;
+bool buffers_are_reused();
 size_t reusable_buffer_bytes();
 
 class Storage {

@@ -38,18 +38,10 @@ TEST(Memory, LiveAndPeakBytesFollowAllocationsAndReleases) {
   EXPECT_EQ(end.allocated_bytes - start.allocated_bytes, 5000);
 }
 
-bool reuses_buffers() {
-#if defined(FORNACE_SANITIZED)
-  return false;
-#else
-  return huge_pages_enabled();
-#endif
-}
-
 // A freed buffer of 2 MiB pages serves the next buffer that rounds to its size, and no other;
 // while kept, no tensor counts it. (Sizes of their own, so other tests' buffers do not answer.)
 TEST(ReusableBuffers, AFreedLargeBufferServesTheNextOfItsSizeOnly) {
-  if (!reuses_buffers()) GTEST_SKIP() << "FORNACE_HUGE_PAGES=0 or a sanitizer build: no reuse";
+  if (!buffers_are_reused()) GTEST_SKIP() << "FORNACE_HUGE_PAGES=0 or a sanitizer build: no reuse";
   const size_t bytes = 13 * kHugePageBytes + 4096;  // 14 pages of 2 MiB
   const DeviceMemory start = memory::device_memory();
   const void* freed = nullptr;
@@ -66,7 +58,7 @@ TEST(ReusableBuffers, AFreedLargeBufferServesTheNextOfItsSizeOnly) {
 }
 
 TEST(ReusableBuffers, TheBytesKeptStayWithinTheLimit) {
-  if (!reuses_buffers()) GTEST_SKIP() << "FORNACE_HUGE_PAGES=0 or a sanitizer build: no reuse";
+  if (!buffers_are_reused()) GTEST_SKIP() << "FORNACE_HUGE_PAGES=0 or a sanitizer build: no reuse";
   std::vector<std::shared_ptr<Storage>> buffers;
   for (size_t pages = 20; pages < 30; ++pages) {
     buffers.push_back(Storage::allocate(pages * kHugePageBytes));
