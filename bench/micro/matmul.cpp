@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/storage.h"
 #include "cpu/cpu_features.h"
 #include "cpu/gemm.h"
 #include "cpu/roofline.h"
@@ -56,7 +58,7 @@ std::vector<float> pseudo_random(int64_t count, uint64_t seed) {
 }
 
 void run_linear(benchmark::State& state, const Shape& shape, int64_t rows, int threads,
-                DType weight_dtype, bool cached, bool streamed) {
+                DType weight_dtype, bool cached, bool streamed, bool packed) {
   fornace::set_num_threads(threads);
   const int64_t weight_elements = shape.outputs * shape.depth;
   const int64_t weight_bytes = weight_elements * fornace::dtype_size(weight_dtype);
@@ -77,6 +79,22 @@ void run_linear(benchmark::State& state, const Shape& shape, int64_t rows, int t
   for (int64_t copy = 1; copy < copies; ++copy) {
     std::memcpy(weights.data() + copy * weight_bytes, weights.data(), weight_bytes);
   }
+  // Each copy packed as a model's weights are at load (cpu/gemm.h).
+  const int64_t packed_bytes =
+      packed ? fornace::cpu::packed_bf16_bytes(shape.outputs, shape.depth) : 0;
+  std::shared_ptr<fornace::Storage> packed_weights;
+  if (packed) {
+    if (!fornace::cpu::packs_bf16_weights()) {
+      state.SkipWithError("this CPU's kernels take no packed weights");
+      return;
+    }
+    packed_weights = fornace::Storage::allocate(static_cast<size_t>(copies * packed_bytes));
+    for (int64_t copy = 0; copy < copies; ++copy) {
+      fornace::cpu::pack_bf16_weight(
+          reinterpret_cast<const uint16_t*>(weights.data() + copy * weight_bytes), shape.outputs,
+          shape.depth, static_cast<char*>(packed_weights->data()) + copy * packed_bytes);
+    }
+  }
   std::vector<float> input = pseudo_random(rows * shape.depth, 2);
   std::vector<float> output(rows * shape.outputs);
 
@@ -93,6 +111,9 @@ void run_linear(benchmark::State& state, const Shape& shape, int64_t rows, int t
   int64_t copy = 0;
   for (auto _ : state) {
     problem.weight = weights.data() + copy * weight_bytes;
+    if (packed) {
+      problem.packed_weight = static_cast<char*>(packed_weights->data()) + copy * packed_bytes;
+    }
     copy = (copy + 1) % copies;
     fornace::cpu::linear(problem);
     benchmark::DoNotOptimize(output.data());
@@ -138,11 +159,31 @@ BENCHMARK(BM_Bf16DotPeak)
     ->ComputeStatistics("min", minimum)
     ->ComputeStatistics("max", maximum);
 
+// Registers one Linear benchmark.
+void register_linear(const Shape& shape, int64_t rows, int threads, DType dtype,
+                     const std::string& variant, bool packed) {
+  const bool cached = variant == "/cached";
+  const bool streamed = variant == "/streamed";
+  std::string name = std::string("Linear/") + shape.name + "/rows:" + std::to_string(rows) +
+                     "/threads:" + std::to_string(threads) + "/" + fornace::dtype_name(dtype) +
+                     variant + (packed ? "/packed" : "");
+  benchmark::RegisterBenchmark(name.c_str(),
+                               [=](benchmark::State& state) {
+                                 run_linear(state, shape, rows, threads, dtype, cached, streamed,
+                                            packed);
+                               })
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond)
+      ->ComputeStatistics("min", minimum)
+      ->ComputeStatistics("max", maximum);
+}
+
 // Registers Linear/<shape>/rows:<M>/threads:<T>/<dtype> for every shape, M in {1, 4, 8, 513}
 // (lm_head not at 513: prefill needs it at the last position only), T in {1, 2}; bf16 weights,
 // plus f32 weights for gate_proj; q_proj's GEMVs on one copy of the weights, which stays in the
 // caches (/cached: the kernels' arithmetic rate, memory aside); and the GEMMs on weights cycled
-// past the last-level cache (/streamed: as a prefill reads them, once, from memory).
+// past the last-level cache (/streamed: as a prefill reads them, once, from memory). Each bf16
+// one also as /packed: the weights packed as a model's are at load (cpu/gemm.h).
 const bool kRegistered = [] {
   for (const Shape& shape : kShapes) {
     for (int64_t rows : {int64_t{1}, int64_t{4}, int64_t{8}, int64_t{513}}) {
@@ -154,23 +195,11 @@ const bool kRegistered = [] {
         std::vector<DType> dtypes = {DType::bf16};
         if (std::string(shape.name) == "gate_proj") dtypes.push_back(DType::f32);
         for (DType dtype : dtypes) {
-          for (const char* variant : {"", "/cached", "/streamed"}) {
-            const bool cached = std::string(variant) == "/cached";
-            const bool streamed = std::string(variant) == "/streamed";
-            if (cached && !(gemv && std::string(shape.name) == "q_proj")) continue;
-            if (streamed && (gemv || dtype != DType::bf16)) continue;
-            std::string name = std::string("Linear/") + shape.name + "/rows:" +
-                               std::to_string(rows) + "/threads:" + std::to_string(threads) + "/" +
-                               fornace::dtype_name(dtype) + variant;
-            benchmark::RegisterBenchmark(
-                name.c_str(),
-                [shape, rows, threads, dtype, cached, streamed](benchmark::State& state) {
-                  run_linear(state, shape, rows, threads, dtype, cached, streamed);
-                })
-                ->UseRealTime()
-                ->Unit(benchmark::kMicrosecond)
-                ->ComputeStatistics("min", minimum)
-                ->ComputeStatistics("max", maximum);
+          for (std::string variant : {"", "/cached", "/streamed"}) {
+            if (variant == "/cached" && !(gemv && std::string(shape.name) == "q_proj")) continue;
+            if (variant == "/streamed" && (gemv || dtype != DType::bf16)) continue;
+            register_linear(shape, rows, threads, dtype, variant, false);
+            if (dtype == DType::bf16) register_linear(shape, rows, threads, dtype, variant, true);
           }
         }
       }

@@ -155,6 +155,12 @@ void record_attention_read(int64_t bytes) {
 
 int64_t attention_read_bytes() { return counters().attention_read_bytes.load(); }
 
+void record_packing(int64_t bytes, double ms) {
+  std::lock_guard<std::mutex> lock(counters().mutex);
+  counters().mapped.packed += bytes;
+  counters().mapped.pack_ms += ms;
+}
+
 MappedBytes mapped_bytes() {
   std::lock_guard<std::mutex> lock(counters().mutex);
   return counters().mapped;

@@ -48,6 +48,10 @@ struct MappedBytes {
   double reread_ms = 0;
   double copy_ms = 0;
   int paths = 0;        // 1 << HugePagePath of each mapping (io/file_mapping.h).
+  // Weights packed at load for the kernels (ops PackedWeights), whose mapped pages were
+  // then released, and the milliseconds the packing took.
+  int64_t packed = 0;
+  double pack_ms = 0;
 };
 
 struct CopyBytes {
@@ -71,6 +75,7 @@ void record_release(Device device, int64_t bytes);
 // `runs`: the unbroken stretches a strided copy moved `bytes` in (ignored for contiguous copies).
 void record_copy(int64_t bytes, bool strided, int64_t runs = 1);
 void record_mapping(const MappedBytes& mapped);
+void record_packing(int64_t bytes, double ms);
 // Bytes of keys and values that attention read (what the KV cache hands it).
 void record_attention_read(int64_t bytes);
 int64_t attention_read_bytes();

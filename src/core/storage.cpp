@@ -129,12 +129,17 @@ std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
 }
 
 std::shared_ptr<Storage> Storage::borrow(std::shared_ptr<const void> owner, const void* data,
-                                         size_t bytes) {
+                                         size_t bytes, PageRelease release) {
   std::shared_ptr<Storage> storage(new Storage());
   storage->data_ = const_cast<void*>(data);
   storage->bytes_ = bytes;
   storage->owner_ = std::move(owner);
+  storage->release_ = release;
   return storage;
+}
+
+void Storage::release_pages() const {
+  if (release_ && owner_) release_(owner_.get(), data_, bytes_);
 }
 
 Storage::~Storage() {

@@ -25,9 +25,13 @@ class Storage {
  public:
   // A new heap buffer of `bytes`, uninitialised, counted by the memory accounting.
   static std::shared_ptr<Storage> allocate(size_t bytes, Device device = Device::cpu);
+  // Drops the pages of [data, data + bytes) of `owner` from the process's resident memory,
+  // where they can be read back later (a file mapping's).
+  using PageRelease = void (*)(const void* owner, const void* data, size_t bytes);
   // A read-only view of `bytes` at `data`, kept alive by `owner` (a file mapping). Not counted.
+  // `release`, when given, is how release_pages() drops the view's pages.
   static std::shared_ptr<Storage> borrow(std::shared_ptr<const void> owner, const void* data,
-                                         size_t bytes);
+                                         size_t bytes, PageRelease release = nullptr);
 
   ~Storage();
   Storage(const Storage&) = delete;
@@ -38,6 +42,10 @@ class Storage {
   size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
   bool read_only() const { return owner_ != nullptr; }
+  // Drops a borrowed view's pages from resident memory where its owner can read them back on the
+  // next access (the data stays the same); does nothing otherwise. For weights that the kernels
+  // read from a packed copy instead.
+  void release_pages() const;
 
  private:
   Storage() = default;
@@ -45,6 +53,7 @@ class Storage {
   size_t bytes_ = 0;
   Device device_ = Device::cpu;
   std::shared_ptr<const void> owner_;
+  PageRelease release_ = nullptr;
 };
 
 }  // namespace fornace

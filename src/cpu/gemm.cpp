@@ -3,8 +3,10 @@
 #include "cpu/gemm.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "core/error.h"
@@ -176,6 +178,14 @@ void multiply_edge_tile(const GemmKernel& kernel, int64_t steps, const void* inp
   }
 }
 
+// Bytes of one k pair of a packed panel: 32 weight rows x 2 bf16.
+constexpr int64_t kPackedPairBytes = 32 * 2 * 2;
+
+// The packed panel of `problem` that starts at weight row `column` (a multiple of 32).
+const char* packed_panel(const LinearProblem& problem, int64_t column, int64_t panel_bytes) {
+  return static_cast<const char*>(problem.packed_weight) + column / 32 * panel_bytes;
+}
+
 // One weight panel of a group: kernel-columns weight rows of one layer, from `column` on.
 struct WeightPanel {
   const LinearProblem* problem;
@@ -184,17 +194,26 @@ struct WeightPanel {
 
 // Prefetches into L2, a slice per input panel, the weight rows of `panels` over the depth block
 // [k_begin, k_begin + depth) packed next, so that packing them does not wait on memory.
+// Weights packed at load are prefetched the same way, a panel's slice of the depth block
+// being one run of lines.
 class WeightPrefetch {
  public:
   WeightPrefetch(const WeightPanel* panels, int64_t count, int columns, int64_t k_begin,
-                 int64_t depth, int64_t slices)
-      : panels_(panels), columns_(columns) {
+                 int64_t depth, int64_t slices, bool packed)
+      : panels_(panels), columns_(packed ? 1 : columns) {
     if (count <= 0 || slices <= 0 || k_begin >= panels[0].problem->depth) return;
     const LinearProblem& problem = *panels[0].problem;
-    const int64_t element_bytes = static_cast<int64_t>(dtype_size(problem.weight_dtype));
-    first_byte_ = k_begin * element_bytes;
-    row_lines_ = divide_up(std::min(depth, problem.depth - k_begin) * element_bytes, 64);
-    total_lines_ = count * columns * row_lines_;
+    const int64_t k_count = std::min(depth, problem.depth - k_begin);
+    if (packed) {
+      packed_panel_bytes_ = packed_bf16_panel_bytes(problem.depth);
+      first_byte_ = k_begin / 2 * kPackedPairBytes;
+      row_lines_ = divide_up(divide_up(k_count, 2) * kPackedPairBytes, 64);
+    } else {
+      const int64_t element_bytes = static_cast<int64_t>(dtype_size(problem.weight_dtype));
+      first_byte_ = k_begin * element_bytes;
+      row_lines_ = divide_up(k_count * element_bytes, 64);
+    }
+    total_lines_ = count * columns_ * row_lines_;
     lines_per_slice_ = divide_up(total_lines_, slices);
   }
 
@@ -212,6 +231,9 @@ class WeightPrefetch {
   const char* row_start(int64_t row_in_group) const {
     const WeightPanel& panel = panels_[row_in_group / columns_];
     const LinearProblem& problem = *panel.problem;
+    if (packed_panel_bytes_ > 0) {
+      return packed_panel(problem, panel.column, packed_panel_bytes_) + first_byte_;
+    }
     const int64_t row = panel.column + row_in_group % columns_;
     if (row >= problem.outputs) return nullptr;
     const int64_t row_bytes = problem.weight_stride * dtype_size(problem.weight_dtype);
@@ -220,6 +242,7 @@ class WeightPrefetch {
 
   const WeightPanel* panels_;
   int columns_;
+  int64_t packed_panel_bytes_ = 0;  // 0: row-major weights
   int64_t first_byte_ = 0;
   int64_t row_lines_ = 1;
   int64_t total_lines_ = 0;
@@ -240,6 +263,24 @@ void fill_with_bias(const LinearProblem& problem) {
 
 }  // namespace
 
+bool packs_bf16_weights() {
+  const char* setting = std::getenv("FORNACE_PACKED_WEIGHTS");
+  return active_isa() == Isa::avx512 && !(setting && std::string_view(setting) == "0");
+}
+
+int64_t packed_bf16_panel_bytes(int64_t depth) { return divide_up(depth, 2) * kPackedPairBytes; }
+
+int64_t packed_bf16_bytes(int64_t outputs, int64_t depth) {
+  return divide_up(outputs, 32) * packed_bf16_panel_bytes(depth);
+}
+
+void pack_bf16_weight(const uint16_t* weight, int64_t outputs, int64_t depth, void* packed) {
+  if (!packs_bf16_weights()) fail("pack_bf16_weight: the active ISA does not take packed weights");
+  ThreadPool::global().run(divide_up(outputs, 32), 1, [&](int64_t begin, int64_t end) {
+    kernels::pack_bf16_weight_avx512(weight, outputs, depth, packed, begin, end);
+  });
+}
+
 void gemm(const LinearProblem& problem) { gemm_group(&problem, 1); }
 
 void gemm_group(const LinearProblem* problems, int count) {
@@ -251,6 +292,13 @@ void gemm_group(const LinearProblem* problems, int count) {
   }
   const GemmKernel kernel = select_kernel(problem.weight_dtype);
   const int64_t element_bytes = kernel.bf16_pairs ? 2 : 4;
+  // Weights packed at load are the kernel's panels already (a depth block of a panel is a run of
+  // its k pairs).
+  const bool packed =
+      kernel.bf16_pairs && std::all_of(problems, problems + count, [](const LinearProblem& each) {
+        return each.packed_weight != nullptr;
+      });
+  const int64_t packed_panel_bytes = packed ? packed_bf16_panel_bytes(problem.depth) : 0;
 
   // Depth blocks of equal, even length.
   const int64_t depth_blocks = divide_up(problem.depth, kernel.panel_depth);
@@ -300,8 +348,10 @@ void gemm_group(const LinearProblem* problems, int count) {
       }
     });
     pool.run_balanced(column_chunks, 1, [&](int64_t chunk_begin, int64_t chunk_end) {
-      char* weight_pack = static_cast<char*>(
-          thread_scratch(ScratchSlot::gemm_weight_panels, chunk_panels * weight_panel_bytes));
+      char* weight_pack = packed ? nullptr
+                                 : static_cast<char*>(thread_scratch(
+                                       ScratchSlot::gemm_weight_panels,
+                                       chunk_panels * weight_panel_bytes));
       for (int64_t chunk = chunk_begin; chunk < chunk_end; ++chunk) {
         const int64_t block = chunk * chunk_panels;
         const int64_t block_end = std::min(column_panels, block + chunk_panels);
@@ -310,7 +360,7 @@ void gemm_group(const LinearProblem* problems, int count) {
           const int64_t k_count = std::min(block_depth, problem.depth - k_begin);
           const int64_t steps = kernel.bf16_pairs ? divide_up(k_count, 2) : k_count;
           const bool accumulate = depth_block > 0;
-          for (int64_t panel = block; panel < block_end; ++panel) {
+          for (int64_t panel = block; panel < block_end && !packed; ++panel) {
             pack_weight_panel(kernel, *panels[panel].problem, panels[panel].column, k_begin,
                               k_count, weight_pack + (panel - block) * weight_panel_bytes);
           }
@@ -324,7 +374,7 @@ void gemm_group(const LinearProblem* problems, int count) {
                                       : next_block;
           WeightPrefetch prefetch(panels.data() + next_block, next_block_end - next_block,
                                   kernel.columns, last_depth ? 0 : k_begin + k_count, block_depth,
-                                  panels_here);
+                                  panels_here, packed);
           for (int64_t input_panel = 0; input_panel < panels_here; ++input_panel) {
             prefetch.next_slice();
             const char* packed_input =
@@ -335,7 +385,10 @@ void gemm_group(const LinearProblem* problems, int count) {
               const LinearProblem& layer = *panels[panel].problem;
               const int64_t column = panels[panel].column;
               const int64_t columns_valid = std::min<int64_t>(kernel.columns, layer.outputs - column);
-              const char* packed_weight = weight_pack + (panel - block) * weight_panel_bytes;
+              const char* packed_weight =
+                  packed ? packed_panel(layer, column, packed_panel_bytes) +
+                               k_begin / 2 * kPackedPairBytes
+                         : weight_pack + (panel - block) * weight_panel_bytes;
               float* c = layer.output + row * layer.output_stride + column;
               const float* bias = !accumulate && layer.bias ? layer.bias + column : nullptr;
               if (rows_valid == kernel.rows && columns_valid == kernel.columns) {
@@ -379,7 +432,8 @@ std::string gemm_kernel_name(DType weight_dtype) {
   const GemmKernel kernel = select_kernel(weight_dtype);
   return std::to_string(kernel.rows) + "x" + std::to_string(kernel.columns) +
          (kernel.bf16_pairs ? " bf16 pairs" : " f32") + ", panels of " +
-         std::to_string(kernel.panel_depth) + " k";
+         std::to_string(kernel.panel_depth) + " k" +
+         (kernel.bf16_pairs && packs_bf16_weights() ? ", weights packed at load" : "");
 }
 
 bool linear_rounds_input_to_bf16(DType weight_dtype) {

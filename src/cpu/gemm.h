@@ -24,7 +24,21 @@ struct LinearProblem {
   const float* bias = nullptr;  // f32 [outputs], or null
   float* output = nullptr;
   int64_t output_stride = 0;
+  // The same bf16 weight packed by pack_bf16_weight, or null. Only where packs_bf16_weights();
+  // the GEMM and the GEMV then read it instead of `weight`.
+  const void* packed_weight = nullptr;
 };
+
+// Whether bf16 weights are packed once at load for the active ISA's kernels: at the AVX-512
+// level (AVX512_BF16), unless FORNACE_PACKED_WEIGHTS=0.
+bool packs_bf16_weights();
+// Bytes of a bf16 weight [outputs, depth] packed: panels of 32 weight rows over the whole depth,
+// as [k / 2][32][2] (the GEMM's weight panel format), zero past the weight; 64-byte aligned.
+int64_t packed_bf16_panel_bytes(int64_t depth);
+int64_t packed_bf16_bytes(int64_t outputs, int64_t depth);
+// Packs a contiguous bf16 weight [outputs, depth] into `packed` (packed_bf16_bytes, 64-byte
+// aligned), on the thread pool. Needs packs_bf16_weights().
+void pack_bf16_weight(const uint16_t* weight, int64_t outputs, int64_t depth, void* packed);
 
 // The GEMV kernels take up to this many input rows per pass over a block of weight rows; the
 // AVX-512 BF16 kernel takes up to kGemvBf16DotMaxRows (a batched decode step of 8 sequences

@@ -59,6 +59,14 @@ using GemvKernel = void (*)(const GemvArguments& arguments, int64_t begin, int64
 
 // bf16 weights with bf16 input, vdpbf16ps.
 void gemv_bf16_dot_avx512(const GemvArguments& arguments, int64_t begin, int64_t end);
+// The same over weights packed by pack_bf16_weight_avx512 (weight: the packed matrix): weight
+// rows [begin, end), begin a multiple of 32.
+void gemv_bf16_panels_avx512(const GemvArguments& arguments, int64_t begin, int64_t end);
+// Packs panels [panel_begin, panel_end) of a bf16 weight [outputs, depth] (contiguous rows) into
+// `packed`: panel p is pack_bf16_pairs_avx512 of weight rows [32p, 32p + 32) over the whole depth,
+// at p x packed_bf16_panel_bytes(depth).
+void pack_bf16_weight_avx512(const uint16_t* weight, int64_t outputs, int64_t depth, void* packed,
+                             int64_t panel_begin, int64_t panel_end);
 // How gemv_bf16_dot_avx512 runs several rows, in words (tiles, segments, prefetch).
 std::string gemv_bf16_dot_avx512_tiles();
 // f32 or f16 weights widened to f32, with f32 input, FMA.

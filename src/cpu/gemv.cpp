@@ -65,6 +65,9 @@ void gemv_group(const LinearProblem* problems, int count) {
   int64_t total_outputs = 0;
   for (int index = 0; index < count; ++index) total_outputs += problems[index].outputs;
   if (first_problem.rows <= 0 || total_outputs <= 0) return;
+  const bool packed =
+      std::all_of(problems, problems + count,
+                  [](const LinearProblem& each) { return each.packed_weight != nullptr; });
   kernels::GemvKernel kernel = gemv_portable;
   const void* input = first_problem.input;
   int64_t input_stride = first_problem.input_stride;
@@ -72,7 +75,7 @@ void gemv_group(const LinearProblem* problems, int count) {
     case Isa::avx512:
       kernel = kernels::gemv_f32_avx512;
       if (first_problem.weight_dtype == DType::bf16) {
-        kernel = kernels::gemv_bf16_dot_avx512;
+        kernel = packed ? kernels::gemv_bf16_panels_avx512 : kernels::gemv_bf16_dot_avx512;
         // Round the input to bf16 once per call, for every layer of the group.
         input_stride =
             std::max<int64_t>(kBf16RowAlignment, (first_problem.depth + kBf16RowAlignment - 1) /
@@ -82,6 +85,8 @@ void gemv_group(const LinearProblem* problems, int count) {
         for (int64_t row = 0; row < first_problem.rows; ++row) {
           kernels::convert_f32_to_bf16_avx512(first_problem.input + row * first_problem.input_stride,
                                               rounded + row * input_stride, first_problem.depth);
+          // An odd depth's last k pairs with zero (the packed weight's is zero too).
+          if (first_problem.depth % 2) rounded[row * input_stride + first_problem.depth] = 0;
         }
         input = rounded;
       }
@@ -95,16 +100,20 @@ void gemv_group(const LinearProblem* problems, int count) {
   const int64_t input_element_bytes = input == first_problem.input ? 4 : 2;
   const int64_t row_bytes =
       std::max<int64_t>(1, first_problem.depth * dtype_size(first_problem.weight_dtype));
+  // Packed weights split between threads on panels of 32 rows.
+  const bool by_panels = kernel == kernels::gemv_bf16_panels_avx512;
+  const int64_t unit = by_panels ? 32 : 1;
   const int64_t grain = std::max<int64_t>(4, kMinBytesPerPart / row_bytes);
-  // The AVX-512 BF16 kernel takes up to eight rows per pass (it splits deep rows into segments
+  // The AVX-512 BF16 kernels take up to eight rows per pass (it splits deep rows into segments
   // whose input fits L1); the others four.
   const int64_t rows_per_pass =
-      kernel == kernels::gemv_bf16_dot_avx512 ? kGemvBf16DotMaxRows : kGemvMaxRows;
+      kernel == kernels::gemv_bf16_dot_avx512 || by_panels ? kGemvBf16DotMaxRows : kGemvMaxRows;
   // With more rows than one pass takes, weight rows go in blocks of about 128 KiB, so that a
   // block read for the first group of input rows is still in L2 for the next groups.
   const int64_t block = first_problem.rows <= rows_per_pass
                             ? total_outputs
-                            : std::max<int64_t>(16, (int64_t{128} << 10) / row_bytes);
+                            : std::max<int64_t>(std::max<int64_t>(16, unit),
+                                                (int64_t{128} << 10) / row_bytes / unit * unit);
   // Runs weight rows [begin, end) of one layer.
   auto run_rows = [&](const LinearProblem& problem, int64_t begin, int64_t end) {
     for (int64_t block_begin = begin; block_begin < end; block_begin += block) {
@@ -115,7 +124,7 @@ void gemv_group(const LinearProblem* problems, int count) {
             input_stride,
             static_cast<int>(std::min<int64_t>(rows_per_pass, problem.rows - row)),
             problem.depth,
-            problem.weight,
+            by_panels ? problem.packed_weight : problem.weight,
             problem.weight_dtype,
             problem.weight_stride,
             problem.bias,
@@ -128,21 +137,35 @@ void gemv_group(const LinearProblem* problems, int count) {
   // The layers' weight rows numbered one after another, in guided parts down to `grain` rows,
   // claimed as threads finish: a thread slowed by the other's memory traffic or by the OS takes
   // fewer, and the last parts are small.
-  ThreadPool::global().run_balanced(total_outputs, grain, [&](int64_t first, int64_t last) {
-    int64_t offset = 0;
-    for (int index = 0; index < count && offset < last; ++index) {
-      const LinearProblem& problem = problems[index];
-      int64_t begin = std::max(first, offset);
-      int64_t end = std::min(last, offset + problem.outputs);
-      if (begin < end) run_rows(problem, begin - offset, end - offset);
-      offset += problem.outputs;
-    }
-  });
+  // Packed weights are numbered in panels the same way.
+  int64_t total_units = 0;
+  for (int index = 0; index < count; ++index) {
+    total_units += (problems[index].outputs + unit - 1) / unit;
+  }
+  ThreadPool::global().run_balanced(
+      total_units, std::max<int64_t>(1, grain / unit), [&](int64_t first, int64_t last) {
+        int64_t offset = 0;
+        for (int index = 0; index < count && offset < last; ++index) {
+          const LinearProblem& problem = problems[index];
+          const int64_t units = (problem.outputs + unit - 1) / unit;
+          int64_t begin = std::max(first, offset);
+          int64_t end = std::min(last, offset + units);
+          if (begin < end) {
+            run_rows(problem, (begin - offset) * unit,
+                     std::min(problem.outputs, (end - offset) * unit));
+          }
+          offset += units;
+        }
+      });
 }
 
 std::string gemv_kernel_name(DType weight_dtype) {
   switch (active_isa()) {
     case Isa::avx512:
+      if (weight_dtype == DType::bf16 && packs_bf16_weights()) {
+        return "bf16 dot over the packed weights, 1-" + std::to_string(kGemvBf16DotMaxRows) +
+               " rows a pass";
+      }
       if (weight_dtype == DType::bf16) {
         return "bf16 dot, 1 row a weight row at a time, 2-" + std::to_string(kGemvBf16DotMaxRows) +
                " rows in " + kernels::gemv_bf16_dot_avx512_tiles();

@@ -135,6 +135,8 @@ void dot_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
 // 583 -> 366 us, down_proj 712 -> 395 us, about the time of one row.
 constexpr int64_t kSegmentInputBytes = 20 << 10;
 constexpr int64_t kPrefetchBytes = 16 << 10;
+// Independent k steps of a panel for one input row.
+constexpr int kPanelUnrollOneRow = 4;
 
 template <int Rows>
 constexpr int tile_columns() {
@@ -210,6 +212,69 @@ void dot_rows_tiled(const GemvArguments& arguments, int64_t begin, int64_t end) 
   }
 }
 
+// bf16 input and weights packed in panels (pack_bf16_weight): each step of a panel is one k pair
+// of 32 weight rows in two vectors, multiplied by each input row's pair broadcast, so the 32
+// sums of a row come out as two vectors with no reduction across lanes. A panel is one
+// sequential stream and the panels follow one another. Unroll independent k steps keep
+// enough vdpbf16ps in flight for one or two input rows; with more rows, each step prefetches
+// its lines kPrefetchBytes further on, as dot_tile does.
+template <int Rows, int Unroll>
+void panel_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
+  const int64_t steps = (arguments.depth + 1) / 2;
+  const auto* input = static_cast<const uint32_t*>(arguments.input);
+  const int64_t input_stride = arguments.input_stride / 2;  // In k pairs.
+  for (int64_t column = begin; column < end; column += 32) {
+    const uint32_t* panel = static_cast<const uint32_t*>(arguments.weight) + column * steps;
+    __m512 acc[Rows][2][Unroll];
+#pragma GCC unroll 8
+    for (int row = 0; row < Rows; ++row) {
+      for (int u = 0; u < Unroll; ++u) acc[row][0][u] = acc[row][1][u] = _mm512_setzero_ps();
+    }
+    auto step = [&](int64_t k_pair, int u) {
+      const uint32_t* source = panel + k_pair * 32;
+      if constexpr (Rows > 2) {
+        _mm_prefetch(reinterpret_cast<const char*>(source) + kPrefetchBytes, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(source) + kPrefetchBytes + 64, _MM_HINT_T0);
+      }
+      __m512bh low = (__m512bh)_mm512_load_si512(source);
+      __m512bh high = (__m512bh)_mm512_load_si512(source + 16);
+#pragma GCC unroll 8
+      for (int row = 0; row < Rows; ++row) {
+        __m512bh pair = (__m512bh)_mm512_set1_epi32(
+            static_cast<int>(input[row * input_stride + k_pair]));
+        acc[row][0][u] = _mm512_dpbf16_ps(acc[row][0][u], pair, low);
+        acc[row][1][u] = _mm512_dpbf16_ps(acc[row][1][u], pair, high);
+      }
+    };
+    int64_t k_pair = 0;
+    for (; k_pair + Unroll <= steps; k_pair += Unroll) {
+#pragma GCC unroll 8
+      for (int u = 0; u < Unroll; ++u) step(k_pair + u, u);
+    }
+    for (; k_pair < steps; ++k_pair) step(k_pair, 0);
+    const int64_t valid = std::min<int64_t>(32, end - column);
+    const __mmask16 low_mask = static_cast<__mmask16>(valid >= 16 ? 0xffff : (1u << valid) - 1u);
+    const __mmask16 high_mask =
+        static_cast<__mmask16>(valid >= 32 ? 0xffff : valid <= 16 ? 0 : (1u << (valid - 16)) - 1u);
+#pragma GCC unroll 8
+    for (int row = 0; row < Rows; ++row) {
+      __m512 sums[2];
+      for (int half = 0; half < 2; ++half) {
+        sums[half] = acc[row][half][0];
+        for (int u = 1; u < Unroll; ++u) sums[half] = _mm512_add_ps(sums[half], acc[row][half][u]);
+      }
+      float* output = arguments.output + row * arguments.output_stride + column;
+      if (arguments.bias) {
+        sums[0] = _mm512_add_ps(sums[0], _mm512_maskz_loadu_ps(low_mask, arguments.bias + column));
+        sums[1] = _mm512_add_ps(sums[1],
+                                _mm512_maskz_loadu_ps(high_mask, arguments.bias + column + 16));
+      }
+      _mm512_mask_storeu_ps(output, low_mask, sums[0]);
+      _mm512_mask_storeu_ps(output + 16, high_mask, sums[1]);
+    }
+  }
+}
+
 template <template <int> class Rows>
 void dispatch_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
   static_assert(kGemvMaxRows == 4);
@@ -256,6 +321,38 @@ void gemv_bf16_dot_avx512(const GemvArguments& arguments, int64_t begin, int64_t
       return dot_rows_tiled<7>(arguments, begin, end);
     default:
       return dot_rows_tiled<8>(arguments, begin, end);
+  }
+}
+
+void gemv_bf16_panels_avx512(const GemvArguments& arguments, int64_t begin, int64_t end) {
+  static_assert(kGemvBf16DotMaxRows == 8);
+  switch (arguments.rows) {
+    case 1:
+      return panel_rows<1, kPanelUnrollOneRow>(arguments, begin, end);
+    case 2:
+      return panel_rows<2, 2>(arguments, begin, end);
+    case 3:
+      return panel_rows<3, 1>(arguments, begin, end);
+    case 4:
+      return panel_rows<4, 1>(arguments, begin, end);
+    case 5:
+      return panel_rows<5, 1>(arguments, begin, end);
+    case 6:
+      return panel_rows<6, 1>(arguments, begin, end);
+    case 7:
+      return panel_rows<7, 1>(arguments, begin, end);
+    default:
+      return panel_rows<8, 1>(arguments, begin, end);
+  }
+}
+
+void pack_bf16_weight_avx512(const uint16_t* weight, int64_t outputs, int64_t depth, void* packed,
+                             int64_t panel_begin, int64_t panel_end) {
+  const int64_t panel_bytes = (depth + 1) / 2 * 32 * 4;
+  for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
+    const int64_t column = panel * 32;
+    pack_bf16_pairs_avx512(weight + column * depth, depth, std::min<int64_t>(32, outputs - column),
+                           depth, static_cast<char*>(packed) + panel * panel_bytes);
   }
 }
 

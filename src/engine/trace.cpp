@@ -54,6 +54,11 @@ std::string format_trace(const GenerationResult& result) {
                mapped.resident ? 100.0 * mapped.huge_pages / mapped.resident : 0.0,
                huge_page_paths(mapped.paths).c_str(), mapped.setup_ms, mapped.reread / kMiB,
                mapped.reread_ms, mapped.copied / kMiB, mapped.copy_ms);
+  if (mapped.packed > 0) {
+    text += line("trace: weights packed for the bf16 kernels %.1f MiB in %.1f ms (their mapped "
+                 "pages released)\n",
+                 mapped.packed / kMiB, mapped.pack_ms);
+  }
   std::string formats;
   for (const auto& [format, bytes] : result.weights_read_per_token.bytes) {
     formats += line("%s%s %.1f", formats.empty() ? "" : ", ", format.c_str(), bytes / kMiB);
@@ -122,6 +127,8 @@ nlohmann::json trace_to_json(const GenerationResult& result) {
                               {"reread_ms", mapped.reread_ms},
                               {"copied_bytes", mapped.copied},
                               {"copy_ms", mapped.copy_ms},
+                              {"packed_bytes", mapped.packed},
+                              {"pack_ms", mapped.pack_ms},
                               {"setup_ms", mapped.setup_ms}}},
           {"prefill_copied", {{"contiguous_bytes", result.prefill_copied.contiguous},
                               {"strided_bytes", result.prefill_copied.strided},

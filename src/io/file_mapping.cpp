@@ -171,6 +171,22 @@ FileMapping::FileMapping(int descriptor, size_t size, const char* path, FileMapp
 
 FileMapping::~FileMapping() { ::munmap(data_, size_); }
 
+void FileMapping::release_pages(const void* mapping, const void* data, size_t bytes) {
+  const auto& self = *static_cast<const FileMapping*>(mapping);
+  constexpr size_t kPage = 4096;
+  const size_t offset = static_cast<size_t>(static_cast<const char*>(data) - self.data_);
+  size_t begin = round_up(offset, kPage);
+  const size_t end = std::min(self.size_, offset + bytes) / kPage * kPage;
+  // Copied ranges are anonymous memory: dropping those would lose the bytes.
+  for (const auto& [copy_begin, copy_end] : self.copied_ranges_) {
+    if (copy_end <= begin) continue;
+    if (copy_begin >= end) break;
+    if (copy_begin > begin) ::madvise(self.data_ + begin, copy_begin - begin, MADV_DONTNEED);
+    begin = std::max(begin, copy_end);
+  }
+  if (end > begin) ::madvise(self.data_ + begin, end - begin, MADV_DONTNEED);
+}
+
 namespace {
 
 // Calls `visit(begin, end)` for each run of ranges that `huge` marks false, in bytes.
@@ -273,6 +289,7 @@ bool FileMapping::copy_range(size_t begin, size_t end) {
     return false;
   }
   copied_bytes_ += bytes;
+  copied_ranges_.emplace_back(begin, end);
   return true;
 }
 

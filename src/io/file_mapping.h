@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace fornace {
@@ -59,6 +60,10 @@ class FileMapping {
   // cannot be read.
   PageCounts pages() const;
   HugePagePath path() const { return path_; }
+  // Storage::PageRelease for a view of `mapping` (a FileMapping): drops the whole 4 KiB pages of
+  // [data, data + bytes) that map the file (anonymous copies keep theirs); the next access reads
+  // them back from the page cache.
+  static void release_pages(const void* mapping, const void* data, size_t bytes);
   // Bytes re-read and copied, the milliseconds each took, and the whole set-up's (mapping,
   // populating, re-reading, copying).
   size_t copied_bytes() const { return copied_bytes_; }
@@ -76,6 +81,7 @@ class FileMapping {
   size_t size_ = 0;
   HugePagePath path_ = HugePagePath::off;
   size_t copied_bytes_ = 0;
+  std::vector<std::pair<size_t, size_t>> copied_ranges_;  // [begin, end) offsets, in order
   size_t reread_bytes_ = 0;
   double reread_ms_ = 0;
   double setup_ms_ = 0;

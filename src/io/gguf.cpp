@@ -545,6 +545,7 @@ std::shared_ptr<GgufFile> GgufFile::open(const std::string& path) {
   std::shared_ptr<GgufFile> result = parse(address, size, path);
   result->file_ = std::move(file);
   result->mapping_ = std::shared_ptr<const void>(file_mapping, address);
+  result->file_mapping_ = file_mapping;
   result->file_size_ = size;
   return result;
 }

@@ -13,6 +13,7 @@
 
 #include "core/block_type.h"
 #include "core/layout.h"
+#include "io/file_mapping.h"
 
 namespace fornace {
 
@@ -216,6 +217,8 @@ class GgufFile {
 
   // Keeps the mapping alive (for Storage::borrow of tensor data); null after parse().
   const std::shared_ptr<const void>& mapping() const { return mapping_; }
+  // The mapping itself, whose pages views may release (Storage::borrow).
+  const std::shared_ptr<const FileMapping>& file_mapping() const { return file_mapping_; }
   // The bytes of the whole file (mapped from mapping().get()).
   size_t mapped_size() const { return file_size_; }
   // Throws Error naming the file when its size changed since it was opened (the mapping would
@@ -233,6 +236,7 @@ class GgufFile {
   std::string path_;
   std::shared_ptr<const ReadOnlyFile> file_;
   std::shared_ptr<const void> mapping_;
+  std::shared_ptr<const FileMapping> file_mapping_;
   size_t file_size_ = 0;
   uint32_t version_ = 0;
   uint64_t alignment_ = kGgufDefaultAlignment;

@@ -232,6 +232,7 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
   result->path_ = path;
   result->file_ = std::move(file);
   result->mapping_ = std::move(mapping);
+  result->file_mapping_ = file_mapping;
   result->data_ = static_cast<const char*>(address) + parsed.data_start;
   result->file_size_ = size;
   result->entries_ = std::move(parsed.entries);
@@ -265,7 +266,8 @@ Tensor SafetensorsFile::tensor(const std::string& name) const {
   size_t bytes = found.end - found.begin;
   Layout layout = Layout::contiguous(found.shape);
   if (reinterpret_cast<uintptr_t>(data) % dtype_size(found.dtype) == 0) {
-    return Tensor(Storage::borrow(mapping_, data, bytes), layout, found.dtype);
+    return Tensor(Storage::borrow(file_mapping_, data, bytes, FileMapping::release_pages), layout,
+                  found.dtype);
   }
   // A header whose length is not a multiple of the element size leaves the data misaligned;
   // such a tensor is copied rather than read through a misaligned pointer.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "io/file_mapping.h"
 #include "io/weight_source.h"
 
 namespace fornace {
@@ -52,6 +53,7 @@ class SafetensorsFile {
   std::string path_;
   std::shared_ptr<const ReadOnlyFile> file_;
   std::shared_ptr<const void> mapping_;
+  std::shared_ptr<const FileMapping> file_mapping_;  // The same mapping, for page release
   const char* data_ = nullptr;  // Start of the data section.
   size_t file_size_ = 0;
   std::vector<TensorEntry> entries_;

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/storage.h"
+#include "io/file_mapping.h"
 #include "ops/creation.h"
 
 namespace fornace {
@@ -261,15 +262,17 @@ StoredWeight GgufWeights::weight(const std::string& name) const {
   const auto* data = static_cast<const uint8_t*>(info->data);
   const int64_t rows = info->rows();
   const size_t bytes_per_row = static_cast<size_t>(info->bytes / static_cast<uint64_t>(rows));
-  std::shared_ptr<const void> owner = file_->mapping();
+  std::shared_ptr<const void> owner = file_->file_mapping();
+  Storage::PageRelease release = FileMapping::release_pages;
   if (conversion.interleaved_head_dim > 0) {
     auto copy = deinterleave_rows(data, rows, bytes_per_row, conversion.interleaved_head_dim);
     data = copy->data();
     owner = copy;
+    release = nullptr;
   }
   if (std::optional<DType> dtype = float_dtype(info->type)) {
-    Tensor tensor(Storage::borrow(owner, data, info->bytes), Layout::contiguous(info->shape()),
-                  *dtype);
+    Tensor tensor(Storage::borrow(owner, data, info->bytes, release),
+                  Layout::contiguous(info->shape()), *dtype);
     if (!conversion.norm_shift) return {tensor, {}};
     std::vector<float> values = to_f32_vector(tensor);
     for (float& value : values) value -= 1.0f;

@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <span>
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory.h"
 #include "cpu/thread_pool.h"
 #include "ops/copy.h"
 #include "ops/math.h"
@@ -33,8 +35,22 @@ void Embedding::forward_into(const Tensor& output, const Tensor& ids) const {
   }
 }
 
+int64_t Linear::pack_weight(PackedWeights& packed) {
+  if (quantized_ || packed_) return 0;
+  auto start = std::chrono::steady_clock::now();
+  packed_ = packed.pack(weight_);
+  if (!packed_) return 0;
+  // The kernels read the packed copy from now on: the stored weight's mapped pages go.
+  weight_.storage()->release_pages();
+  const auto bytes = static_cast<int64_t>(packed_->bytes());
+  memory::record_packing(
+      bytes, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                 .count());
+  return bytes;
+}
+
 Tensor Linear::forward(const Tensor& input) const {
-  if (!quantized_) return linear(input, weight_, bias_);
+  if (!quantized_) return linear(input, weight_, bias_, packed_.get());
   Dims shape = input.shape();
   shape[shape.size() - 1] = quantized_->rows;
   Tensor output = Tensor::empty(shape, DType::f32);
@@ -46,7 +62,7 @@ void Linear::forward_into(const Tensor& output, const Tensor& input) const {
   if (quantized_) {
     quantized_linear_into(output, input, *quantized_, bias_, quantize_input_);
   } else {
-    linear_into(output, input, weight_, bias_);
+    linear_into(output, input, weight_, bias_, packed_.get());
   }
 }
 
@@ -63,7 +79,8 @@ void forward_together(const Tensor& input,
     std::array<LinearLayerInto, kMaxLayers> targets;
     size_t count = 0;
     for (const auto& [layer, output] : layers) {
-      targets[count++] = LinearLayerInto{output, &layer->weight(), &layer->bias()};
+      targets[count++] =
+          LinearLayerInto{output, &layer->weight(), &layer->bias(), layer->packed_weight()};
     }
     linear_group_into(input, std::span<const LinearLayerInto>(targets.data(), count));
     return;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -12,6 +13,8 @@
 #include "io/config.h"
 
 namespace fornace {
+
+class PackedWeights;
 
 class Embedding {
  public:
@@ -41,6 +44,12 @@ class Linear {
       : quantized_(std::move(weight)), bias_(std::move(bias)), quantize_input_(quantize_input) {}
   Tensor forward(const Tensor& input) const;
   void forward_into(const Tensor& output, const Tensor& input) const;
+  // Packs a float weight for the CPU kernels once (into `packed`), where they take it; forward
+  // then reads the packed copy, and the stored weight's mapped pages are released. Returns the
+  // packed bytes (0: kept as stored).
+  int64_t pack_weight(PackedWeights& packed);
+  // The packed copy, or null.
+  const Storage* packed_weight() const { return packed_.get(); }
   int64_t outputs() const { return quantized_ ? quantized_->rows : weight_.dim(0); }
   // The float weight [out, in]; undefined when the weights are quantized.
   const Tensor& weight() const { return weight_; }
@@ -50,6 +59,7 @@ class Linear {
 
  private:
   Tensor weight_;  // [out, in]
+  std::shared_ptr<const Storage> packed_;
   std::optional<QuantizedMatrix> quantized_;
   std::optional<Tensor> bias_;
   bool quantize_input_ = true;

@@ -69,7 +69,9 @@ Linear WeightReader::linear(const std::string& name, int64_t outputs, int64_t in
     return Linear(*weight.quantized, bias_values, quantize_input_);
   }
   count(weight.tensor);
-  return Linear(weight.tensor, bias_values);
+  Linear layer(weight.tensor, bias_values);
+  layer.pack_weight(packed_);
+  return layer;
 }
 
 Embedding WeightReader::embedding(const std::string& name, int64_t rows, int64_t width) const {
@@ -92,7 +94,11 @@ RmsNorm WeightReader::rms_norm(const std::string& name, int64_t size, double eps
 }
 
 Tensor WeightReader::norm_weight(const std::string& name, int64_t size) const {
-  Tensor weight = tensor(name, {size});
+  Tensor stored = tensor(name, {size});
+  // A copy of its own: a few KiB read at every step would otherwise keep the whole 2 MiB page of
+  // the mapping around it resident, once the packed weights' pages are released.
+  Tensor weight = Tensor::empty(stored.shape(), stored.dtype());
+  copy_into(weight, stored);
   count(weight);
   return weight;
 }

@@ -8,6 +8,7 @@
 
 #include "io/weight_source.h"
 #include "nn/layers.h"
+#include "ops/math.h"
 
 namespace fornace {
 
@@ -57,6 +58,7 @@ class WeightReader {
   std::optional<DType> dtype_;
   bool quantize_input_ = true;
   WeightTally* tally_ = nullptr;
+  mutable PackedWeights packed_;  // Where linear() packs float weights for the kernels.
 };
 
 }  // namespace fornace

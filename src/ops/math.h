@@ -4,9 +4,11 @@
 // instead, so a decode step can run without allocating; output may alias an elementwise input.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <span>
 
+#include "core/storage.h"
 #include "core/tensor.h"
 
 namespace fornace {
@@ -18,11 +20,27 @@ namespace fornace {
 // is read in place; any other layout is packed once.
 Tensor matmul(const Tensor& left, const Tensor& right);
 
+// Packs contiguous bf16 weights [N, K] once for the CPU kernels (the GEMM's panels, which the
+// GEMV reads too), one after another in shared buffers of 2 MiB pages (a buffer each would leave
+// a partly used 2 MiB page per weight). Buffers are counted as load memory.
+class PackedWeights {
+ public:
+  // The packed copy of `weight`, or null where the active kernels read the weight as stored:
+  // another dtype, a CPU without AVX512_BF16, or FORNACE_PACKED_WEIGHTS=0.
+  std::shared_ptr<const Storage> pack(const Tensor& weight);
+
+ private:
+  std::shared_ptr<Storage> buffer_;
+  size_t used_ = 0;
+};
+
 // One layer of linear_group_into: output = input · weightᵀ + bias, output contiguous f32.
+// `packed`, when given, is PackedWeights::pack(*weight), read instead of the weight.
 struct LinearLayerInto {
   const Tensor* output;
   const Tensor* weight;
   const std::optional<Tensor>* bias;
+  const Storage* packed = nullptr;
 };
 // Several linear layers over one f32 input (Q, K and V; gate and up), each into its own output,
 // in one pass: the input is rounded to bf16 or packed once, and the threads take one hand-off for
@@ -32,9 +50,11 @@ void linear_group_into(const Tensor& input, std::span<const LinearLayerInto> lay
 
 // x [..., K] times weight [N, K] transposed, plus bias [N]: [..., N] in x's dtype. The weight
 // and bias may have another float dtype than x (bf16 weights with f32 activations).
-Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = {});
+// `packed` as in LinearLayerInto.
+Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias = {},
+              const Storage* packed = nullptr);
 void linear_into(const Tensor& output, const Tensor& input, const Tensor& weight,
-                 const std::optional<Tensor>& bias = {});
+                 const std::optional<Tensor>& bias = {}, const Storage* packed = nullptr);
 
 // x / sqrt(mean(x^2, last dim) + eps) * weight, weight [H] for x [..., H].
 Tensor rms_norm(const Tensor& input, const Tensor& weight, double eps);

@@ -83,7 +83,8 @@ Dims linear_output_shape(const Tensor& input, const Tensor& weight,
 // The kernels' view of one layer over the contiguous f32 `rows` of the input, into a contiguous
 // f32 `output`; `weight` must be contiguous.
 cpu::LinearProblem linear_problem(float* output, const Tensor& rows, const Tensor& weight,
-                                  const std::optional<Tensor>& bias, size_t slot) {
+                                  const std::optional<Tensor>& bias, size_t slot,
+                                  const Storage* packed) {
   const int64_t depth = weight.dim(1);
   cpu::LinearProblem problem;
   problem.input = rows.data<float>();
@@ -98,35 +99,55 @@ cpu::LinearProblem linear_problem(float* output, const Tensor& rows, const Tenso
   problem.bias = bias ? bias_as_f32(*bias, slot) : nullptr;
   problem.output = output;
   problem.output_stride = problem.outputs;
+  problem.packed_weight = packed ? packed->data() : nullptr;
   return problem;
 }
 
 // Runs the kernels into a contiguous f32 `output`.
 void linear_f32(float* output, const Tensor& input, const Tensor& weight,
-                const std::optional<Tensor>& bias) {
+                const std::optional<Tensor>& bias, const Storage* packed) {
   Tensor rows = contiguous_f32(input);
   // Weights are mmapped and contiguous in the model; any other layout is copied once here.
-  Tensor packed_weight = contiguous(weight);
-  cpu::linear(linear_problem(output, rows, packed_weight, bias, 0));
+  Tensor contiguous_weight = packed ? weight : contiguous(weight);
+  cpu::linear(linear_problem(output, rows, contiguous_weight, bias, 0, packed));
 }
 
 }  // namespace
 
-Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+std::shared_ptr<const Storage> PackedWeights::pack(const Tensor& weight) {
+  if (weight.dtype() != DType::bf16 || weight.rank() != 2 || !weight.is_contiguous() ||
+      weight.numel() == 0 || !cpu::packs_bf16_weights()) {
+    return nullptr;
+  }
+  constexpr size_t kBufferBytes = size_t{32} << 20;
+  const auto bytes = static_cast<size_t>(cpu::packed_bf16_bytes(weight.dim(0), weight.dim(1)));
+  if (!buffer_ || used_ + bytes > buffer_->bytes()) {
+    memory::OpScope scope("pack_weight");
+    buffer_ = Storage::allocate(std::max(kBufferBytes, bytes));
+    used_ = 0;
+  }
+  char* data = static_cast<char*>(buffer_->data()) + used_;
+  used_ += bytes;  // A multiple of 64 bytes: the next weight stays aligned.
+  cpu::pack_bf16_weight(weight.data<uint16_t>(), weight.dim(0), weight.dim(1), data);
+  return Storage::borrow(buffer_, data, bytes);
+}
+
+Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+              const Storage* packed) {
   Dims output_shape = linear_output_shape(input, weight, bias);
   memory::OpScope scope("linear");
   Tensor output = Tensor::empty(output_shape, DType::f32);
-  linear_f32(output.data<float>(), input, weight, bias);
+  linear_f32(output.data<float>(), input, weight, bias, packed);
   return input.dtype() == DType::f32 ? output : to_dtype(output, input.dtype());
 }
 
 void linear_into(const Tensor& output, const Tensor& input, const Tensor& weight,
-                 const std::optional<Tensor>& bias) {
+                 const std::optional<Tensor>& bias, const Storage* packed) {
   Dims output_shape = linear_output_shape(input, weight, bias);
   if (input.dtype() != DType::f32) fail("linear_into: input ", input.describe(), " must be f32");
   require_output(output, output_shape, DType::f32, "linear_into");
   memory::OpScope scope("linear");
-  linear_f32(output.data<float>(), input, weight, bias);
+  linear_f32(output.data<float>(), input, weight, bias, packed);
 }
 
 void linear_group_into(const Tensor& input, std::span<const LinearLayerInto> layers) {
@@ -149,9 +170,9 @@ void linear_group_into(const Tensor& input, std::span<const LinearLayerInto> lay
       fail("linear_group_into: weight ", layer.weight->describe(), " and weight ",
            layers[0].weight->describe(), " differ in dtype");
     }
-    weights[index] = contiguous(*layer.weight);
+    weights[index] = layer.packed ? *layer.weight : contiguous(*layer.weight);
     problems[index] = linear_problem(layer.output->data<float>(), rows, weights[index],
-                                     *layer.bias, index);
+                                     *layer.bias, index, layer.packed);
   }
   cpu::linear_group(problems.data(), static_cast<int>(layers.size()));
 }

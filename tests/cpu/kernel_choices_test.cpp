@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "cpu/cpu_features.h"
@@ -31,10 +32,16 @@ TEST(KernelChoices, NameTheActiveLevelAndTheKernelsItPicks) {
     cpu::set_isa(cpu::Isa::avx512);
     std::string avx512 = cpu::kernel_choices();
     expect_contains(avx512, "isa avx512;");
-    expect_contains(avx512, "gemv bf16: bf16 dot");
-    expect_contains(avx512, "3x7-8");
-    expect_contains(avx512, "gemm bf16: 12x32 bf16 pairs");
+    expect_contains(avx512, "gemv bf16: bf16 dot over the packed weights, 1-8 rows a pass");
+    expect_contains(avx512, "gemm bf16: 12x32 bf16 pairs, panels of 512 k, weights packed at load");
     expect_contains(avx512, "weights widened to bf16");
+    // Without packed weights the GEMV reads the stored rows, in tiles for several rows.
+    ::setenv("FORNACE_PACKED_WEIGHTS", "0", 1);
+    std::string stored = cpu::kernel_choices();
+    ::unsetenv("FORNACE_PACKED_WEIGHTS");
+    expect_contains(stored, "gemv bf16: bf16 dot, 1 row a weight row at a time");
+    expect_contains(stored, "3x7-8");
+    EXPECT_EQ(stored.find("packed"), std::string::npos) << stored;
   }
   cpu::reset_isa();
 }

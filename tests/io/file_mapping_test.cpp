@@ -160,17 +160,45 @@ TEST(FileMapping, WithHugePagesOffKeepsTheFilesSmallPages) {
   EXPECT_EQ(std::string(mapping.data(), mapping.size()), bytes);
 }
 
-TEST(FileMapping, WithoutRereadsOrCopiesMapsThePageCacheAsItIs) {
-  TemporaryDirectory directory;
-  std::string bytes = patterned_bytes();
+// Options that neither re-read nor copy: the page cache's pages as they are.
+FileMappingOptions page_cache_only() {
   FileMappingOptions options;
   options.reread = false;
   options.anonymous_copies = false;
-  auto mapped = map_new_file(directory, bytes, false, options);
+  return options;
+}
+
+TEST(FileMapping, WithoutRereadsOrCopiesMapsThePageCacheAsItIs) {
+  TemporaryDirectory directory;
+  std::string bytes = patterned_bytes();
+  auto mapped = map_new_file(directory, bytes, false, page_cache_only());
   const FileMapping& mapping = *mapped;
   EXPECT_EQ(mapping.path(), HugePagePath::page_cache);
   EXPECT_EQ(mapping.copied_bytes(), 0u);
   EXPECT_EQ(std::string(mapping.data(), mapping.size()), bytes);
+}
+
+// Released pages of the page cache's mapping leave the resident count and come back with the
+// same bytes; anonymous copies keep theirs (dropping them would zero the bytes).
+TEST(FileMapping, ReleasedPagesLeaveTheResidentCountAndReadBackTheSameBytes) {
+  TemporaryDirectory directory;
+  std::string bytes = patterned_bytes();
+  FileMappingOptions options = page_cache_only();
+  auto mapped = map_new_file(directory, bytes, false, options);
+  const size_t before = mapped->pages().resident_bytes;
+  ASSERT_GE(before, bytes.size());
+  // From mid-page to mid-page: the whole 4 KiB pages inside go.
+  FileMapping::release_pages(mapped.get(), mapped->data() + 100, 3 * kHugePage);
+  const size_t after = mapped->pages().resident_bytes;
+  EXPECT_LE(after + 3 * kHugePage - 4096, before) << "resident " << before << " -> " << after;
+  EXPECT_EQ(std::string(mapped->data(), mapped->size()), bytes);
+
+  if (!kernel_offers_huge_pages()) return;
+  options.anonymous_copies = true;
+  auto copied = map_new_file(directory, bytes, true, options);
+  ASSERT_EQ(copied->path(), HugePagePath::anonymous_copy);
+  FileMapping::release_pages(copied.get(), copied->data(), copied->size());
+  EXPECT_EQ(std::string(copied->data(), copied->size()), bytes);
 }
 
 TEST(FileMapping, EmptyFileIsAnErrorNamingThePath) {

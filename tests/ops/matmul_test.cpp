@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -185,6 +186,84 @@ TEST_P(KernelPathTest, LinearGroupGivesEachLayerExactlyWhatLinearGives) {
                                 context);
         }
       }
+    }
+  }
+}
+
+// bf16 weights packed at load: the layout as gemm.h defines it, element by element; then every
+// shape of the double-loop test through the packed copy (GEMV rows 1 to 16, GEMM edges, odd
+// depths, partial panels), and a group of packed layers bit for bit as each alone.
+TEST_P(KernelPathTest, PackedBf16WeightsHoldThePanelLayoutAndMatchTheDoubleLoop) {
+  PackedWeights packer;
+  Tensor layout_weight = randn({37, 7}, 40, 1.0, DType::bf16);
+  std::shared_ptr<const Storage> layout = packer.pack(layout_weight);
+  if (GetParam().isa != cpu::Isa::avx512) {
+    EXPECT_EQ(layout, nullptr) << "only the AVX-512 BF16 kernels read packed weights";
+    return;
+  }
+  ASSERT_NE(layout, nullptr);
+  ASSERT_EQ(static_cast<int64_t>(layout->bytes()), 2 * 4 * 32 * 2 * 2);  // 2 panels, 4 k pairs
+  ::setenv("FORNACE_PACKED_WEIGHTS", "0", 1);
+  EXPECT_EQ(packer.pack(layout_weight), nullptr) << "FORNACE_PACKED_WEIGHTS=0 keeps the weights";
+  ::unsetenv("FORNACE_PACKED_WEIGHTS");
+  const auto* packed = static_cast<const uint16_t*>(layout->data());
+  const auto* source = layout_weight.data<uint16_t>();
+  for (int64_t panel = 0; panel < 2; ++panel) {
+    for (int64_t pair = 0; pair < 4; ++pair) {
+      for (int64_t column = 0; column < 32; ++column) {
+        for (int64_t half = 0; half < 2; ++half) {
+          const int64_t row = panel * 32 + column;
+          const int64_t k = pair * 2 + half;
+          uint16_t expected = row < 37 && k < 7 ? source[row * 7 + k] : 0;
+          ASSERT_EQ(packed[((panel * 4 + pair) * 32 + column) * 2 + half], expected)
+              << "panel " << panel << ", k " << k << ", weight row " << row;
+        }
+      }
+    }
+  }
+  uint64_t seed = 500;
+  for (const LinearShape& shape : kLinearShapes) {
+    for (bool with_bias : {false, true}) {
+      Tensor input = randn({shape.rows, shape.depth}, seed++);
+      Tensor weight = randn({shape.outputs, shape.depth}, seed++, 1.0, DType::bf16);
+      std::optional<Tensor> bias;
+      if (with_bias) bias = randn({shape.outputs}, seed++);
+      std::shared_ptr<const Storage> weight_packed = packer.pack(weight);
+      ASSERT_NE(weight_packed, nullptr);
+      Tensor output = linear(input, weight, bias, weight_packed.get());
+      std::vector<double> bias_values;
+      if (bias) bias_values = to_f64_vector(*bias);
+      Reference reference =
+          reference_linear(to_f64_vector(input), shape.rows, shape.depth, to_f64_vector(weight),
+                           shape.outputs, bias ? &bias_values : nullptr, true);
+      expect_near_reference(to_f64_vector(output), reference, kAccumulationTolerance, 0.0,
+                            "packed linear " + weight.describe() +
+                                (with_bias ? " with bias" : "") + " rows " +
+                                std::to_string(shape.rows));
+    }
+  }
+  for (int64_t rows : {1, 5, 16, 40}) {
+    const int64_t depth = 99;
+    const std::vector<int64_t> widths{40, 8, 70};
+    Tensor input = randn({1, rows, depth}, seed++);
+    std::vector<Tensor> weights, outputs;
+    std::vector<std::shared_ptr<const Storage>> packs;
+    std::vector<std::optional<Tensor>> biases;
+    std::vector<LinearLayerInto> layers;
+    for (int64_t width : widths) {
+      weights.push_back(randn({width, depth}, seed++, 1.0, DType::bf16));
+      packs.push_back(packer.pack(weights.back()));
+      biases.push_back(randn({width}, seed++));
+      outputs.push_back(full({1, rows, width}, std::nanf("")));
+    }
+    for (size_t i = 0; i < widths.size(); ++i) {
+      layers.push_back({&outputs[i], &weights[i], &biases[i], packs[i].get()});
+    }
+    linear_group_into(input, layers);
+    for (size_t i = 0; i < widths.size(); ++i) {
+      EXPECT_EQ(to_f32_vector(outputs[i]),
+                to_f32_vector(linear(input, weights[i], biases[i], packs[i].get())))
+          << "packed layer " << i << ", rows " << rows;
     }
   }
 }
