@@ -61,14 +61,23 @@ uint64_t stream_read(const void* data, size_t bytes) {
 }
 
 double read_bandwidth_gbs(const void* data, size_t bytes, int passes) {
+  const std::pair<const void*, size_t> region{data, bytes};
+  return read_bandwidth_gbs(std::span(&region, 1), passes);
+}
+
+double read_bandwidth_gbs(std::span<const std::pair<const void*, size_t>> regions, int passes) {
   double best = 0;
+  size_t bytes = 0;
+  for (const auto& [data, size] : regions) bytes += size;
   for (int pass = 0; pass < passes; ++pass) {
     auto start = std::chrono::steady_clock::now();
-    checksum_sink = stream_read(data, bytes);
+    uint64_t sum = 0;
+    for (const auto& [data, size] : regions) sum += stream_read(data, size);
     double seconds = seconds_since(start);
+    checksum_sink = sum;
     if (pass == 0 || seconds < best) best = seconds;
   }
-  return static_cast<double>(bytes) / best / 1e9;
+  return best > 0 ? static_cast<double>(bytes) / best / 1e9 : 0.0;
 }
 
 double measure_read_bandwidth_gbs(size_t bytes, int passes) {

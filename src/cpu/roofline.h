@@ -4,6 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <utility>
 
 #include "cpu/cpu_features.h"
 
@@ -15,6 +17,9 @@ uint64_t stream_read(const void* data, size_t bytes);
 
 // GB/s (1e9 bytes) of the fastest of `passes` stream_read passes over [data, data + bytes).
 double read_bandwidth_gbs(const void* data, size_t bytes, int passes);
+// The same over several regions, a pass reading each in turn (a model's weights where its
+// kernels read them).
+double read_bandwidth_gbs(std::span<const std::pair<const void*, size_t>> regions, int passes);
 
 // The same over a new buffer of `bytes`, placed like large tensors (2 MiB pages where the kernel
 // gives them), filled before the first pass.

@@ -13,12 +13,18 @@ int64_t WeightTally::total() const {
   return sum;
 }
 
-void WeightReader::count(const Tensor& tensor) const {
-  if (tally_) tally_->add(dtype_name(tensor.dtype()), tensor.numel() * tensor.element_size());
+void WeightReader::count(const Tensor& tensor, const Storage* packed) const {
+  if (!tally_) return;
+  const int64_t bytes = tensor.numel() * tensor.element_size();
+  tally_->add(dtype_name(tensor.dtype()), bytes, packed ? packed->data() : tensor.raw(),
+              packed ? packed->bytes() : static_cast<size_t>(bytes));
 }
 
 void WeightReader::count(const QuantizedMatrix& matrix) const {
-  if (tally_) tally_->add(block_format(matrix.type).name, static_cast<int64_t>(matrix.bytes()));
+  if (tally_) {
+    tally_->add(block_format(matrix.type).name, static_cast<int64_t>(matrix.bytes()), matrix.data,
+                matrix.bytes());
+  }
 }
 
 StoredWeight WeightReader::checked(const std::string& name, const Dims& shape) const {
@@ -68,9 +74,9 @@ Linear WeightReader::linear(const std::string& name, int64_t outputs, int64_t in
     count(*weight.quantized);
     return Linear(*weight.quantized, bias_values, quantize_input_);
   }
-  count(weight.tensor);
   Linear layer(weight.tensor, bias_values);
   layer.pack_weight(packed_);
+  count(weight.tensor, layer.packed_weight());
   return layer;
 }
 

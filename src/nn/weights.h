@@ -5,6 +5,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "io/weight_source.h"
 #include "nn/layers.h"
@@ -12,10 +14,15 @@
 
 namespace fornace {
 
-// The bytes of weights a decode step reads, by storage format ("bf16", "Q4_K", ...).
+// The bytes of weights a decode step reads, by storage format ("bf16", "Q4_K", ...), and where
+// the kernels read them (a packed copy's bytes, where there is one).
 struct WeightTally {
   std::map<std::string, int64_t> bytes;
-  void add(const std::string& format, int64_t count) { bytes[format] += count; }
+  std::vector<std::pair<const void*, size_t>> regions;
+  void add(const std::string& format, int64_t count, const void* data, size_t region_bytes) {
+    bytes[format] += count;
+    regions.emplace_back(data, region_bytes);
+  }
   int64_t total() const;
 };
 
@@ -51,7 +58,8 @@ class WeightReader {
  private:
   // The stored weight, its shape checked; quantized only when it stays so.
   StoredWeight checked(const std::string& name, const Dims& shape) const;
-  void count(const Tensor& tensor) const;
+  // `packed`: the copy the kernels read instead of the tensor.
+  void count(const Tensor& tensor, const Storage* packed = nullptr) const;
   void count(const QuantizedMatrix& matrix) const;
 
   const WeightSource& source_;

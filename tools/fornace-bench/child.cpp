@@ -22,8 +22,6 @@
 #include "engine/generator.h"
 #include "engine/trace.h"
 #include "format.h"
-#include "io/gguf.h"
-#include "io/safetensors.h"
 #include "models/model.h"
 #include "prompts.h"
 #include "roofline.h"
@@ -82,38 +80,11 @@ class ProgressEvents {
   std::chrono::milliseconds interval_ = tools::progress_interval();
 };
 
-// The mapped weight files of a model (a GGUF file, or a checkpoint's safetensors files), kept open.
-struct MappedWeights {
-  std::shared_ptr<const GgufFile> gguf;
-  std::optional<Checkpoint> checkpoint;
-  std::vector<std::pair<const void*, size_t>> regions;
-};
-
-MappedWeights map_weights(const std::string& model_path) {
-  MappedWeights mapped;
-  if (is_gguf_path(model_path)) {
-    mapped.gguf = GgufFile::open(model_path);
-    mapped.regions.emplace_back(mapped.gguf->mapping().get(), mapped.gguf->mapped_size());
-  } else {
-    mapped.checkpoint = Checkpoint::open_directory(model_path);
-    for (const auto& file : mapped.checkpoint->files()) {
-      mapped.regions.emplace_back(file->mapped_data(), file->mapped_size());
-    }
-  }
-  return mapped;
-}
-
-// Streaming read bandwidth over the mapped weight files, the pages decode reads (best of three
-// passes each): decode's roof at this moment, on a machine whose bandwidth drifts.
-double weights_read_gbs(const MappedWeights& weights) {
-  double bytes = 0;
-  double seconds = 0;
-  for (const auto& [data, size] : weights.regions) {
-    double gbs = cpu::read_bandwidth_gbs(data, size, 3);
-    bytes += static_cast<double>(size);
-    seconds += static_cast<double>(size) / (gbs * 1e9);
-  }
-  return seconds > 0 ? bytes / seconds / 1e9 : 0.0;
+// Streaming read bandwidth over the model's weights where its kernels read them (the mapped
+// files' pages, or the copies packed at load; best of three passes): decode's roof at this
+// moment, on a machine whose bandwidth drifts.
+double weights_read_gbs(const Model& model) {
+  return cpu::read_bandwidth_gbs(model.weights_read_per_token().regions, 3);
 }
 
 struct Roofs {
@@ -121,8 +92,8 @@ struct Roofs {
   double peak_gflops = 0;
 };
 
-Roofs measure_roofs(const MappedWeights& weights) {
-  return {weights_read_gbs(weights), cpu::measure_gemm_peak_gflops(cpu::active_isa())};
+Roofs measure_roofs(const Model& model) {
+  return {weights_read_gbs(model), cpu::measure_gemm_peak_gflops(cpu::active_isa())};
 }
 
 // "bf16" for float weights; quantized ones by the formats that hold them, most bytes first
@@ -206,8 +177,6 @@ int run_child(const RunFlags& flags, int64_t parent_pid, bool report_progress) {
   const ModelConfig& config = model->config();
   KvCacheShape shape = model->kv_cache_shape(1);
   int64_t kv_bytes_per_position = config.num_hidden_layers * shape.bytes_per_position();
-  // Opened again for its mapping: the same page-cache pages the model reads.
-  MappedWeights mapped_weights = map_weights(model_directory);
   int64_t weight_bytes = model->weights_read_per_token().total();
   emit({{"event", "loaded"},
         {"dtype", weight_formats(*model)},
@@ -253,13 +222,13 @@ int run_child(const RunFlags& flags, int64_t parent_pid, bool report_progress) {
             {"run", number}});
       // The roofs just before and just after the run, averaged: the machine's speed drifts, and
       // a roof from one side only can come from another regime than the run's.
-      Roofs before = is_warmup ? Roofs{} : measure_roofs(mapped_weights);
+      Roofs before = is_warmup ? Roofs{} : measure_roofs(*model);
       int64_t generated = 0;
       GenerationResult result =
           generator.generate(ids, generation, [&](uint32_t) { progress.token(++generated); });
       double peak_mib = static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0);
       if (is_warmup) continue;
-      Roofs after = measure_roofs(mapped_weights);
+      Roofs after = measure_roofs(*model);
       const double read_gbs = (before.read_gbs + after.read_gbs) / 2;
       const double peak_gflops = (before.peak_gflops + after.peak_gflops) / 2;
       std::vector<double> step_ms;

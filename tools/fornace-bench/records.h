@@ -51,9 +51,9 @@ struct RunRecord {
   int64_t decode_steps = 0;
   int64_t weight_bytes = 0;           // Bytes of all weights, each tensor once.
   int64_t kv_bytes_per_position = 0;  // K and V of all layers for one position.
-  // Streaming read bandwidth over the mapped weights, measured just before and just after this
-  // run and averaged (the machine's bandwidth drifts; older files hold the figure before the run
-  // only); 0 in files written before it was recorded.
+  // Streaming read bandwidth over the weights where the kernels read them, measured just before
+  // and just after this run and averaged (the machine's bandwidth drifts; older files hold the
+  // figure before the run only); 0 in files written before it was recorded.
   double read_gbs = 0;
   // The BF16 dot-product peak, measured around this run like read_gbs (the cores' speed drifts
   // too); 0 in files written before it was recorded.
