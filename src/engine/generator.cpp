@@ -60,7 +60,8 @@ GenerationResult Generator::generate(const std::vector<uint32_t>& prompt,
   cache_.clear();
   GenerationResult result;
   result.prompt = prompt;
-  result.weights_read_per_token = model_.weights_read_per_token();
+  // The bytes only: the regions and their owners stay with the model.
+  result.weights_read_per_token.bytes = model_.weights_read_per_token().bytes;
   std::vector<uint32_t> history = prompt;
   std::vector<float> logits;
 

@@ -80,7 +80,7 @@ void forward_together(const Tensor& input,
     size_t count = 0;
     for (const auto& [layer, output] : layers) {
       targets[count++] =
-          LinearLayerInto{output, &layer->weight(), &layer->bias(), layer->packed_weight()};
+          LinearLayerInto{output, &layer->weight(), &layer->bias(), layer->packed_weight().get()};
     }
     linear_group_into(input, std::span<const LinearLayerInto>(targets.data(), count));
     return;

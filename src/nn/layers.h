@@ -49,7 +49,7 @@ class Linear {
   // packed bytes (0: kept as stored).
   int64_t pack_weight(PackedWeights& packed);
   // The packed copy, or null.
-  const Storage* packed_weight() const { return packed_.get(); }
+  const std::shared_ptr<const Storage>& packed_weight() const { return packed_; }
   int64_t outputs() const { return quantized_ ? quantized_->rows : weight_.dim(0); }
   // The float weight [out, in]; undefined when the weights are quantized.
   const Tensor& weight() const { return weight_; }

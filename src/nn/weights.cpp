@@ -13,17 +13,22 @@ int64_t WeightTally::total() const {
   return sum;
 }
 
-void WeightReader::count(const Tensor& tensor, const Storage* packed) const {
+void WeightReader::count(const Tensor& tensor,
+                         const std::shared_ptr<const Storage>& packed) const {
   if (!tally_) return;
   const int64_t bytes = tensor.numel() * tensor.element_size();
-  tally_->add(dtype_name(tensor.dtype()), bytes, packed ? packed->data() : tensor.raw(),
-              packed ? packed->bytes() : static_cast<size_t>(bytes));
+  if (packed) {
+    tally_->add(dtype_name(tensor.dtype()), bytes, packed, packed->data(), packed->bytes());
+  } else {
+    tally_->add(dtype_name(tensor.dtype()), bytes, tensor.storage(), tensor.raw(),
+                static_cast<size_t>(bytes));
+  }
 }
 
 void WeightReader::count(const QuantizedMatrix& matrix) const {
   if (tally_) {
-    tally_->add(block_format(matrix.type).name, static_cast<int64_t>(matrix.bytes()), matrix.data,
-                matrix.bytes());
+    tally_->add(block_format(matrix.type).name, static_cast<int64_t>(matrix.bytes()), matrix.owner,
+                matrix.data, matrix.bytes());
   }
 }
 

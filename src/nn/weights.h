@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -15,12 +16,16 @@
 namespace fornace {
 
 // The bytes of weights a decode step reads, by storage format ("bf16", "Q4_K", ...), and where
-// the kernels read them (a packed copy's bytes, where there is one).
+// the kernels read them (a packed copy's bytes, where there is one), each region kept alive by
+// its owner (a weight a model converts further at load leaves its counted copy behind).
 struct WeightTally {
   std::map<std::string, int64_t> bytes;
   std::vector<std::pair<const void*, size_t>> regions;
-  void add(const std::string& format, int64_t count, const void* data, size_t region_bytes) {
+  std::vector<std::shared_ptr<const void>> owners;
+  void add(const std::string& format, int64_t count, std::shared_ptr<const void> owner,
+           const void* data, size_t region_bytes) {
     bytes[format] += count;
+    owners.push_back(std::move(owner));
     regions.emplace_back(data, region_bytes);
   }
   int64_t total() const;
@@ -59,7 +64,7 @@ class WeightReader {
   // The stored weight, its shape checked; quantized only when it stays so.
   StoredWeight checked(const std::string& name, const Dims& shape) const;
   // `packed`: the copy the kernels read instead of the tensor.
-  void count(const Tensor& tensor, const Storage* packed = nullptr) const;
+  void count(const Tensor& tensor, const std::shared_ptr<const Storage>& packed = nullptr) const;
   void count(const QuantizedMatrix& matrix) const;
 
   const WeightSource& source_;
