@@ -104,8 +104,8 @@ void gemv_group(const LinearProblem* problems, int count) {
   const bool by_panels = kernel == kernels::gemv_bf16_panels_avx512;
   const int64_t unit = by_panels ? 32 : 1;
   const int64_t grain = std::max<int64_t>(4, kMinBytesPerPart / row_bytes);
-  // The AVX-512 BF16 kernels take up to eight rows per pass (it splits deep rows into segments
-  // whose input fits L1); the others four.
+  // The AVX-512 BF16 kernels take up to eight rows per pass (the one over stored rows splits
+  // deep rows into segments whose input fits L1); the others four.
   const int64_t rows_per_pass =
       kernel == kernels::gemv_bf16_dot_avx512 || by_panels ? kGemvBf16DotMaxRows : kGemvMaxRows;
   // With more rows than one pass takes, weight rows go in blocks of about 128 KiB, so that a
