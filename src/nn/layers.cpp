@@ -35,18 +35,16 @@ void Embedding::forward_into(const Tensor& output, const Tensor& ids) const {
   }
 }
 
-int64_t Linear::pack_weight(PackedWeights& packed) {
-  if (quantized_ || packed_) return 0;
+void Linear::pack_weight(PackedWeights& packed) {
+  if (quantized_ || packed_) return;
   auto start = std::chrono::steady_clock::now();
   packed_ = packed.pack(weight_);
-  if (!packed_) return 0;
+  if (!packed_) return;
   // The kernels read the packed copy from now on: the stored weight's mapped pages go.
   weight_.storage()->release_pages();
-  const auto bytes = static_cast<int64_t>(packed_->bytes());
   memory::record_packing(
-      bytes, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                 .count());
-  return bytes;
+      static_cast<int64_t>(packed_->bytes()),
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
 }
 
 Tensor Linear::forward(const Tensor& input) const {

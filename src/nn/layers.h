@@ -45,9 +45,8 @@ class Linear {
   Tensor forward(const Tensor& input) const;
   void forward_into(const Tensor& output, const Tensor& input) const;
   // Packs a float weight for the CPU kernels once (into `packed`), where they take it; forward
-  // then reads the packed copy, and the stored weight's mapped pages are released. Returns the
-  // packed bytes (0: kept as stored).
-  int64_t pack_weight(PackedWeights& packed);
+  // then reads the packed copy, and the stored weight's mapped pages are released.
+  void pack_weight(PackedWeights& packed);
   // The packed copy, or null.
   const std::shared_ptr<const Storage>& packed_weight() const { return packed_; }
   int64_t outputs() const { return quantized_ ? quantized_->rows : weight_.dim(0); }
