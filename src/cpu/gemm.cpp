@@ -26,6 +26,8 @@ constexpr int kMaxKernelRows = 12;
 constexpr int kMaxKernelColumns = 32;
 // Weight columns packed at a time per thread (the packed block stays in L2).
 constexpr int64_t kColumnBlock = 256;
+// Work items per thread that a GEMM is cut into (at least, where the rows allow).
+constexpr int64_t kItemsPerThread = 16;
 // The packed input of one row block stays under this many bytes.
 constexpr int64_t kInputBlockBytes = int64_t{8} << 20;
 
@@ -347,12 +349,24 @@ void gemm_group(const LinearProblem* problems, int count) {
             input_pack + (depth_block * panels_here + panel) * input_panel_bytes);
       }
     });
-    pool.run_balanced(column_chunks, 1, [&](int64_t chunk_begin, int64_t chunk_end) {
+    // Work items are (column chunk, row group): a part that threads claim late in the job can be
+    // a few input panels of one chunk, so the thread that finishes first waits on little.
+    const int64_t row_groups =
+        std::clamp<int64_t>(divide_up(kItemsPerThread * pool.threads(), column_chunks), 1,
+                            panels_here);
+    pool.run_balanced(column_chunks * row_groups, 1, [&](int64_t item_begin, int64_t item_end) {
       char* weight_pack = packed ? nullptr
                                  : static_cast<char*>(thread_scratch(
                                        ScratchSlot::gemm_weight_panels,
                                        chunk_panels * weight_panel_bytes));
-      for (int64_t chunk = chunk_begin; chunk < chunk_end; ++chunk) {
+      const int64_t chunk_end = divide_up(item_end, row_groups);
+      for (int64_t chunk = item_begin / row_groups; chunk < chunk_end; ++chunk) {
+        // The input panels of this chunk that the part covers.
+        const int64_t first_item = chunk * row_groups;
+        const int64_t first_group = std::max(item_begin, first_item) - first_item;
+        const int64_t last_group = std::min(item_end, first_item + row_groups) - first_item;
+        const int64_t input_begin = panels_here * first_group / row_groups;
+        const int64_t input_end = panels_here * last_group / row_groups;
         const int64_t block = chunk * chunk_panels;
         const int64_t block_end = std::min(column_panels, block + chunk_panels);
         for (int64_t depth_block = 0; depth_block < depth_blocks; ++depth_block) {
@@ -374,8 +388,8 @@ void gemm_group(const LinearProblem* problems, int count) {
                                       : next_block;
           WeightPrefetch prefetch(panels.data() + next_block, next_block_end - next_block,
                                   kernel.columns, last_depth ? 0 : k_begin + k_count, block_depth,
-                                  panels_here, packed);
-          for (int64_t input_panel = 0; input_panel < panels_here; ++input_panel) {
+                                  input_end - input_begin, packed);
+          for (int64_t input_panel = input_begin; input_panel < input_end; ++input_panel) {
             prefetch.next_slice();
             const char* packed_input =
                 input_pack + (depth_block * panels_here + input_panel) * input_panel_bytes;
@@ -384,7 +398,8 @@ void gemm_group(const LinearProblem* problems, int count) {
             for (int64_t panel = block; panel < block_end; ++panel) {
               const LinearProblem& layer = *panels[panel].problem;
               const int64_t column = panels[panel].column;
-              const int64_t columns_valid = std::min<int64_t>(kernel.columns, layer.outputs - column);
+              const int64_t columns_valid =
+                  std::min<int64_t>(kernel.columns, layer.outputs - column);
               const char* packed_weight =
                   packed ? packed_panel(layer, column, packed_panel_bytes) +
                                k_begin / 2 * kPackedPairBytes
