@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "cpu/prefetch.h"
 #include "cpu/quant_legacy_kernels.h"
 #include "cpu/simd.h"  // Also silences GCC 12's false "uninitialized" warnings.
 
@@ -212,21 +213,21 @@ class IntegerTile : public TileBase<Rows, Columns> {
     auto step = [this](const uint8_t* first, size_t row_stride, int64_t block) {
       this->step(first, row_stride, block / kQuadBlocks, 0);
     };
+    // Two quads at a time while two fit, each row's stream prefetched ahead.
+    auto pair_step = [this](const uint8_t* first, size_t row_stride, int64_t block) {
+      for (int row = 0; row < Rows; ++row) {
+        prefetch_lines<2 * kQuadStride>(first + row * row_stride + kPrefetchDistance);
+      }
+      this->step(first, row_stride, block / kQuadBlocks, 0);
+      this->step(first + kQuadStride, row_stride, block / kQuadBlocks + 1, kChained ? 1 : 0);
+    };
     if constexpr (kChained) {
       for (auto& chain : chains_) chain = _mm512_setzero_ps();
-      auto pair_step = [this](const uint8_t* first, size_t row_stride, int64_t block) {
-        for (int line = 0; line < static_cast<int>(2 * kQuadStride); line += 64) {
-          _mm_prefetch(reinterpret_cast<const char*>(first + kPrefetchDistance + line),
-                       _MM_HINT_T0);
-        }
-        this->step(first, row_stride, block / kQuadBlocks, 0);
-        this->step(first + kQuadStride, row_stride, block / kQuadBlocks + 1, 1);
-      };
-      this->template run_step_pairs<kQuadBlocks, Layout.bytes>(n, pair_step, step);
+    }
+    this->template run_step_pairs<kQuadBlocks, Layout.bytes>(n, pair_step, step);
+    if constexpr (kChained) {
       __m512& sum = this->sums_[0][0];
       for (const __m512& chain : chains_) sum = _mm512_add_ps(sum, chain);
-    } else {
-      this->template run_steps<kQuadBlocks, Layout.bytes>(n, step);
     }
   }
 
