@@ -82,7 +82,7 @@ Problem shared_fields(const Shape& shape, int64_t rows, const std::vector<float>
 }
 
 void run(benchmark::State& state, const Shape& shape, int64_t rows, int threads, BlockType type,
-         bool quantize_input, bool cached) {
+         fornace::InputRounding rounding, bool cached) {
   fornace::set_num_threads(threads);
   size_t row_bytes = 0;
   const int64_t one_copy = static_cast<int64_t>(fornace::block_row_bytes(type, shape.depth)) * shape.outputs;
@@ -105,7 +105,7 @@ void run(benchmark::State& state, const Shape& shape, int64_t rows, int threads,
           shared_fields<fornace::cpu::QuantizedLinearProblem>(shape, rows, input, output, weight);
       problem.weight_type = type;
       problem.weight_row_bytes = row_bytes;
-      problem.quantize_input = quantize_input;
+      problem.input_rounding = rounding;
       fornace::cpu::quantized_linear(problem);
     }
     benchmark::DoNotOptimize(output.data());
@@ -122,13 +122,30 @@ void run(benchmark::State& state, const Shape& shape, int64_t rows, int threads,
 using fornace::micro::minimum;
 using fornace::micro::maximum;
 
-// Quant/<shape>/rows:<M>/threads:<T>/<type>[/f32-input] for M in {1, 512}, T in {1, 2}, the
-// legacy types and bf16; the f32-input variants (quantize_input = false) at decode only; and
-// Quant/q_proj/rows:1/threads:1/<type>/cached, its weights in L2.
+constexpr fornace::InputRounding kRoundings[] = {fornace::InputRounding::int8,
+                                                 fornace::InputRounding::int8_residual,
+                                                 fornace::InputRounding::none};
+
+// The name suffix of a rounding other than the default int8.
+std::string variant_suffix(fornace::InputRounding rounding) {
+  switch (rounding) {
+    case fornace::InputRounding::int8:
+      return "";
+    case fornace::InputRounding::none:
+      return "/f32-input";
+    default:
+      return "/int8x2";
+  }
+}
+
+// Quant/<shape>/rows:<M>/threads:<T>/<type>[/f32-input|/int8x2] for M in {1, 512}, T in {1, 2},
+// the legacy types and bf16; the f32-input and int8x2 (the rounding's residual rounded again)
+// variants at decode only; and Quant/q_proj/rows:1/threads:1/<type>[/int8x2]/cached, its
+// weights in L2.
 void register_run(const std::string& name, const Shape& shape, int64_t rows, int threads,
-                  BlockType type, bool quantize_input, bool cached) {
+                  BlockType type, fornace::InputRounding rounding, bool cached) {
   benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
-    run(state, shape, rows, threads, type, quantize_input, cached);
+    run(state, shape, rows, threads, type, rounding, cached);
   })
       ->UseRealTime()
       ->Unit(benchmark::kMicrosecond)
@@ -143,21 +160,28 @@ const bool kRegistered = [] {
     for (int64_t rows : {int64_t{1}, kPrefillRows}) {
       for (int threads : {1, 2}) {
         for (BlockType type : types) {
-          for (bool quantize_input : {true, false}) {
-            if (!quantize_input && (rows > 1 || type == BlockType::bf16)) continue;
+          for (fornace::InputRounding rounding : kRoundings) {
+            if (rounding != fornace::InputRounding::int8 &&
+                (rows > 1 || type == BlockType::bf16)) {
+              continue;
+            }
             std::string name = std::string("Quant/") + shape.name + "/rows:" +
                                std::to_string(rows) + "/threads:" + std::to_string(threads) + "/" +
-                               fornace::block_format(type).name + (quantize_input ? "" : "/f32-input");
-            register_run(name, shape, rows, threads, type, quantize_input, false);
+                               fornace::block_format(type).name + variant_suffix(rounding);
+            register_run(name, shape, rows, threads, type, rounding, false);
           }
         }
       }
     }
   }
   for (BlockType type : types) {
-    register_run(std::string("Quant/q_proj/rows:1/threads:1/") + fornace::block_format(type).name +
-                     "/cached",
-                 kShapes[0], 1, 1, type, true, true);
+    for (fornace::InputRounding rounding :
+         {fornace::InputRounding::int8, fornace::InputRounding::int8_residual}) {
+      if (type == BlockType::bf16 && rounding != fornace::InputRounding::int8) continue;
+      register_run(std::string("Quant/q_proj/rows:1/threads:1/") +
+                       fornace::block_format(type).name + variant_suffix(rounding) + "/cached",
+                   kShapes[0], 1, 1, type, rounding, true);
+    }
   }
   return true;
 }();

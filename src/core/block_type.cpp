@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 
@@ -59,6 +60,26 @@ size_t block_row_bytes(BlockType type, int64_t elements) {
                 std::to_string(elements));
   }
   return static_cast<size_t>(elements / format.block_elements) * format.block_bytes;
+}
+
+namespace {
+constexpr std::array<std::pair<InputRounding, const char*>, 3> kRoundingNames = {{
+    {InputRounding::none, "f32"}, {InputRounding::int8, "int8"},
+    {InputRounding::int8_residual, "int8x2"}}};
+}  // namespace
+
+const char* input_rounding_name(InputRounding rounding) {
+  for (const auto& [each, name] : kRoundingNames) {
+    if (each == rounding) return name;
+  }
+  return "?";
+}
+
+std::optional<InputRounding> parse_input_rounding(std::string_view name) {
+  for (const auto& [each, known] : kRoundingNames) {
+    if (name == known) return each;
+  }
+  return std::nullopt;
 }
 
 }  // namespace fornace

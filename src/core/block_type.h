@@ -20,6 +20,21 @@ struct BlockFormat {
   size_t block_bytes;      // Bytes per block.
 };
 
+// How the input of a quantized layer meets its weights.
+enum class InputRounding {
+  // f32 input against weights widened in registers: no rounding.
+  none,
+  // Each block of the input rounded to int8 with its own scale, integer dot products (as
+  // llama.cpp does): an element moves by up to 1/254 of its block's largest magnitude.
+  int8,
+  // int8, and what that rounding left rounded to int8 again: two integer dot products per
+  // weight block (one pass over the weights), an element within 1/64,516 of its block's largest.
+  int8_residual,
+};
+// "f32" (none), "int8", "int8x2"; parse_input_rounding reads them back (nothing when unknown).
+const char* input_rounding_name(InputRounding rounding);
+std::optional<InputRounding> parse_input_rounding(std::string_view name);
+
 const BlockFormat& block_format(BlockType type);
 // The type with this GGUF id, or nothing for ids Fornace does not support.
 std::optional<BlockType> block_type_from_ggml(uint32_t ggml_type);

@@ -14,6 +14,7 @@ namespace fornace::cpu {
 // The most activation rows one dot_rows call takes.
 constexpr int64_t kQuantMaxColumns = 4;
 
+
 // What a weight type needs from the kernels. Rows hold `n` elements, a multiple of the block.
 struct BlockKernels {
   // Widens one row to f32, exactly as the format defines its values.
@@ -29,6 +30,8 @@ struct BlockKernels {
   // takes, and the conversion. The layout is the kernels' own (not a file format).
   size_t (*activation_row_bytes)(int64_t n) = nullptr;
   void (*quantize_activations)(const float* in, void* out, int64_t n) = nullptr;
+  // The values a row of activation blocks stands for (scale times int8), back to f32.
+  void (*dequantize_activations)(const void* in, float* out, int64_t n) = nullptr;
 
   // out[c * out_stride + r] = dot(weight row r, activation row c) for r < rows, c < columns
   // (columns <= kQuantMaxColumns). Weight rows are weight_row_bytes apart, activation rows
@@ -61,19 +64,17 @@ struct QuantizedLinearProblem {
   const float* bias = nullptr;
   float* output = nullptr;
   int64_t output_stride = 0;
-  // true: activations rounded to 8-bit blocks and integer dot products (the fast path);
-  // false: f32 activations against weights widened in registers.
-  bool quantize_input = true;
+  InputRounding input_rounding = InputRounding::int8;
 };
 
 // Runs the problem on the global thread pool: the input is quantized once, then weight rows are
 // split across threads, each block of rows reused from cache for every group of input rows.
-// From kWidenedGemmMinRows rows on (prefill) with AVX512_BF16 and quantize_input, the weight
+// From kWidenedGemmMinRows rows on (prefill) with AVX512_BF16 and a rounded input, the weight
 // rows are instead widened to bf16 a chunk at a time and multiplied by the BF16 GEMM (cpu/gemm.h),
 // the input rounded to bf16.
 void quantized_linear(const QuantizedLinearProblem& problem);
 // Several quantized layers over one input, such as Q, K and V, or gate and up: the problems share
-// input, input stride, rows, depth and quantize_input (the block types may differ). The input is
+// input, input stride, rows, depth and input rounding (the block types may differ). The input is
 // rounded once per activation format, and one pass of the threads covers every layer's outputs,
 // so that each small layer does not pay for a hand-off of its own (prefill's widened GEMMs run
 // layer by layer). Throws Error when the problems do not share those.

@@ -337,6 +337,15 @@ size_t activation_row_bytes(int64_t n) {
   return static_cast<size_t>(n / kBlockElements) * sizeof(ActivationBlock);
 }
 
+void dequantize_activations(const void* in, float* out, int64_t n) {
+  const auto* blocks = static_cast<const ActivationBlock*>(in);
+  for (int64_t b = 0; b < n / kBlockElements; ++b) {
+    for (int i = 0; i < kBlockElements; ++i) {
+      out[b * kBlockElements + i] = blocks[b].scale * static_cast<float>(blocks[b].q[i]);
+    }
+  }
+}
+
 void quantize_activations(const float* in, void* out, int64_t n) {
   auto* blocks = static_cast<ActivationBlock*>(out);
   for (int64_t b = 0; b < n / kBlockElements; ++b) {
@@ -464,6 +473,7 @@ constexpr BlockKernels kernels_for(Isa isa) {
                                                    : quantize_row_q6_k;
   kernels.activation_row_bytes = activation_row_bytes;
   kernels.quantize_activations = quantize_activations;
+  kernels.dequantize_activations = dequantize_activations;
   switch (isa) {
     case Isa::avx512:
       kernels.dot_rows = dot_rows_avx512<Type>;

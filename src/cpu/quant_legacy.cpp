@@ -163,6 +163,17 @@ void quantize_activations(const float* in, void* out, int64_t n) {
   finish_activation_row(quads, block_count(n));
 }
 
+void dequantize_activations(const void* in, float* out, int64_t n) {
+  for (int64_t block = 0; block < block_count(n); ++block) {
+    const ActivationBlock source = activation_block(in, block);
+    float* x = out + block * kBlockElements;
+    for (int j = 0; j < kHalf; ++j) {
+      x[j] = source.scale[0] * static_cast<float>(source.low[j]);
+      x[j + kHalf] = source.scale[0] * static_cast<float>(source.high[j]);
+    }
+  }
+}
+
 // out[c * out_stride + r] = sum over blocks of block_dot(weight block, block index, column c),
 // columns up to kQuantMaxColumns at a time, each weight block decoded once for them.
 template <const BlockLayout& Layout, typename BlockDot>
@@ -238,6 +249,7 @@ constexpr BlockKernels kernels_of() {
   kernels.quantize_row = quantize_row<Layout>;
   kernels.activation_row_bytes = legacy::activation_row_bytes;
   kernels.quantize_activations = quantize_activations<Layout>;
+  kernels.dequantize_activations = dequantize_activations;
   kernels.dot_rows = dot_rows<Layout>;
   kernels.dot_rows_f32 = dot_rows_f32<Layout>;
   return kernels;

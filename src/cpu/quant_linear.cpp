@@ -42,13 +42,29 @@ void check(const QuantizedLinearProblem& problem) {
   }
 }
 
-// Rounds every input row to the kernels' activation blocks, into `activations`.
+// Activation rows per input row: the rounding's, and with int8_residual its residual's.
+int64_t activation_rows_per_input(InputRounding rounding) {
+  return rounding == InputRounding::int8_residual ? 2 : 1;
+}
+
+// Rounds every input row to the kernels' activation blocks, into `activations`: row m to
+// activation row m, or with int8_residual to rows 2m (the rounding) and 2m + 1 (what it left).
 void quantize_input(const QuantizedLinearProblem& problem, const BlockKernels& kernels,
                     size_t activation_row_bytes, uint8_t* activations) {
+  const bool residual = problem.input_rounding == InputRounding::int8_residual;
+  const int64_t per_input = activation_rows_per_input(problem.input_rounding);
   auto quantize_rows = [&](int64_t begin, int64_t end) {
+    float* left = residual ? static_cast<float*>(thread_scratch(
+                                 ScratchSlot::rounding_residual, problem.depth * sizeof(float)))
+                           : nullptr;
     for (int64_t row = begin; row < end; ++row) {
-      kernels.quantize_activations(problem.input + row * problem.input_stride,
-                                   activations + row * activation_row_bytes, problem.depth);
+      const float* input = problem.input + row * problem.input_stride;
+      uint8_t* rounded = activations + row * per_input * activation_row_bytes;
+      kernels.quantize_activations(input, rounded, problem.depth);
+      if (!residual) continue;
+      kernels.dequantize_activations(rounded, left, problem.depth);
+      for (int64_t k = 0; k < problem.depth; ++k) left[k] = input[k] - left[k];
+      kernels.quantize_activations(left, rounded + activation_row_bytes, problem.depth);
     }
   };
   if (problem.rows * problem.depth >= kParallelQuantizeElements) {
@@ -68,8 +84,19 @@ struct PreparedLayer {
   int64_t end_unit = 0;
 };
 
+// Adds the bias to `rows` output rows of the weight rows [first, first + count).
+void add_bias(const float* bias, int64_t first, int64_t count, float* out, int64_t out_stride,
+              int64_t rows) {
+  for (int64_t row = 0; row < rows; ++row) {
+    float* out_row = out + row * out_stride;
+    for (int64_t r = 0; r < count; ++r) out_row[r] += bias[first + r];
+  }
+}
+
 // Weight rows [begin, end) of one layer: block by block, every group of input rows over each
-// block, so that a cache-sized block of rows is read from memory once.
+// block, so that a cache-sized block of rows is read from memory once. With int8_residual a
+// group's activation rows are its inputs' roundings and residuals in turn, whose dot products
+// are summed per input.
 void run_weight_rows(const PreparedLayer& layer, int64_t begin, int64_t end) {
   const QuantizedLinearProblem& problem = *layer.problem;
   const BlockKernels& kernels = *layer.kernels;
@@ -77,26 +104,42 @@ void run_weight_rows(const PreparedLayer& layer, int64_t begin, int64_t end) {
   const int64_t weight_row_bytes = std::max<int64_t>(1, problem.weight_row_bytes);
   const int64_t block_rows = std::max<int64_t>(
       kRowUnit, kCacheBlockBytes / weight_row_bytes / kRowUnit * kRowUnit);
+  const int64_t per_input = layer.activations ? activation_rows_per_input(problem.input_rounding)
+                                              : 1;
+  const int64_t inputs_per_pass = kQuantMaxColumns / per_input;
+  float* partial = per_input > 1 ? static_cast<float*>(thread_scratch(
+                                       ScratchSlot::quantized_partial_sums,
+                                       kQuantMaxColumns * block_rows * sizeof(float)))
+                                 : nullptr;
   for (int64_t block_begin = begin; block_begin < end; block_begin += block_rows) {
     const int64_t block_end = std::min(end, block_begin + block_rows);
+    const int64_t count = block_end - block_begin;
     const uint8_t* block_weight = weight + block_begin * problem.weight_row_bytes;
-    for (int64_t row = 0; row < problem.rows; row += kQuantMaxColumns) {
-      const int64_t columns = std::min(kQuantMaxColumns, problem.rows - row);
+    for (int64_t row = 0; row < problem.rows; row += inputs_per_pass) {
+      const int64_t inputs = std::min(inputs_per_pass, problem.rows - row);
       float* out = problem.output + row * problem.output_stride + block_begin;
-      if (layer.activations) {
-        kernels.dot_rows(block_weight, problem.weight_row_bytes, block_end - block_begin,
+      if (!layer.activations) {
+        kernels.dot_rows_f32(block_weight, problem.weight_row_bytes, count,
+                             problem.input + row * problem.input_stride, problem.input_stride,
+                             inputs, problem.depth, out, problem.output_stride);
+      } else if (per_input == 1) {
+        kernels.dot_rows(block_weight, problem.weight_row_bytes, count,
                          layer.activations + row * layer.activation_row_bytes,
-                         layer.activation_row_bytes, columns, problem.depth, out,
+                         layer.activation_row_bytes, inputs, problem.depth, out,
                          problem.output_stride);
       } else {
-        kernels.dot_rows_f32(block_weight, problem.weight_row_bytes, block_end - block_begin,
-                             problem.input + row * problem.input_stride, problem.input_stride,
-                             columns, problem.depth, out, problem.output_stride);
+        kernels.dot_rows(block_weight, problem.weight_row_bytes, count,
+                         layer.activations + row * per_input * layer.activation_row_bytes,
+                         layer.activation_row_bytes, inputs * per_input, problem.depth, partial,
+                         count);
+        for (int64_t input = 0; input < inputs; ++input) {
+          const float* rounded = partial + per_input * input * count;
+          float* out_row = out + input * problem.output_stride;
+          for (int64_t r = 0; r < count; ++r) out_row[r] = rounded[r] + rounded[count + r];
+        }
       }
-      if (problem.bias == nullptr) continue;
-      for (int64_t column = 0; column < columns; ++column) {
-        float* out_row = out + column * problem.output_stride;
-        for (int64_t r = block_begin; r < block_end; ++r) out_row[r - block_begin] += problem.bias[r];
+      if (problem.bias) {
+        add_bias(problem.bias, block_begin, count, out, problem.output_stride, inputs);
       }
     }
   }
@@ -141,7 +184,7 @@ void widened_bf16_gemm(const QuantizedLinearProblem& problem) {
 }  // namespace
 
 bool quantized_linear_widens_to_bf16(const QuantizedLinearProblem& problem) {
-  return problem.quantize_input && problem.rows >= kWidenedGemmMinRows &&
+  return problem.input_rounding != InputRounding::none && problem.rows >= kWidenedGemmMinRows &&
          linear_rounds_input_to_bf16(DType::bf16) &&
          block_kernels(problem.weight_type).widen_row_bf16 != nullptr;
 }
@@ -172,7 +215,7 @@ void quantized_linear_group(const QuantizedLinearProblem* problems, int count) {
     const QuantizedLinearProblem& problem = problems[index];
     if (problem.input != first.input || problem.input_stride != first.input_stride ||
         problem.rows != first.rows || problem.depth != first.depth ||
-        problem.quantize_input != first.quantize_input) {
+        problem.input_rounding != first.input_rounding) {
       fail("quantized_linear_group: layer ", index,
            " does not share the input, rows, depth and rounding of layer 0");
     }
@@ -188,25 +231,27 @@ void quantized_linear_group(const QuantizedLinearProblem* problems, int count) {
   }
 
   // The input is rounded once per activation format (layers of one block type share it).
+  const bool rounds_input = first.input_rounding != InputRounding::none;
+  const int64_t activation_rows = first.rows * activation_rows_per_input(first.input_rounding);
   std::array<PreparedLayer, kMaxQuantizedGroupLayers> layers;
   size_t activation_bytes = 0;
   for (int index = 0; index < count; ++index) {
     layers[index].problem = &problems[index];
     layers[index].kernels = &block_kernels(problems[index].weight_type);
-    if (first.quantize_input) {
+    if (rounds_input) {
       layers[index].activation_row_bytes =
           layers[index].kernels->activation_row_bytes(first.depth);
-      activation_bytes += first.rows * layers[index].activation_row_bytes;
+      activation_bytes += activation_rows * layers[index].activation_row_bytes;
     }
   }
   auto* activations = static_cast<uint8_t*>(
       thread_scratch(ScratchSlot::quantized_input, std::max<size_t>(1, activation_bytes)));
   int64_t units = 0;
   int64_t min_units = std::numeric_limits<int64_t>::max();
-  const int64_t input_groups = (first.rows + kQuantMaxColumns - 1) / kQuantMaxColumns;
+  const int64_t input_groups = (activation_rows + kQuantMaxColumns - 1) / kQuantMaxColumns;
   for (int index = 0; index < count; ++index) {
     PreparedLayer& layer = layers[index];
-    if (first.quantize_input) {
+    if (rounds_input) {
       const auto same_format = [&](const PreparedLayer& earlier) {
         return earlier.kernels->quantize_activations == layer.kernels->quantize_activations;
       };
@@ -216,7 +261,7 @@ void quantized_linear_group(const QuantizedLinearProblem* problems, int count) {
       } else {
         quantize_input(first, *layer.kernels, layer.activation_row_bytes, activations);
         layer.activations = activations;
-        activations += first.rows * layer.activation_row_bytes;
+        activations += activation_rows * layer.activation_row_bytes;
       }
     }
     layer.first_unit = units;

@@ -11,6 +11,8 @@ enum class ScratchSlot {
   gemm_weight_panels,
   quantized_input,
   widened_weight,  // quantized weight rows widened to bf16 for a GEMM
+  rounding_residual,       // an input row less its 8-bit rounding
+  quantized_partial_sums,  // dot products of an input's two 8-bit rows, before their sum
   count
 };
 

@@ -31,7 +31,7 @@ class DecoderModel : public Model {
   // A reader of `source` with the options' dtype and activation rounding, counting into
   // weights_read_per_token().
   WeightReader weight_reader(const WeightSource& source) {
-    return WeightReader(source, options_.dtype, options_.quantize_activations, &weights_read_);
+    return WeightReader(source, options_.dtype, options_.activation_rounding, &weights_read_);
   }
   // Reads model.embed_tokens.weight and the lm_head (the embedding when tied), takes the final
   // norm, and makes the buffers around the layers. `embedding_scale` multiplies the embedded

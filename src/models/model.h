@@ -50,9 +50,9 @@ class Model {
 struct ModelOptions {
   std::optional<DType> dtype;  // Weights in this dtype (converted at load); default: as stored.
   AttentionPath attention = AttentionPath::fused;
-  // Quantized weights: round activations to 8-bit blocks for integer dot products (true), or
-  // keep them f32 against weights widened in registers.
-  bool quantize_activations = true;
+  // Quantized weights: how activations meet them (8-bit blocks for integer dot products, their
+  // residual rounded again with int8_residual, or f32 against weights widened in registers).
+  InputRounding activation_rounding = InputRounding::int8;
   // The KV cache's dtype; default: the weights' float dtype (bf16 for quantized weights).
   std::optional<DType> kv_dtype;
 };

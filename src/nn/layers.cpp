@@ -52,13 +52,13 @@ Tensor Linear::forward(const Tensor& input) const {
   Dims shape = input.shape();
   shape[shape.size() - 1] = quantized_->rows;
   Tensor output = Tensor::empty(shape, DType::f32);
-  quantized_linear_into(output, to_dtype(input, DType::f32), *quantized_, bias_, quantize_input_);
+  quantized_linear_into(output, to_dtype(input, DType::f32), *quantized_, bias_, input_rounding_);
   return input.dtype() == DType::f32 ? output : to_dtype(output, input.dtype());
 }
 
 void Linear::forward_into(const Tensor& output, const Tensor& input) const {
   if (quantized_) {
-    quantized_linear_into(output, input, *quantized_, bias_, quantize_input_);
+    quantized_linear_into(output, input, *quantized_, bias_, input_rounding_);
   } else {
     linear_into(output, input, weight_, bias_, packed_.get());
   }
@@ -85,7 +85,7 @@ void forward_together(const Tensor& input,
   }
   const bool alike = quantized == layers.size() && input.dtype() == DType::f32 &&
                      std::all_of(layers.begin(), layers.end(), [&](const auto& each) {
-                       return each.first->quantizes_input() == first.quantizes_input();
+                       return each.first->input_rounding() == first.input_rounding();
                      });
   if (!alike) {  // Float and quantized layers mixed: one by one.
     for (const auto& [layer, output] : layers) layer->forward_into(*output, input);
@@ -97,7 +97,7 @@ void forward_together(const Tensor& input,
     targets[count++] = QuantizedLayerInto{output, &*layer->quantized_weight(), &layer->bias()};
   }
   quantized_linear_group_into(input, std::span<const QuantizedLayerInto>(targets.data(), count),
-                              first.quantizes_input());
+                              first.input_rounding());
 }
 
 Tensor RmsNorm::forward(const Tensor& input) const { return rms_norm(input, weight_, eps_); }

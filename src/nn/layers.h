@@ -38,10 +38,10 @@ class Linear {
  public:
   Linear() = default;
   Linear(Tensor weight, std::optional<Tensor> bias) : weight_(std::move(weight)), bias_(std::move(bias)) {}
-  // Block-quantized weights, used as stored; `quantize_input` rounds the input to 8-bit blocks
-  // for integer dot products (see ops/quantized.h).
-  Linear(QuantizedMatrix weight, std::optional<Tensor> bias, bool quantize_input)
-      : quantized_(std::move(weight)), bias_(std::move(bias)), quantize_input_(quantize_input) {}
+  // Block-quantized weights, used as stored; `input_rounding`: how the input meets them (8-bit
+  // blocks for integer dot products, or f32; see ops/quantized.h).
+  Linear(QuantizedMatrix weight, std::optional<Tensor> bias, InputRounding input_rounding)
+      : quantized_(std::move(weight)), bias_(std::move(bias)), input_rounding_(input_rounding) {}
   Tensor forward(const Tensor& input) const;
   void forward_into(const Tensor& output, const Tensor& input) const;
   // Packs a float weight for the CPU kernels once (into `packed`), where they take it; forward
@@ -53,7 +53,7 @@ class Linear {
   // The float weight [out, in]; undefined when the weights are quantized.
   const Tensor& weight() const { return weight_; }
   const std::optional<QuantizedMatrix>& quantized_weight() const { return quantized_; }
-  bool quantizes_input() const { return quantize_input_; }
+  InputRounding input_rounding() const { return input_rounding_; }
   const std::optional<Tensor>& bias() const { return bias_; }
 
  private:
@@ -61,7 +61,7 @@ class Linear {
   std::shared_ptr<const Storage> packed_;
   std::optional<QuantizedMatrix> quantized_;
   std::optional<Tensor> bias_;
-  bool quantize_input_ = true;
+  InputRounding input_rounding_ = InputRounding::int8;
 };
 
 // Runs Linear layers that share `input` at once, each into its output (Q, K and V; gate and up):

@@ -77,7 +77,7 @@ Linear WeightReader::linear(const std::string& name, int64_t outputs, int64_t in
   StoredWeight weight = checked(name + ".weight", {outputs, inputs});
   if (weight.quantized) {
     count(*weight.quantized);
-    return Linear(*weight.quantized, bias_values, quantize_input_);
+    return Linear(*weight.quantized, bias_values, input_rounding_);
   }
   Linear layer(weight.tensor, bias_values);
   layer.pack_weight(packed_);
@@ -94,7 +94,7 @@ Embedding WeightReader::embedding(const std::string& name, int64_t rows, int64_t
 Linear WeightReader::linear_of(const Embedding& embedding) const {
   if (embedding.quantized_table()) {
     count(*embedding.quantized_table());
-    return Linear(*embedding.quantized_table(), std::nullopt, quantize_input_);
+    return Linear(*embedding.quantized_table(), std::nullopt, input_rounding_);
   }
   count(embedding.table());
   return Linear(embedding.table(), std::nullopt);

@@ -34,12 +34,12 @@ struct WeightTally {
 class WeightReader {
  public:
   // `dtype`: convert every weight to it (quantized ones are widened); none keeps them as stored.
-  // `quantize_input`: quantized linear layers round their input to 8-bit blocks.
+  // `input_rounding`: how quantized linear layers take their input.
   // `tally`, when given, counts what each layer's forward pass reads: every linear and norm
   // weight, and the embedding only when it is also the lm_head (otherwise decode reads a row).
-  WeightReader(const WeightSource& source, std::optional<DType> dtype, bool quantize_input = true,
-               WeightTally* tally = nullptr)
-      : source_(source), dtype_(dtype), quantize_input_(quantize_input), tally_(tally) {}
+  WeightReader(const WeightSource& source, std::optional<DType> dtype,
+               InputRounding input_rounding = InputRounding::int8, WeightTally* tally = nullptr)
+      : source_(source), dtype_(dtype), input_rounding_(input_rounding), tally_(tally) {}
 
   // Throws Error naming the checkpoint and the tensor when it is missing, has another shape
   // than `shape`, or is not a float tensor. A quantized tensor is widened (to f32 by default).
@@ -69,7 +69,7 @@ class WeightReader {
 
   const WeightSource& source_;
   std::optional<DType> dtype_;
-  bool quantize_input_ = true;
+  InputRounding input_rounding_ = InputRounding::int8;
   WeightTally* tally_ = nullptr;
   mutable PackedWeights packed_;  // Where linear() packs float weights for the kernels.
 };

@@ -21,14 +21,14 @@ void dequantize_row(const QuantizedMatrix& matrix, int64_t row, float* out) {
 }  // namespace
 
 void quantized_linear_into(const Tensor& output, const Tensor& input, const QuantizedMatrix& weight,
-                           const std::optional<Tensor>& bias, bool quantize_input) {
+                           const std::optional<Tensor>& bias, InputRounding input_rounding) {
   const QuantizedLayerInto layer{&output, &weight, &bias};
   quantized_linear_group_into(input, std::span<const QuantizedLayerInto>(&layer, 1),
-                              quantize_input);
+                              input_rounding);
 }
 
 void quantized_linear_group_into(const Tensor& input, std::span<const QuantizedLayerInto> layers,
-                                 bool quantize_input) {
+                                 InputRounding input_rounding) {
   if (layers.empty() || layers.size() > static_cast<size_t>(cpu::kMaxQuantizedGroupLayers)) {
     fail("quantized_linear_group_into: ", layers.size(), " layers, not 1 to ",
          cpu::kMaxQuantizedGroupLayers);
@@ -68,7 +68,7 @@ void quantized_linear_group_into(const Tensor& input, std::span<const QuantizedL
     problem.bias = bias ? bias->data<float>() : nullptr;
     problem.output = layers[index].output->data<float>();
     problem.output_stride = weight.rows;
-    problem.quantize_input = quantize_input;
+    problem.input_rounding = input_rounding;
   }
   cpu::quantized_linear_group(problems.data(), static_cast<int>(layers.size()));
 }

@@ -11,10 +11,10 @@
 namespace fornace {
 
 // output [..., N] (contiguous f32) = input [..., K] (f32) · weightᵀ + bias, weight [N, K]
-// quantized. With `quantize_input` the input rows are rounded to 8-bit blocks for integer dot
-// products; without, they stay f32 against weights widened in registers.
+// quantized. `input_rounding`: the input rows rounded to 8-bit blocks (once, or with the residual
+// rounded again) for integer dot products, or kept f32 against weights widened in registers.
 void quantized_linear_into(const Tensor& output, const Tensor& input, const QuantizedMatrix& weight,
-                           const std::optional<Tensor>& bias, bool quantize_input);
+                           const std::optional<Tensor>& bias, InputRounding input_rounding);
 
 // One layer of quantized_linear_group_into.
 struct QuantizedLayerInto {
@@ -25,7 +25,7 @@ struct QuantizedLayerInto {
 // quantized_linear_into for several layers over one input (Q, K and V; gate and up), in one pass
 // of the threads (cpu::quantized_linear_group): at most 8 layers, each weight K wide.
 void quantized_linear_group_into(const Tensor& input, std::span<const QuantizedLayerInto> layers,
-                                 bool quantize_input);
+                                 InputRounding input_rounding);
 
 // output [B, S, columns] (contiguous f32) = the rows `ids` [B, S] (u32) of `table`, widened.
 void quantized_rows_into(const Tensor& output, const QuantizedMatrix& table, const Tensor& ids);

@@ -17,6 +17,9 @@
 namespace fornace {
 namespace {
 
+constexpr InputRounding kRoundings[] = {InputRounding::int8, InputRounding::int8_residual,
+                                        InputRounding::none};
+
 using quant_test::supported_isas;
 
 // Every quantized type whose kernels exist and can write weights (the K-quant kernels may not
@@ -65,7 +68,7 @@ Layer make_layer(BlockType type, int64_t depth, int64_t outputs) {
 cpu::QuantizedLinearProblem problem_of(const Layer& layer, const std::vector<float>& input,
                                        int64_t input_stride, int64_t rows,
                                        std::vector<float>& output, int64_t output_stride,
-                                       bool quantize_input, bool with_bias) {
+                                       InputRounding rounding, bool with_bias) {
   cpu::QuantizedLinearProblem problem;
   problem.input = input.data();
   problem.input_stride = input_stride;
@@ -78,7 +81,7 @@ cpu::QuantizedLinearProblem problem_of(const Layer& layer, const std::vector<flo
   problem.bias = with_bias ? layer.bias.data() : nullptr;
   problem.output = output.data();
   problem.output_stride = output_stride;
-  problem.quantize_input = quantize_input;
+  problem.input_rounding = rounding;
   return problem;
 }
 
@@ -99,13 +102,16 @@ void expect_double_loop(const Layer& layer, const cpu::QuantizedLinearProblem& p
         magnitude += std::fabs(w[k] * x[k]);
       }
       // f32 accumulation; with 8-bit activations, plus their rounding bound over the
-      // activation blocks (taken as long as the weight's blocks); where the weights and the
-      // input are rounded to bf16 for the GEMM instead, 2^-8 relative each at most.
+      // activation blocks (taken as long as the weight's blocks), 254 times smaller with the
+      // residual rounded again; where the weights and the input are rounded to bf16 for the
+      // GEMM instead, 2^-8 relative each at most.
       double allowed = 2e-6 * magnitude;
       if (widened_to_bf16) {
         allowed += std::ldexp(1.0, -7) * magnitude;
-      } else if (problem.quantize_input) {
+      } else if (problem.input_rounding == InputRounding::int8) {
         allowed += quant_test::activation_rounding_bound(w, x, layer.depth, block);
+      } else if (problem.input_rounding == InputRounding::int8_residual) {
+        allowed += quant_test::activation_rounding_bound(w, x, layer.depth, block) / 254.0;
       }
       ASSERT_NEAR(out[r], exact, allowed) << where << ", input row " << m << ", output " << r;
     }
@@ -115,14 +121,14 @@ void expect_double_loop(const Layer& layer, const cpu::QuantizedLinearProblem& p
   }
 }
 
-void check_layer(const Layer& layer, int64_t rows, bool quantize_input, bool with_bias,
+void check_layer(const Layer& layer, int64_t rows, InputRounding rounding, bool with_bias,
                  const std::string& where) {
   const int64_t input_stride = layer.depth + 5;
   const int64_t output_stride = layer.outputs + 3;
   std::vector<float> input = quant_test::uniform(rows * input_stride, -2.0f, 2.0f, rows);
   std::vector<float> output(rows * output_stride, NAN);
   const cpu::QuantizedLinearProblem problem = problem_of(
-      layer, input, input_stride, rows, output, output_stride, quantize_input, with_bias);
+      layer, input, input_stride, rows, output, output_stride, rounding, with_bias);
   cpu::quantized_linear(problem);
   expect_double_loop(layer, problem, where);
 }
@@ -164,14 +170,14 @@ TEST(QuantizedLinear, MatchesADoubleLoop) {
           set_num_threads(threads);
           for (int64_t rows : {1, 3, 4, 5, 17, 64}) {
             if (layer.outputs > 100 && rows > 17) continue;  // the double loop's cost
-            for (bool quantize_input : {true, false}) {
+            for (InputRounding rounding : kRoundings) {
               const bool with_bias = (rows + threads) % 2 == 1;
-              check_layer(layer, rows, quantize_input, with_bias,
+              check_layer(layer, rows, rounding, with_bias,
                           std::string(block_format(type).name) + " on " + cpu::isa_name(isa) +
                               ", " + std::to_string(layer.depth) + " -> " +
                               std::to_string(layer.outputs) + ", " + std::to_string(threads) +
                               " threads, " + std::to_string(rows) + " rows, " +
-                              (quantize_input ? "8-bit" : "f32") + " input" +
+                              input_rounding_name(rounding) + " input" +
                               (with_bias ? ", bias" : ""));
             }
           }
@@ -198,7 +204,7 @@ TEST(QuantizedLinear, GroupsOfLayersOverOneInputMatchTheirDoubleLoops) {
     for (int threads : {1, 2, 3}) {
       set_num_threads(threads);
       for (int64_t rows : {int64_t{1}, int64_t{3}, int64_t{6}, cpu::kWidenedGemmMinRows + 1}) {
-        for (bool quantize_input : {true, false}) {
+        for (InputRounding rounding : kRoundings) {
           const int64_t input_stride = depth + 3;
           std::vector<float> input = quant_test::uniform(rows * input_stride, -2.0f, 2.0f, rows);
           std::vector<std::vector<float>> outputs;
@@ -207,7 +213,7 @@ TEST(QuantizedLinear, GroupsOfLayersOverOneInputMatchTheirDoubleLoops) {
           for (const Layer& layer : layers) {
             outputs.emplace_back(rows * (layer.outputs + 2), NAN);
             problems.push_back(problem_of(layer, input, input_stride, rows, outputs.back(),
-                                          layer.outputs + 2, quantize_input,
+                                          layer.outputs + 2, rounding,
                                           layer.outputs % 2 == 1));
           }
           cpu::quantized_linear_group(problems.data(), static_cast<int>(problems.size()));
@@ -217,7 +223,7 @@ TEST(QuantizedLinear, GroupsOfLayersOverOneInputMatchTheirDoubleLoops) {
                                    block_format(layers[index].type).name + ") on " +
                                    cpu::isa_name(isa) + ", " + std::to_string(threads) +
                                    " threads, " + std::to_string(rows) + " rows, " +
-                                   (quantize_input ? "8-bit" : "f32") + " input");
+                                   input_rounding_name(rounding) + " input");
           }
         }
       }
@@ -234,14 +240,16 @@ TEST(QuantizedLinear, GroupsRefuseLayersThatDoNotShareTheInput) {
   std::vector<float> first_output(2 * 4);
   std::vector<float> second_output(2 * 4);
   cpu::QuantizedLinearProblem problems[2] = {
-      problem_of(first, input, 64, 2, first_output, 4, true, false),
-      problem_of(second, input, 64, 2, second_output, 4, true, false)};
+      problem_of(first, input, 64, 2, first_output, 4, InputRounding::int8, false),
+      problem_of(second, input, 64, 2, second_output, 4, InputRounding::int8, false)};
   problems[1].rows = 1;
   EXPECT_THROW(cpu::quantized_linear_group(problems, 2), Error);
   problems[1].rows = 2;
-  problems[1].quantize_input = false;
+  problems[1].input_rounding = InputRounding::none;
   EXPECT_THROW(cpu::quantized_linear_group(problems, 2), Error);
-  problems[1].quantize_input = true;
+  problems[1].input_rounding = InputRounding::int8_residual;
+  EXPECT_THROW(cpu::quantized_linear_group(problems, 2), Error);
+  problems[1].input_rounding = InputRounding::int8;
   cpu::quantized_linear_group(problems, 2);
   EXPECT_THROW(cpu::quantized_linear_group(problems, 0), Error);
   std::vector<cpu::QuantizedLinearProblem> too_many(cpu::kMaxQuantizedGroupLayers + 1,

@@ -104,6 +104,8 @@ TEST_F(FornaceCli, MalformedFlagValueIsAUsageError) {
   expect_error(run_fornace(run("--prompt hi --max-new-tokens ten")), 2, "--max-new-tokens");
   expect_error(run_fornace(run("--prompt hi --temperature -1")), 2, "--temperature");
   expect_error(run_fornace(run("--prompt hi --top-p 1.5")), 2, "--top-p");
+  expect_error(run_fornace(run("--prompt hi --activations int4")), 2,
+               "--activations: expects int8, int8x2 or f32, got 'int4'");
 }
 
 TEST_F(FornaceCli, NegativeMaxNewTokensIsAUsageError) {

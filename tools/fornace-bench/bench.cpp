@@ -608,7 +608,8 @@ int run_bench(BenchPlan& plan) {
   CpuIdentity cpu = cpu_identity();
   data.context.cpu = cpu.model_name;
   data.context.cpu_family = cpu.family;
-  data.context.kernels = cpu::kernel_choices();
+  // The rounding of activations for quantized weights is the run's, not the process's.
+  data.context.kernels = cpu::kernel_choices() + "; activations " + plan.activations;
   data.context.cpu_model = cpu.model;
   data.context.cores = available_cores();
   data.context.threads = plan.threads;

@@ -37,6 +37,7 @@ struct RunFlags {
   int64_t max_new_tokens = 128;
   int64_t threads = 1;
   std::string dtype;  // Empty: as stored.
+  std::string activations = "int8";
 };
 
 void add_run_flags(tools::CommandLine& app, RunFlags& flags);

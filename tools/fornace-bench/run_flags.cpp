@@ -59,6 +59,7 @@ void add_run_flags(tools::CommandLine& app, RunFlags& flags) {
       ->transform(integer_in(2, 1 << 20));
   tools::add_threads_flag(app, flags.threads);
   tools::add_dtype_flag(app, flags.dtype);
+  tools::add_activations_flag(app, flags.activations);
 }
 
 std::vector<std::string> run_flag_arguments(const RunFlags& flags) {
@@ -69,7 +70,8 @@ std::vector<std::string> run_flag_arguments(const RunFlags& flags) {
                                         "--runs=" + std::to_string(flags.runs),
                                         "--warmup=" + std::to_string(flags.warmup),
                                         "--max-new-tokens=" + std::to_string(flags.max_new_tokens),
-                                        "--threads=" + std::to_string(flags.threads)};
+                                        "--threads=" + std::to_string(flags.threads),
+                                        "--activations=" + flags.activations};
   if (!flags.dtype.empty()) arguments.push_back("--dtype=" + flags.dtype);
   return arguments;
 }

@@ -66,6 +66,7 @@ struct GenerateFlags {
   std::string kv_cache = "prealloc";
   std::string attention;
   std::string dtype;
+  std::string activations;
   int64_t threads = 0;
   SamplerOptions sampling;
   int64_t max_context = 0;
@@ -100,6 +101,7 @@ void add_generate_flags(CommandLine& app, GenerateFlags& flags) {
       ->check(parsed_by(parse_kv_cache_kind));
   add_attention_flag(app, flags.attention);
   add_dtype_flag(app, flags.dtype);
+  add_activations_flag(app, flags.activations);
   add_threads_flag(app, flags.threads);
   SamplerOptions& sampling = flags.sampling;
   app.add_option("--temperature", sampling.temperature, "0 is greedy")
@@ -193,6 +195,7 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
   ModelOptions model_options;
   if (!flags.dtype.empty()) model_options.dtype = parse_dtype(flags.dtype);
   model_options.attention = parse_attention_path(flags.attention);
+  model_options.activation_rounding = parse_activation_rounding(flags.activations);
   if (prompt_text && prompt_text->empty()) throw UsageError("the prompt is empty");
   set_num_threads(static_cast<int>(threads));
 
@@ -328,6 +331,7 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
         {"dtype", dtype_name(model->weight_dtype())},
         {"kv_cache", kv_cache_kind_name(kind)},
         {"attention", attention_path_name(model_options.attention)},
+        {"activations", input_rounding_name(model_options.activation_rounding)},
         {"threads", threads},
         {"prompt_tokens", prompt.size()},
         {"generated_ids", result.generated},

@@ -33,6 +33,7 @@ struct ServeFlags {
   std::string api_key;
   std::string cors_origin;
   std::string dtype;
+  std::string activations;
   int64_t threads = 0;
 };
 
@@ -54,6 +55,7 @@ int serve(const ServeFlags& flags, const sigset_t& stop_signals) {
   set_num_threads(static_cast<int>(flags.threads));
   ModelOptions model_options;
   if (!flags.dtype.empty()) model_options.dtype = parse_dtype(flags.dtype);
+  model_options.activation_rounding = parse_activation_rounding(flags.activations);
   std::unique_ptr<Model> model = load_model(flags.model_path, model_options);
   Tokenizer tokenizer = Tokenizer::load(flags.model_path);
   const ModelConfig& config = model->config();
@@ -160,6 +162,7 @@ int serve_command(int argc, char** argv) {
       ->type_name("ORIGIN")
       ->default_str("none");
   add_dtype_flag(app, flags.dtype);
+  add_activations_flag(app, flags.activations);
   add_threads_flag(app, flags.threads);
   return app.parse_and_run(argc, argv, [&] { return serve(flags, stop_signals); });
 }
