@@ -58,9 +58,20 @@ TEST_F(FornaceCli, TraceShowsPhasesStepsAndOps) {
   ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
   for (const char* fragment : {"tensor memory by phase", "prefill", "decode", "per decode step",
                                "strided", "ops that allocated most in prefill",
-                               "trace: kernels: isa "}) {
+                               "trace: kernels: isa ",
+                               "trace: activations for quantized weights: int8\n"}) {
     EXPECT_NE(outcome.err.find(fragment), std::string::npos) << fragment;
   }
+}
+
+TEST_F(FornaceCli, TraceAndJsonNameTheActivationRounding) {
+  Outcome outcome =
+      run_fornace(run("--prompt-ids 1,2 --max-new-tokens 1 --activations int8x2 --trace --json"));
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_NE(outcome.err.find("trace: activations for quantized weights: int8x2\n"),
+            std::string::npos)
+      << outcome.err;
+  EXPECT_NE(outcome.out.find("\"activations\":\"int8x2\""), std::string::npos) << outcome.out;
 }
 
 TEST_F(FornaceCli, DumpLogitsWritesOneRowPerForwardPass) {

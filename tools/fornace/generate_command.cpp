@@ -322,7 +322,10 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
                  result.prefill_tokens_per_second(), result.generated.size(),
                  result.decode_tokens_per_second(), mean_text, peak_rss_mib);
   }
-  if (flags.trace) std::cerr << format_trace(result);
+  if (flags.trace) {
+    std::cerr << format_trace(result) << "trace: activations for quantized weights: "
+              << input_rounding_name(model_options.activation_rounding) << "\n";
+  }
   if (flags.json) {
     std::vector<double> step_ms;
     for (const DecodeStep& step : result.steps) step_ms.push_back(step.ms);
