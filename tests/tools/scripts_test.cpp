@@ -41,10 +41,12 @@ TEST(DownloadModelScript, AnUnreachableHostIsOneErrorLineThatNamesTheSyntheticWa
 }
 
 // setup.sh with stand-ins for dpkg-query (every package missing) and apt-get (update finds the
-// package lists locked `locked_updates` times, then succeeds), apt-get's calls on stderr.
+// package lists locked `locked_updates` times, then succeeds), apt-get's calls on stderr. The
+// stand-ins go in a directory of their own per `locked_updates`, since CTest runs tests at once.
 Outcome run_setup_with_locked_lists(int locked_updates, const std::string& update_error) {
   namespace fs = std::filesystem;
-  fs::path bin = fs::path(FORNACE_BINARY_DIR) / "setup-test-bin";
+  fs::path bin =
+      fs::path(FORNACE_BINARY_DIR) / ("setup-test-bin-" + std::to_string(locked_updates));
   fs::remove_all(bin);
   fs::create_directories(bin);
   std::ofstream(bin / "dpkg-query") << "#!/bin/sh\nexit 1\n";
