@@ -283,6 +283,15 @@ void pack_bf16_weight(const uint16_t* weight, int64_t outputs, int64_t depth, vo
   });
 }
 
+void unpack_bf16_row(const void* packed, int64_t depth, int64_t row, uint16_t* out) {
+  const char* lane = static_cast<const char*>(packed) + row / 32 * packed_bf16_panel_bytes(depth) +
+                     row % 32 * 4;
+  for (int64_t pair = 0; pair < depth / 2; ++pair) {
+    std::memcpy(out + 2 * pair, lane + pair * kPackedPairBytes, 4);
+  }
+  if (depth % 2 != 0) std::memcpy(out + depth - 1, lane + depth / 2 * kPackedPairBytes, 2);
+}
+
 void gemm(const LinearProblem& problem) { gemm_group(&problem, 1); }
 
 void gemm_group(const LinearProblem* problems, int count) {

@@ -39,6 +39,8 @@ int64_t packed_bf16_bytes(int64_t outputs, int64_t depth);
 // Packs a contiguous bf16 weight [outputs, depth] into `packed` (packed_bf16_bytes, 64-byte
 // aligned), on the thread pool. Needs packs_bf16_weights().
 void pack_bf16_weight(const uint16_t* weight, int64_t outputs, int64_t depth, void* packed);
+// Row `row` of a weight packed by pack_bf16_weight (depth wide), as it was stored: `depth` bf16.
+void unpack_bf16_row(const void* packed, int64_t depth, int64_t row, uint16_t* out);
 
 // The GEMV kernels take up to this many input rows per pass over a block of weight rows; the
 // AVX-512 BF16 kernel takes up to kGemvBf16DotMaxRows (a batched decode step of 8 sequences

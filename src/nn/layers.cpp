@@ -24,12 +24,21 @@ Tensor Embedding::forward(const Tensor& ids, DType dtype) const {
     quantized_rows_into(rows, *quantized_, ids);
     return to_dtype(rows, dtype);
   }
+  if (packed_) {
+    Dims shape = ids.shape();
+    shape.push_back(table_.dim(1));
+    Tensor rows = Tensor::empty(shape, dtype);
+    index_select_packed_into(rows, table_, *packed_, ids);
+    return rows;
+  }
   return to_dtype(index_select(table_, ids), dtype);
 }
 
 void Embedding::forward_into(const Tensor& output, const Tensor& ids) const {
   if (quantized_) {
     quantized_rows_into(output, *quantized_, ids);
+  } else if (packed_) {
+    index_select_packed_into(output, table_, *packed_, ids);
   } else {
     index_select_into(output, table_, ids);
   }

@@ -28,10 +28,14 @@ class Embedding {
   void forward_into(const Tensor& output, const Tensor& ids) const;
   const Tensor& table() const { return table_; }
   const std::optional<QuantizedMatrix>& quantized_table() const { return quantized_; }
+  // Rows are read from `packed` (PackedWeights::pack of the table, as a tied lm_head packs it)
+  // from now on; null keeps the table.
+  void read_rows_from(std::shared_ptr<const Storage> packed) { packed_ = std::move(packed); }
 
  private:
   Tensor table_;
   std::optional<QuantizedMatrix> quantized_;
+  std::shared_ptr<const Storage> packed_;
 };
 
 class Linear {

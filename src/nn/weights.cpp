@@ -91,13 +91,16 @@ Embedding WeightReader::embedding(const std::string& name, int64_t rows, int64_t
   return Embedding(table.tensor);
 }
 
-Linear WeightReader::linear_of(const Embedding& embedding) const {
+Linear WeightReader::linear_of(Embedding& embedding) const {
   if (embedding.quantized_table()) {
     count(*embedding.quantized_table());
     return Linear(*embedding.quantized_table(), std::nullopt, input_rounding_);
   }
-  count(embedding.table());
-  return Linear(embedding.table(), std::nullopt);
+  Linear layer(embedding.table(), std::nullopt);
+  layer.pack_weight(packed_);
+  embedding.read_rows_from(layer.packed_weight());
+  count(embedding.table(), layer.packed_weight());
+  return layer;
 }
 
 RmsNorm WeightReader::rms_norm(const std::string& name, int64_t size, double eps) const {

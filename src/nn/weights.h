@@ -53,8 +53,9 @@ class WeightReader {
   Linear linear(const std::string& name, int64_t outputs, int64_t inputs, bool bias) const;
   // A token embedding table [rows, width], quantized or float as linear() keeps weights.
   Embedding embedding(const std::string& name, int64_t rows, int64_t width) const;
-  // The same weight as the lm_head (a tied embedding).
-  Linear linear_of(const Embedding& embedding) const;
+  // The same weight as the lm_head (a tied embedding). A float table is packed for the kernels
+  // as linear() packs weights, and `embedding` then reads its rows from the packed copy.
+  Linear linear_of(Embedding& embedding) const;
   // <name> [size]: a norm's weight, counted as read per token.
   Tensor norm_weight(const std::string& name, int64_t size) const;
   // <name> [size] as an RMSNorm weight.

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "cpu/copy_kernels.h"
+#include "cpu/gemm.h"
 
 namespace fornace {
 namespace {
@@ -176,14 +177,14 @@ Dims index_select_shape(const Tensor& table, const Tensor& ids) {
   return shape;
 }
 
-void select_rows(const Tensor& output, const Tensor& table, const Tensor& ids) {
-  Tensor rows_table = contiguous(table);
+// Writes the rows of `table` picked by `ids` into `output`, converted to its dtype; row(id)
+// gives a row's `table.dtype()` values.
+template <typename Row>
+void select_rows(const Tensor& output, const Tensor& table, const Tensor& ids, Row&& row) {
   Tensor id_values = contiguous(ids);
   int64_t rows = table.shape()[0];
   int64_t row_length = table.numel() / std::max<int64_t>(rows, 1);
-  int64_t in_row_bytes = row_length * static_cast<int64_t>(table.element_size());
   int64_t out_row_bytes = row_length * static_cast<int64_t>(output.element_size());
-  const auto* source = static_cast<const char*>(rows_table.raw());
   auto* out = static_cast<char*>(output.raw());
   for (int64_t i = 0; i < id_values.numel(); ++i) {
     int64_t id = ids.dtype() == DType::u32 ? static_cast<int64_t>(id_values.data<uint32_t>()[i])
@@ -191,10 +192,23 @@ void select_rows(const Tensor& output, const Tensor& table, const Tensor& ids) {
     if (id < 0 || id >= rows) {
       fail("index_select: id ", id, " out of range for ", rows, " rows of ", table.describe());
     }
-    cpu::convert(out + i * out_row_bytes, output.dtype(), source + id * in_row_bytes,
-                 table.dtype(), row_length);
+    cpu::convert(out + i * out_row_bytes, output.dtype(), row(id), table.dtype(), row_length);
   }
   memory::record_copy(out_row_bytes * id_values.numel(), false);
+}
+
+void select_rows(const Tensor& output, const Tensor& table, const Tensor& ids) {
+  Tensor rows_table = contiguous(table);
+  const auto* source = static_cast<const char*>(rows_table.raw());
+  const int64_t row_bytes = table.dim(0) == 0 ? 0 : table.numel() / table.dim(0) *
+                                                        static_cast<int64_t>(table.element_size());
+  select_rows(output, table, ids, [&](int64_t id) { return source + id * row_bytes; });
+}
+
+void require_output(const Tensor& output, const Dims& shape, const char* op) {
+  if (!output.defined() || !(output.shape() == shape) || !output.is_contiguous()) {
+    fail(op, ": output ", output.describe(), " must be a contiguous ", shape.to_string());
+  }
 }
 
 }  // namespace
@@ -208,13 +222,25 @@ Tensor index_select(const Tensor& table, const Tensor& ids) {
 }
 
 void index_select_into(const Tensor& output, const Tensor& table, const Tensor& ids) {
-  Dims shape = index_select_shape(table, ids);
-  if (!output.defined() || !(output.shape() == shape) || !output.is_contiguous()) {
-    fail("index_select_into: output ", output.describe(), " must be a contiguous ",
-         shape.to_string());
-  }
+  require_output(output, index_select_shape(table, ids), "index_select_into");
   memory::OpScope scope("index_select");
   select_rows(output, table, ids);
+}
+
+void index_select_packed_into(const Tensor& output, const Tensor& table, const Storage& packed,
+                              const Tensor& ids) {
+  require_output(output, index_select_shape(table, ids), "index_select_packed_into");
+  if (table.dtype() != DType::bf16 || table.rank() != 2 ||
+      packed.bytes() < static_cast<size_t>(cpu::packed_bf16_bytes(table.dim(0), table.dim(1)))) {
+    fail("index_select_packed_into: ", table.describe(), " is not a bf16 matrix packed in ",
+         packed.bytes(), " bytes");
+  }
+  memory::OpScope scope("index_select");
+  std::vector<uint16_t> row(static_cast<size_t>(table.dim(1)));
+  select_rows(output, table, ids, [&](int64_t id) {
+    cpu::unpack_bf16_row(packed.data(), table.dim(1), id, row.data());
+    return row.data();
+  });
 }
 
 Tensor to_dtype(const Tensor& input, DType dtype) {

@@ -36,6 +36,10 @@ void slice_set(const Tensor& destination, const Tensor& source, int64_t dim, int
 Tensor index_select(const Tensor& table, const Tensor& ids);
 // The same rows written into `output` (contiguous, of the result's shape), converted to its dtype.
 void index_select_into(const Tensor& output, const Tensor& table, const Tensor& ids);
+// The same for a bf16 matrix `table` whose rows are read from its packed copy `packed`
+// (PackedWeights::pack(table)) rather than from the table's own bytes.
+void index_select_packed_into(const Tensor& output, const Tensor& table, const Storage& packed,
+                              const Tensor& ids);
 
 // A contiguous copy converted to `dtype` (the tensor itself when the dtype already matches and
 // it is contiguous). Float to bf16/f16 rounds to nearest even.

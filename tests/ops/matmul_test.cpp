@@ -268,6 +268,44 @@ TEST_P(KernelPathTest, PackedBf16WeightsHoldThePanelLayoutAndMatchTheDoubleLoop)
   }
 }
 
+// A tied embedding reads its rows back from the lm_head's packed copy: every row of tables with
+// partial panels and odd depths comes back as stored, in bf16 and widened to f32, and a bad id
+// is refused as index_select refuses it.
+TEST_P(KernelPathTest, RowsReadFromAPackedTableAreTheStoredRows) {
+  PackedWeights packer;
+  for (const Dims& shape : {Dims{37, 7}, Dims{64, 896}, Dims{70, 33}}) {
+    Tensor table = randn(shape, shape[0] + shape[1], 1.0, DType::bf16);
+    std::shared_ptr<const Storage> packed = packer.pack(table);
+    if (GetParam().isa != cpu::Isa::avx512) {
+      EXPECT_EQ(packed, nullptr);
+      return;
+    }
+    ASSERT_NE(packed, nullptr);
+    std::vector<int32_t> every_row;
+    for (int32_t row = static_cast<int32_t>(shape[0]) - 1; row >= 0; --row) every_row.push_back(row);
+    Tensor ids = from_ids(every_row, {1, shape[0]});
+    for (DType dtype : {DType::bf16, DType::f32}) {
+      Tensor rows = full({1, shape[0], shape[1]}, std::nanf(""), dtype);
+      index_select_packed_into(rows, table, *packed, ids);
+      EXPECT_EQ(to_f32_vector(rows), to_f32_vector(index_select(table, ids)))
+          << table.describe() << " into " << rows.describe();
+    }
+  }
+  Tensor table = randn({37, 7}, 1, 1.0, DType::bf16);
+  std::shared_ptr<const Storage> packed = packer.pack(table);
+  Tensor rows = zeros({1, 2, 7});
+  std::string message = error_message(
+      [&] { index_select_packed_into(rows, table, *packed, from_ids({3, 37}, {1, 2})); });
+  EXPECT_NE(message.find("index_select: id 37 out of range for 37 rows of bf16[37, 7]"),
+            std::string::npos)
+      << message;
+  message = error_message([&] {
+    index_select_packed_into(rows, randn({70, 7}, 2, 1.0, DType::bf16), *packed,
+                             from_ids({3, 4}, {1, 2}));
+  });
+  EXPECT_NE(message.find("is not a bf16 matrix packed in"), std::string::npos) << message;
+}
+
 TEST_P(KernelPathTest, LinearReadsStridedAndBroadcastInputsAndBatchDims) {
   const int64_t depth = 37;
   const int64_t outputs = 19;
