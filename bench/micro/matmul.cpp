@@ -92,7 +92,8 @@ void run_linear(benchmark::State& state, const Shape& shape, int64_t rows, int t
     for (int64_t copy = 0; copy < copies; ++copy) {
       fornace::cpu::pack_bf16_weight(
           reinterpret_cast<const uint16_t*>(weights.data() + copy * weight_bytes), shape.outputs,
-          shape.depth, static_cast<char*>(packed_weights->data()) + copy * packed_bytes);
+          shape.depth, static_cast<char*>(packed_weights->data()) + copy * packed_bytes, 0,
+          (shape.outputs + 31) / 32);
     }
   }
   std::vector<float> input = pseudo_random(rows * shape.depth, 2);

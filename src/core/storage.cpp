@@ -138,8 +138,15 @@ std::shared_ptr<Storage> Storage::borrow(std::shared_ptr<const void> owner, cons
   return storage;
 }
 
-void Storage::release_pages() const {
-  if (release_ && owner_) release_(owner_.get(), data_, bytes_);
+void Storage::release_pages() const { release_pages(data_, bytes_); }
+
+void Storage::release_pages(const void* data, size_t bytes) const {
+  const auto* begin = static_cast<const char*>(data);
+  const auto* own = static_cast<const char*>(data_);
+  if (begin < own || begin + bytes > own + bytes_) {
+    fail("Storage::release_pages: range is outside the storage");
+  }
+  if (release_ && owner_) release_(owner_.get(), data, bytes);
 }
 
 Storage::~Storage() {

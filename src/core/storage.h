@@ -46,6 +46,8 @@ class Storage {
   // next access (the data stays the same); does nothing otherwise. For weights that the kernels
   // read from a packed copy instead.
   void release_pages() const;
+  // The same for the pages wholly inside [data, data + bytes), a range of this view.
+  void release_pages(const void* data, size_t bytes) const;
 
  private:
   Storage() = default;

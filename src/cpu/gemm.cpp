@@ -276,10 +276,12 @@ int64_t packed_bf16_bytes(int64_t outputs, int64_t depth) {
   return divide_up(outputs, 32) * packed_bf16_panel_bytes(depth);
 }
 
-void pack_bf16_weight(const uint16_t* weight, int64_t outputs, int64_t depth, void* packed) {
+void pack_bf16_weight(const uint16_t* weight, int64_t outputs, int64_t depth, void* packed,
+                      int64_t panel_begin, int64_t panel_end) {
   if (!packs_bf16_weights()) fail("pack_bf16_weight: the active ISA does not take packed weights");
-  ThreadPool::global().run(divide_up(outputs, 32), 1, [&](int64_t begin, int64_t end) {
-    kernels::pack_bf16_weight_avx512(weight, outputs, depth, packed, begin, end);
+  ThreadPool::global().run(panel_end - panel_begin, 1, [&](int64_t begin, int64_t end) {
+    kernels::pack_bf16_weight_avx512(weight, outputs, depth, packed, panel_begin + begin,
+                                     panel_begin + end);
   });
 }
 

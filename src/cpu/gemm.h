@@ -36,9 +36,11 @@ bool packs_bf16_weights();
 // as [k / 2][32][2] (the GEMM's weight panel format), zero past the weight; 64-byte aligned.
 int64_t packed_bf16_panel_bytes(int64_t depth);
 int64_t packed_bf16_bytes(int64_t outputs, int64_t depth);
-// Packs a contiguous bf16 weight [outputs, depth] into `packed` (packed_bf16_bytes, 64-byte
-// aligned), on the thread pool. Needs packs_bf16_weights().
-void pack_bf16_weight(const uint16_t* weight, int64_t outputs, int64_t depth, void* packed);
+// Packs panels [panel_begin, panel_end) of a contiguous bf16 weight [outputs, depth] into
+// `packed` (packed_bf16_bytes in all, 64-byte aligned), on the thread pool. Needs
+// packs_bf16_weights().
+void pack_bf16_weight(const uint16_t* weight, int64_t outputs, int64_t depth, void* packed,
+                      int64_t panel_begin, int64_t panel_end);
 // Row `row` of a weight packed by pack_bf16_weight (depth wide), as it was stored: `depth` bf16.
 void unpack_bf16_row(const void* packed, int64_t depth, int64_t row, uint16_t* out);
 

@@ -47,10 +47,9 @@ void Embedding::forward_into(const Tensor& output, const Tensor& ids) const {
 void Linear::pack_weight(PackedWeights& packed) {
   if (quantized_ || packed_) return;
   auto start = std::chrono::steady_clock::now();
-  packed_ = packed.pack(weight_);
-  if (!packed_) return;
   // The kernels read the packed copy from now on: the stored weight's mapped pages go.
-  weight_.storage()->release_pages();
+  packed_ = packed.pack(weight_, true);
+  if (!packed_) return;
   memory::record_packing(
       static_cast<int64_t>(packed_->bytes()),
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());

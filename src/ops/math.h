@@ -26,8 +26,10 @@ Tensor matmul(const Tensor& left, const Tensor& right);
 class PackedWeights {
  public:
   // The packed copy of `weight`, or null where the active kernels read the weight as stored:
-  // another dtype, a CPU without AVX512_BF16, or FORNACE_PACKED_WEIGHTS=0.
-  std::shared_ptr<const Storage> pack(const Tensor& weight);
+  // another dtype, a CPU without AVX512_BF16, or FORNACE_PACKED_WEIGHTS=0. With
+  // `release_source`, the weight's mapped pages are released (Storage::release_pages) slice by
+  // slice as their panels are written, so that no more than a slice is ever held twice.
+  std::shared_ptr<const Storage> pack(const Tensor& weight, bool release_source = false);
 
  private:
   std::shared_ptr<Storage> buffer_;

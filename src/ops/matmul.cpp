@@ -114,7 +114,7 @@ void linear_f32(float* output, const Tensor& input, const Tensor& weight,
 
 }  // namespace
 
-std::shared_ptr<const Storage> PackedWeights::pack(const Tensor& weight) {
+std::shared_ptr<const Storage> PackedWeights::pack(const Tensor& weight, bool release_source) {
   if (weight.dtype() != DType::bf16 || weight.rank() != 2 || !weight.is_contiguous() ||
       weight.numel() == 0 || !cpu::packs_bf16_weights()) {
     return nullptr;
@@ -128,7 +128,23 @@ std::shared_ptr<const Storage> PackedWeights::pack(const Tensor& weight) {
   }
   char* data = static_cast<char*>(buffer_->data()) + used_;
   used_ += bytes;  // A multiple of 64 bytes: the next weight stays aligned.
-  cpu::pack_bf16_weight(weight.data<uint16_t>(), weight.dim(0), weight.dim(1), data);
+  // Slices of about 8 MiB of the weight: a 272 MB tied embedding packed whole would hold both
+  // copies at once.
+  const int64_t panels = (weight.dim(0) + 31) / 32;
+  const int64_t panel_source_bytes = 32 * weight.dim(1) * 2;
+  const int64_t slice_panels = std::max<int64_t>(1, (int64_t{8} << 20) / panel_source_bytes);
+  for (int64_t panel = 0; panel < panels; panel += slice_panels) {
+    const int64_t end = std::min(panels, panel + slice_panels);
+    cpu::pack_bf16_weight(weight.data<uint16_t>(), weight.dim(0), weight.dim(1), data, panel, end);
+    if (release_source) {
+      const int64_t first_row = panel * 32;
+      const int64_t row_count = std::min(weight.dim(0), end * 32) - first_row;
+      weight.storage()->release_pages(weight.data<uint16_t>() + first_row * weight.dim(1),
+                                      static_cast<size_t>(row_count * weight.dim(1) * 2));
+    }
+  }
+  // Pages that straddle two slices went with neither.
+  if (release_source) weight.storage()->release_pages();
   return Storage::borrow(buffer_, data, bytes);
 }
 

@@ -6,11 +6,15 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
 
+#include "core/tensor.h"
 #include "io/test_files.h"
+#include "ops/creation.h"
+#include "ops/math.h"
 
 namespace fornace {
 namespace {
@@ -199,6 +203,34 @@ TEST(FileMapping, ReleasedPagesLeaveTheResidentCountAndReadBackTheSameBytes) {
   ASSERT_EQ(copied->path(), HugePagePath::anonymous_copy);
   FileMapping::release_pages(copied.get(), copied->data(), copied->size());
   EXPECT_EQ(std::string(copied->data(), copied->size()), bytes);
+}
+
+// A mapped bf16 weight packed with release_source (in two slices here): the packed copy is
+// that of an owned copy of the bytes, the weight's pages leave the resident count, and the
+// file's bytes read back unchanged.
+TEST(FileMapping, AWeightPackedWithReleaseLeavesTheResidentCountAndKeepsItsBytes) {
+  TemporaryDirectory directory;
+  std::string bytes = patterned_bytes();
+  std::shared_ptr<FileMapping> mapped = map_new_file(directory, bytes, false, page_cache_only());
+  const int64_t rows = 3072;
+  const int64_t depth = 2048;
+  const size_t weight_bytes = static_cast<size_t>(rows * depth * 2);
+  ASSERT_LE(weight_bytes, bytes.size());
+  Tensor weight(Storage::borrow(mapped, mapped->data(), weight_bytes, FileMapping::release_pages),
+                Layout::contiguous({rows, depth}), DType::bf16);
+  Tensor owned = Tensor::empty({rows, depth}, DType::bf16);
+  std::memcpy(owned.raw(), mapped->data(), weight_bytes);
+  PackedWeights packer;
+  std::shared_ptr<const Storage> expected = packer.pack(owned);
+  if (!expected) GTEST_SKIP() << "this CPU's kernels take no packed weights";
+  const size_t before = mapped->pages().resident_bytes;
+  std::shared_ptr<const Storage> packed = packer.pack(weight, true);
+  ASSERT_NE(packed, nullptr);
+  ASSERT_EQ(packed->bytes(), expected->bytes());
+  EXPECT_EQ(std::memcmp(packed->data(), expected->data(), expected->bytes()), 0);
+  const size_t after = mapped->pages().resident_bytes;
+  EXPECT_LE(after + weight_bytes, before) << "resident " << before << " -> " << after;
+  EXPECT_EQ(std::string(mapped->data(), mapped->size()), bytes);
 }
 
 TEST(FileMapping, EmptyFileIsAnErrorNamingThePath) {
