@@ -10,7 +10,7 @@ namespace fornace::cpu {
 // Query rows of one (batch, kv head) are numbered position-major, head-minor; a tile is up to
 // kTileRows consecutive such rows. A work item is one tile over one split of the key range.
 constexpr int64_t kAttentionTileRows = 84;
-constexpr int64_t kAttentionBlockKeys = 64;
+constexpr int64_t kAttentionBlockKeys = 128;
 
 struct AttentionPlan {
   StridedInput query;

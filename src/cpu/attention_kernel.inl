@@ -33,13 +33,16 @@ using simd::Vec;
 
 // The register tile of the products: up to kMaxTileRows rows by kColumnVectors vectors, sized
 // to the register file (32 vector registers with AVX-512, 16 otherwise). Seven rows cover a
-// Qwen2 GQA group in one pass.
+// Qwen2 GQA group in one pass (a decode step); but a 7 x 4 tile spills two of its sums to the
+// stack, so longer runs of rows (prefill) go kRunTileRows at a time, whose tile fits.
 #if defined(__AVX512F__)
 constexpr int kColumnVectors = 4;
 constexpr int kMaxTileRows = 7;
+constexpr int kRunTileRows = 6;
 #else
 constexpr int kColumnVectors = 2;
 constexpr int kMaxTileRows = 6;
+constexpr int kRunTileRows = 6;
 #endif
 constexpr int64_t kColumns = kColumnVectors * simd::kWidth;
 constexpr int64_t kBlockKeys = kAttentionBlockKeys;
@@ -663,9 +666,10 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
     int64_t columns = round_up(block_keys, simd::kWidth);
     operands.load_block(batch, kv_head, block, block_keys);
 
-    // Row group by row group (balanced: 7 rows with at most 6 a group run as 4 + 3, not 6 + 1),
+    // Row group by row group (balanced: 9 rows with at most 6 a group run as 5 + 4, not 6 + 3),
     // so that one group's softmax overlaps the products of the next.
-    int64_t groups = (rows + kMaxTileRows - 1) / kMaxTileRows;
+    int64_t group_rows = rows <= kMaxTileRows ? kMaxTileRows : kRunTileRows;
+    int64_t groups = (rows + group_rows - 1) / group_rows;
     for (int64_t group = 0, first = 0; group < groups; ++group) {
       int64_t count = (rows - first + (groups - group) - 1) / (groups - group);
       operands.score(first, count, columns);

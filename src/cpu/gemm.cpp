@@ -19,6 +19,8 @@
 namespace fornace::cpu {
 namespace {
 
+using kernels::kInputRowStrideBf16;
+using kernels::kInputRowStrideF32;
 using kernels::kPanelDepthBf16;
 using kernels::kPanelDepthF32;
 
@@ -51,7 +53,7 @@ void gemm_f32_4x16_portable(int64_t steps, const void* input_panel, const void* 
   for (int64_t step = 0; step < steps; ++step) {
     const float* weight_row = weight + step * kColumns;
     for (int row = 0; row < kRows; ++row) {
-      float value = input[row * kPanelDepthF32 + step];
+      float value = input[row * kInputRowStrideF32 + step];
       for (int column = 0; column < kColumns; ++column) {
         acc[row][column] += value * weight_row[column];
       }
@@ -66,6 +68,7 @@ struct GemmKernel {
   int rows;
   int columns;
   int64_t panel_depth;  // The most k values one packed panel holds.
+  int64_t input_row_stride;  // Elements from one input panel row to the next.
   bool bf16_pairs;      // Panels hold bf16 k pairs (else f32).
   kernels::MicroKernel multiply;
 };
@@ -74,24 +77,24 @@ GemmKernel select_kernel(DType weight_dtype) {
   switch (active_isa()) {
     case Isa::avx512:
       if (weight_dtype == DType::bf16) {
-        return {12, 32, kPanelDepthBf16, true, kernels::gemm_bf16_12x32_avx512};
+        return {12, 32, kPanelDepthBf16, kInputRowStrideBf16, true, kernels::gemm_bf16_12x32_avx512};
       }
-      return {12, 32, kPanelDepthF32, false, kernels::gemm_f32_12x32_avx512};
+      return {12, 32, kPanelDepthF32, kInputRowStrideF32, false, kernels::gemm_f32_12x32_avx512};
     case Isa::avx2:
-      return {6, 16, kPanelDepthF32, false, kernels::gemm_f32_6x16_avx2};
+      return {6, 16, kPanelDepthF32, kInputRowStrideF32, false, kernels::gemm_f32_6x16_avx2};
     default:
-      return {4, 16, kPanelDepthF32, false, gemm_f32_4x16_portable};
+      return {4, 16, kPanelDepthF32, kInputRowStrideF32, false, gemm_f32_4x16_portable};
   }
 }
 
 // Packs kernel.rows input rows (rows_valid of them real, the rest zero), k in
-// [k_begin, k_begin + k_count), at a row stride of kernel.panel_depth.
+// [k_begin, k_begin + k_count), at a row stride of kernel.input_row_stride.
 void pack_input_panel(const GemmKernel& kernel, const float* input, int64_t input_stride,
                       int64_t rows_valid, int64_t k_begin, int64_t k_count, void* panel) {
   if (kernel.bf16_pairs) {
     int64_t padded = round_up(k_count, 2);
     for (int row = 0; row < kernel.rows; ++row) {
-      uint16_t* destination = static_cast<uint16_t*>(panel) + row * kernel.panel_depth;
+      uint16_t* destination = static_cast<uint16_t*>(panel) + row * kernel.input_row_stride;
       if (row < rows_valid) {
         kernels::convert_f32_to_bf16_avx512(input + row * input_stride + k_begin, destination,
                                             k_count);
@@ -103,7 +106,7 @@ void pack_input_panel(const GemmKernel& kernel, const float* input, int64_t inpu
     return;
   }
   for (int row = 0; row < kernel.rows; ++row) {
-    float* destination = static_cast<float*>(panel) + row * kernel.panel_depth;
+    float* destination = static_cast<float*>(panel) + row * kernel.input_row_stride;
     if (row < rows_valid) {
       std::memcpy(destination, input + row * input_stride + k_begin, k_count * sizeof(float));
     } else {
@@ -316,7 +319,7 @@ void gemm_group(const LinearProblem* problems, int count) {
   // Depth blocks of equal, even length.
   const int64_t depth_blocks = divide_up(problem.depth, kernel.panel_depth);
   const int64_t block_depth = round_up(divide_up(problem.depth, depth_blocks), 2);
-  const int64_t input_panel_bytes = kernel.rows * kernel.panel_depth * element_bytes;
+  const int64_t input_panel_bytes = kernel.rows * kernel.input_row_stride * element_bytes;
   const int64_t weight_panel_bytes = kernel.columns * block_depth * element_bytes;
 
   // Row blocks of equal length whose packed input fits kInputBlockBytes.

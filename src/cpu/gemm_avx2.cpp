@@ -23,7 +23,7 @@ void gemm_f32_6x16_avx2(int64_t steps, const void* input_panel, const void* weig
     __m256 weight_high = _mm256_load_ps(weight + 16 * step + 8);
 #pragma GCC unroll 6
     for (int row = 0; row < kRows; ++row) {
-      __m256 value = _mm256_broadcast_ss(input + row * kPanelDepthF32 + step);
+      __m256 value = _mm256_broadcast_ss(input + row * kInputRowStrideF32 + step);
       acc[row][0] = _mm256_fmadd_ps(value, weight_low, acc[row][0]);
       acc[row][1] = _mm256_fmadd_ps(value, weight_high, acc[row][1]);
     }

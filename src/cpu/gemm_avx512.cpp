@@ -154,8 +154,8 @@ void pack_f32_columns_avx512(const void* weight, DType weight_dtype, int64_t wei
 
 void gemm_bf16_12x32_avx512(int64_t steps, const void* input_panel, const void* weight_panel,
                             float* c, int64_t c_stride, bool accumulate, const float* bias) {
-  // Input rows are bf16 at a stride of kPanelDepthBf16; one 32-bit word holds a k pair.
-  constexpr int64_t kRowWords = kPanelDepthBf16 / 2;
+  // Input rows are bf16 at a stride of kInputRowStrideBf16; one 32-bit word holds a k pair.
+  constexpr int64_t kRowWords = kInputRowStrideBf16 / 2;
   const int32_t* input = static_cast<const int32_t*>(input_panel);
   const __m512i* weight = static_cast<const __m512i*>(weight_panel);
   __m512 acc[kRows][2];
@@ -184,7 +184,7 @@ void gemm_f32_12x32_avx512(int64_t steps, const void* input_panel, const void* w
     __m512 weight_high = _mm512_load_ps(weight + 32 * step + 16);
 #pragma GCC unroll 12
     for (int row = 0; row < kRows; ++row) {
-      __m512 value = _mm512_set1_ps(input[row * kPanelDepthF32 + step]);
+      __m512 value = _mm512_set1_ps(input[row * kInputRowStrideF32 + step]);
       acc[row][0] = _mm512_fmadd_ps(value, weight_low, acc[row][0]);
       acc[row][1] = _mm512_fmadd_ps(value, weight_high, acc[row][1]);
     }

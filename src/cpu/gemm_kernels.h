@@ -9,11 +9,14 @@
 namespace fornace::cpu::kernels {
 
 // Packed panels. An input panel holds kernel-rows rows of up to kPanelDepth* elements each, at a
-// fixed row stride of kPanelDepth* elements (bf16 for the bf16 kernel, f32 otherwise); rows past
-// the input are zero. A weight panel holds kernel-columns weight rows, transposed: for the f32
+// fixed row stride of kInputRowStride* elements (bf16 for the bf16 kernel, f32 otherwise): one
+// cache line more than the depth, so that the rows do not all fall in one L1 set; rows past the
+// input are zero. A weight panel holds kernel-columns weight rows, transposed: for the f32
 // kernels [k][column], for the bf16 kernel [k / 2][column][2] (the pairs vdpbf16ps multiplies).
-constexpr int64_t kPanelDepthBf16 = 512;
+constexpr int64_t kPanelDepthBf16 = 2048;
 constexpr int64_t kPanelDepthF32 = 256;
+constexpr int64_t kInputRowStrideBf16 = kPanelDepthBf16 + 32;
+constexpr int64_t kInputRowStrideF32 = kPanelDepthF32 + 16;
 
 // One full rows x columns tile: c = (accumulate ? c : bias row or 0) + a-panel · b-panel over
 // `steps` k-steps (k pairs for bf16, single k otherwise). c has row stride c_stride.

@@ -33,7 +33,7 @@ TEST(KernelChoices, NameTheActiveLevelAndTheKernelsItPicks) {
     std::string avx512 = cpu::kernel_choices();
     expect_contains(avx512, "isa avx512;");
     expect_contains(avx512, "gemv bf16: bf16 dot over the packed weights, 1-8 rows a pass");
-    expect_contains(avx512, "gemm bf16: 12x32 bf16 pairs, panels of 512 k, weights packed at load");
+    expect_contains(avx512, "gemm bf16: 12x32 bf16 pairs, panels of 2048 k, weights packed at load");
     expect_contains(avx512, "weights widened to bf16");
     // Without packed weights the GEMV reads the stored rows, in tiles for several rows.
     ::setenv("FORNACE_PACKED_WEIGHTS", "0", 1);

@@ -212,11 +212,11 @@ TEST_F(AttentionTest, SizesOneAndOddHeadDimensions) {
 }
 
 TEST_F(AttentionTest, KeyBlockEdgesForDecodeAndPrefillInEveryLayout) {
-  // The kernel walks keys in blocks of 64 and transposes them in 16-, 8- or 4-key tiles.
+  // The kernel walks keys in blocks of 128 and transposes them in 16-, 8- or 4-key tiles.
   for (cpu::Isa isa : supported_isas()) {
     cpu::set_isa(isa);
     for (KvLayout layout : kKvLayouts) {
-      for (int64_t length : {1, 3, 17, 63, 64, 65, 129}) {
+      for (int64_t length : {1, 3, 17, 63, 64, 65, 127, 128, 129, 257}) {
         for (bool causal : {false, true}) {
           check({1, 14, 2, 1, length, 64}, causal, layout, DType::f32, 70 + length);
           check({1, 14, 2, length, length, 64}, causal, layout, DType::f32, 80 + length);
@@ -231,7 +231,7 @@ TEST_F(AttentionTest, LongCachesAndQueryTileEdges) {
     cpu::set_isa(isa);
     for (int threads : {1, 2}) {
       set_num_threads(threads);
-      // 4097 keys: 64 full blocks and one of a single key.
+      // 4097 keys: 32 full blocks and one of a single key.
       check({1, 14, 2, 1, 4097, 64}, false, KvLayout::narrowed, DType::f32, 90);
       check({1, 2, 1, 65, 4097, 64}, true, KvLayout::transposed, DType::f32, 91);
       // A tile holds 84 query rows of one kv head: 12 positions of a 7-head group fill one
