@@ -6,7 +6,12 @@
         --prompt-file bench/prompts/alice-2048.txt --max-new-tokens 128 --ignore-eos
 
 A setting is a list of NAME=VALUE environment assignments and extra arguments, as a shell would
-split it (for example "FORNACE_HUGE_PAGES=0" or "--kv-cache cat"). The command runs with --json
+split it (for example "FORNACE_HUGE_PAGES=0" or "--kv-cache cat"). --a-program and --b-program
+run another build's binary in place of the command's first word, to pair two builds:
+
+    scripts/compare-runs.py --a "" --b "" --a-program /tmp/old/build/bin/fornace -- \
+        build/bin/fornace --model models/synth-qwen2.5-0.5b --prompt-file bench/prompts/alice-512.txt
+ The command runs with --json
 --quiet added, A then B in every round, so that a drift in the machine's speed falls on both.
 Prints, per setting, the median and range of decode and prefill tok/s, and the median and range
 of the per-round ratio A/B: on a machine whose speed drifts, the paired ratio is the steady
@@ -38,8 +43,10 @@ def parse_setting(text):
     return environment, arguments
 
 
-def run_once(command, setting):
+def run_once(command, setting, program):
     environment, arguments = setting
+    if program:
+        command = [program] + command[1:]
     done = subprocess.run(command + arguments + ["--json", "--quiet"],
                           env=dict(os.environ, **environment), capture_output=True, text=True)
     if done.returncode != 0:
@@ -57,6 +64,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--a", required=True, help='setting A, e.g. "--kv-cache cat"')
     parser.add_argument("--b", required=True, help='setting B, e.g. "FORNACE_HUGE_PAGES=0"')
+    parser.add_argument("--a-program", help="binary run for A instead of the command's first word")
+    parser.add_argument("--b-program", help="binary run for B instead of the command's first word")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     options = parser.parse_args()
     command = options.command[1:] if options.command[:1] == ["--"] else options.command
@@ -65,11 +74,13 @@ def main():
     if options.rounds < 1:
         sys.exit("error: --rounds must be at least 1")
     settings = {"A": parse_setting(options.a), "B": parse_setting(options.b)}
-    labels = {"A": options.a, "B": options.b}
+    programs = {"A": options.a_program, "B": options.b_program}
+    labels = {name: " ".join(filter(None, [programs[name], text]))
+              for name, text in (("A", options.a), ("B", options.b))}
     results = {"A": [], "B": []}
     for round_number in range(options.rounds):
         for name in ("A", "B"):
-            summary = run_once(command, settings[name])
+            summary = run_once(command, settings[name], programs[name])
             results[name].append(summary)
             print(f"round {round_number + 1}/{options.rounds} {name}: "
                   f"decode {summary['decode_tok_s']:.1f} tok/s, "
