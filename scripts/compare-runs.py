@@ -10,9 +10,11 @@ split it (for example "FORNACE_HUGE_PAGES=0" or "--kv-cache cat"). --a-program a
 run another build's binary in place of the command's first word, to pair two builds:
 
     scripts/compare-runs.py --a "" --b "" --a-program /tmp/old/build/bin/fornace -- \
-        build/bin/fornace --model models/synth-qwen2.5-0.5b --prompt-file bench/prompts/alice-512.txt
- The command runs with --json
---quiet added, A then B in every round, so that a drift in the machine's speed falls on both.
+        build/bin/fornace --model models/synth-qwen2.5-0.5b \
+        --prompt-file bench/prompts/alice-512.txt
+
+The command runs with --json --quiet added, A then B in every round, so that a drift in the
+machine's speed falls on both.
 Prints, per setting, the median and range of decode and prefill tok/s, and the median and range
 of the per-round ratio A/B: on a machine whose speed drifts, the paired ratio is the steady
 figure.

@@ -67,9 +67,9 @@ void gemm_f32_4x16_portable(int64_t steps, const void* input_panel, const void* 
 struct GemmKernel {
   int rows;
   int columns;
-  int64_t panel_depth;  // The most k values one packed panel holds.
+  int64_t panel_depth;       // The most k values one packed panel holds.
   int64_t input_row_stride;  // Elements from one input panel row to the next.
-  bool bf16_pairs;      // Panels hold bf16 k pairs (else f32).
+  bool bf16_pairs;           // Panels hold bf16 k pairs (else f32).
   kernels::MicroKernel multiply;
 };
 
@@ -77,7 +77,8 @@ GemmKernel select_kernel(DType weight_dtype) {
   switch (active_isa()) {
     case Isa::avx512:
       if (weight_dtype == DType::bf16) {
-        return {12, 32, kPanelDepthBf16, kInputRowStrideBf16, true, kernels::gemm_bf16_12x32_avx512};
+        return {12, 32, kPanelDepthBf16, kInputRowStrideBf16, true,
+                kernels::gemm_bf16_12x32_avx512};
       }
       return {12, 32, kPanelDepthF32, kInputRowStrideF32, false, kernels::gemm_f32_12x32_avx512};
     case Isa::avx2:
