@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -38,6 +39,8 @@ struct OpSlot {
   const char* op;
   std::array<int64_t, kNumPhases> bytes{};
   std::array<int64_t, kNumPhases> count{};
+  std::array<int64_t, kNumPhases> nanoseconds{};
+  std::array<int64_t, kNumPhases> calls{};
 };
 
 struct Counters {
@@ -46,6 +49,7 @@ struct Counters {
   std::array<PhaseMemory, kNumPhases> phases{};
   std::vector<OpSlot> ops;
   std::atomic<Phase> phase{Phase::other};
+  std::atomic<bool> op_timing{false};
   std::atomic<int64_t> contiguous_copy_bytes{0};
   std::atomic<int64_t> strided_copy_bytes{0};
   std::atomic<int64_t> strided_copy_runs{0};
@@ -66,6 +70,21 @@ OpSlot& slot_for(Counters& state, const char* op) {
   }
   state.ops.push_back(OpSlot{op});
   return state.ops.back();
+}
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void record_op_time(const char* op, int64_t nanoseconds) {
+  Counters& state = counters();
+  std::lock_guard lock(state.mutex);
+  int phase_index = static_cast<int>(state.phase.load());
+  OpSlot& slot = slot_for(state, op);
+  slot.nanoseconds[phase_index] += nanoseconds;
+  slot.calls[phase_index] += 1;
 }
 
 }  // namespace
@@ -136,6 +155,24 @@ std::vector<OpMemory> op_memory() {
   return result;
 }
 
+void set_op_timing(bool enabled) { counters().op_timing.store(enabled); }
+
+std::vector<OpTime> op_times() {
+  Counters& state = counters();
+  std::lock_guard lock(state.mutex);
+  std::vector<OpTime> result;
+  for (const OpSlot& slot : state.ops) {
+    for (int phase = 0; phase < kNumPhases; ++phase) {
+      if (slot.calls[phase] == 0) continue;
+      result.push_back(OpTime{slot.op, static_cast<Phase>(phase), slot.nanoseconds[phase] * 1e-6,
+                              slot.calls[phase]});
+    }
+  }
+  std::sort(result.begin(), result.end(),
+            [](const OpTime& left, const OpTime& right) { return left.ms > right.ms; });
+  return result;
+}
+
 void record_mapping(const MappedBytes& mapped) {
   std::lock_guard<std::mutex> lock(counters().mutex);
   MappedBytes& total = counters().mapped;
@@ -184,9 +221,14 @@ void reset_counters() {
 }
 
 OpScope::OpScope(const char* op) : previous_(thread_op) {
-  if (!thread_op) thread_op = op;
+  if (thread_op) return;
+  thread_op = op;
+  if (counters().op_timing.load(std::memory_order_relaxed)) start_ns_ = now_ns();
 }
-OpScope::~OpScope() { thread_op = previous_; }
+OpScope::~OpScope() {
+  if (start_ns_ >= 0) record_op_time(thread_op, now_ns() - start_ns_);
+  thread_op = previous_;
+}
 
 PhaseScope::PhaseScope(Phase phase) : previous_(memory::phase()) { set_phase(phase); }
 PhaseScope::~PhaseScope() { set_phase(previous_); }

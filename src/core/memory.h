@@ -1,5 +1,5 @@
-// Memory accounting: live and peak bytes per device, per-phase and per-op allocation counts,
-// and the bytes that copy kernels move, split into contiguous and strided.
+// Memory accounting: live and peak bytes per device, per-phase and per-op allocation counts and
+// op times, and the bytes that copy kernels move, split into contiguous and strided.
 #pragma once
 
 #include <atomic>
@@ -29,6 +29,14 @@ struct OpMemory {
   Phase phase;
   int64_t allocated_bytes = 0;
   int64_t allocations = 0;
+};
+
+// Wall time of the outermost ops on the threads that called them, per (op, phase).
+struct OpTime {
+  std::string op;
+  Phase phase;
+  double ms = 0;
+  int64_t calls = 0;
 };
 
 struct DeviceMemory {
@@ -86,11 +94,16 @@ PhaseMemory phase_memory(Phase phase);
 std::vector<OpMemory> op_memory();
 CopyBytes copy_bytes();
 MappedBytes mapped_bytes();
+// Starts or stops timing the outermost OpScopes (two clock reads an op; off by default).
+void set_op_timing(bool enabled);
+// Op times grouped by (op, phase), longest first.
+std::vector<OpTime> op_times();
 // Zeroes phase, op and copy counters and sets peak to the current live bytes.
 void reset_counters();
 
-// Tags allocations made on this thread with an op name for its lifetime. Nested scopes keep
-// the outermost name, so an op that calls other ops is charged for their allocations.
+// Tags allocations made on this thread with an op name for its lifetime, and times it while
+// op timing is on. Nested scopes keep the outermost name, so an op that calls other ops is
+// charged for their allocations and their time.
 class OpScope {
  public:
   explicit OpScope(const char* op);
@@ -100,6 +113,7 @@ class OpScope {
 
  private:
   const char* previous_;
+  int64_t start_ns_ = -1;  // Set when this scope is outermost and timed.
 };
 
 // Sets the phase for its lifetime and restores the previous one after.

@@ -1,4 +1,4 @@
-// Formats the memory and copy counters that a generation leaves behind.
+// Formats the memory, copy and op time counters that a generation leaves behind.
 #include "engine/trace.h"
 
 #include <cstdio>
@@ -27,6 +27,40 @@ std::string huge_page_paths(int paths) {
     names += (names.empty() ? "" : ", ") + std::string(huge_page_path_name(path));
   }
   return names.empty() ? "none mapped" : names;
+}
+
+// The wall ms of a phase: prefill's, or the sum of the decode steps.
+double phase_ms(const GenerationResult& result, Phase phase) {
+  if (phase == Phase::prefill) return result.prefill_ms;
+  double total = 0;
+  for (const DecodeStep& step : result.steps) total += step.ms;
+  return total;
+}
+
+// Each op's share of prefill and decode time, longest first, then the time between ops.
+std::string format_op_times(const GenerationResult& result) {
+  std::vector<OpTime> times = memory::op_times();
+  if (times.empty()) return "";
+  std::string text =
+      "trace: time by op (wall ms on the generating thread, outermost ops; \"between ops\" is "
+      "the rest of the phase: sampling, logits and the loop)\n";
+  text += line("  %-8s %-16s %10s %7s %8s %10s\n", "phase", "op", "ms", "%", "calls",
+               "us/call");
+  for (Phase phase : {Phase::prefill, Phase::decode}) {
+    const double total = phase_ms(result, phase);
+    if (total <= 0) continue;
+    double ops_ms = 0;
+    for (const OpTime& op : times) {
+      if (op.phase != phase) continue;
+      ops_ms += op.ms;
+      text += line("  %-8s %-16s %10.2f %7.1f %8lld %10.1f\n", phase_name(phase), op.op.c_str(),
+                   op.ms, 100.0 * op.ms / total, static_cast<long long>(op.calls),
+                   1000.0 * op.ms / static_cast<double>(op.calls));
+    }
+    text += line("  %-8s %-16s %10.2f %7.1f\n", phase_name(phase), "between ops",
+                 total - ops_ms, 100.0 * (total - ops_ms) / total);
+  }
+  return text;
 }
 
 }  // namespace
@@ -91,7 +125,7 @@ std::string format_trace(const GenerationResult& result) {
                  static_cast<long long>(op.allocations));
     if (++shown == 8) break;
   }
-  return text;
+  return text + format_op_times(result);
 }
 
 nlohmann::json trace_to_json(const GenerationResult& result) {
@@ -117,6 +151,11 @@ nlohmann::json trace_to_json(const GenerationResult& result) {
                    {"allocated_bytes", op.allocated_bytes},
                    {"allocations", op.allocations}});
   }
+  nlohmann::json op_times = nlohmann::json::array();
+  for (const OpTime& op : memory::op_times()) {
+    op_times.push_back(
+        {{"op", op.op}, {"phase", phase_name(op.phase)}, {"ms", op.ms}, {"calls", op.calls}});
+  }
   MappedBytes mapped = memory::mapped_bytes();
   return {{"phases", phases},
           {"weights_read_per_token", result.weights_read_per_token.bytes},
@@ -135,7 +174,8 @@ nlohmann::json trace_to_json(const GenerationResult& result) {
                               {"strided_runs", result.prefill_copied.strided_runs}}},
           {"reusable_buffer_bytes", reusable_buffer_bytes()},
           {"decode_steps", steps},
-          {"ops", ops}};
+          {"ops", ops},
+          {"op_times", op_times}};
 }
 
 }  // namespace fornace

@@ -1,8 +1,9 @@
-// Memory accounting: live and peak bytes, per-phase and per-op allocation counts, released
-// bytes, and the copy counters.
+// Memory accounting: live and peak bytes, per-phase and per-op allocation counts and op times,
+// released bytes, and the copy counters.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/memory.h"
 #include "core/storage.h"
@@ -18,6 +19,14 @@ const OpMemory* find_op(const std::vector<OpMemory>& ops, const std::string& nam
     return entry.op == name && entry.phase == phase;
   });
   return found == ops.end() ? nullptr : &*found;
+}
+
+// Returns once the steady clock has moved on by `ms` (a lower bound for a timed scope).
+void wait_ms(double ms) {
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+             .count() < ms) {
+  }
 }
 
 TEST(Memory, LiveAndPeakBytesFollowAllocationsAndReleases) {
@@ -140,6 +149,31 @@ TEST(Memory, OpScopeAggregatesPerPhaseLargestFirst) {
     return a.allocated_bytes > b.allocated_bytes;
   }));
   EXPECT_STREQ(memory::current_op(), "other");
+}
+
+TEST(Memory, OpTimingChargesTheOutermostScopeWhileOn) {
+  memory::reset_counters();
+  { memory::OpScope untimed("untimed_op"); }
+  EXPECT_TRUE(memory::op_times().empty());
+  memory::set_op_timing(true);
+  {
+    memory::PhaseScope phase(Phase::decode);
+    for (int call = 0; call < 3; ++call) {
+      memory::OpScope outer("timed_op");
+      memory::OpScope inner("inner_op");  // Nested: its time is the outer op's.
+      wait_ms(2);
+    }
+  }
+  memory::set_op_timing(false);
+  { memory::OpScope after("after_op"); }
+  std::vector<OpTime> times = memory::op_times();
+  ASSERT_EQ(times.size(), 1u);
+  EXPECT_EQ(times[0].op, "timed_op");
+  EXPECT_EQ(times[0].phase, Phase::decode);
+  EXPECT_EQ(times[0].calls, 3);
+  EXPECT_GE(times[0].ms, 6.0);
+  memory::reset_counters();
+  EXPECT_TRUE(memory::op_times().empty());
 }
 
 TEST(Memory, CopyCountersSplitContiguousAndStridedBytes) {

@@ -64,6 +64,35 @@ TEST_F(FornaceCli, TraceShowsPhasesStepsAndOps) {
   }
 }
 
+TEST_F(FornaceCli, TraceTimesEachOpWithinItsPhase) {
+  Outcome outcome = run_fornace(
+      run("--prompt-ids 1,2,3,4,5 --max-new-tokens 6 --ignore-eos --trace --json --quiet"));
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_NE(outcome.err.find("trace: time by op"), std::string::npos) << outcome.err;
+  nlohmann::json summary = nlohmann::json::parse(
+      outcome.out.substr(outcome.out.rfind('\n', outcome.out.size() - 2) + 1));
+  const int64_t layers = nlohmann::json::parse(slurp(model + "/config.json"))["num_hidden_layers"];
+  double op_ms[2] = {0, 0};
+  int64_t decode_linear_calls = 0;
+  for (const nlohmann::json& op : summary["trace"]["op_times"]) {
+    const bool decode = op["phase"] == "decode";
+    ASSERT_TRUE(decode || op["phase"] == "prefill") << op;
+    EXPECT_GE(op["ms"].get<double>(), 0.0) << op;
+    op_ms[decode] += op["ms"].get<double>();
+    if (decode && op["op"] == "linear") decode_linear_calls = op["calls"];
+  }
+  double steps_ms = 0;
+  for (const nlohmann::json& step : summary["decode_step_ms"]) steps_ms += step.get<double>();
+  // Ops run inside their phase's wall time.
+  EXPECT_GT(op_ms[0], 0.0);
+  EXPECT_LE(op_ms[0], summary["prefill_ms"].get<double>());
+  EXPECT_GT(op_ms[1], 0.0);
+  EXPECT_LE(op_ms[1], steps_ms);
+  // Per step and layer: q/k/v as one group, o_proj, gate/up as one group, down_proj; then the
+  // head. A linear inside another op would not count again.
+  EXPECT_EQ(decode_linear_calls, 5 * (4 * layers + 1));
+}
+
 TEST_F(FornaceCli, TraceAndJsonNameTheActivationRounding) {
   Outcome outcome =
       run_fornace(run("--prompt-ids 1,2 --max-new-tokens 1 --activations int8x2 --trace --json"));

@@ -135,7 +135,8 @@ void add_generate_flags(CommandLine& app, GenerateFlags& flags) {
       ->type_name("N")
       ->transform(integer_in(0, INT64_MAX / 4));
   app.add_flag("--trace", flags.trace,
-               "report memory per phase, bytes copied per decode step, top ops");
+               "report memory per phase, bytes copied per decode step, top ops, and the time "
+               "of each op in prefill and decode");
   app.add_flag("--json", flags.json,
                "print the summary as one JSON object on the last line of stdout");
 
@@ -292,6 +293,7 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
     write_out(decoder ? decoder->push(id) : std::to_string(id) + " ");
   };
   GenerationResult result;
+  memory::set_op_timing(flags.trace);
   try {
     result = generator.generate(prompt, options, on_token);
     if (stream) write_out((decoder ? decoder->flush() : std::string()) + "\n");
