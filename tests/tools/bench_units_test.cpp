@@ -208,6 +208,9 @@ TEST(BenchRecords, RunsCsvRoundTripsEveryFieldAndTheContext) {
   runs[0].mean_strided_bytes_last64 = 8388608.5;
   runs[0].bytes_per_run_last64 = 128;
   runs[0].peak_gflops = 876.5;
+  runs[0].prefill_linear_gflop = 1500.25;
+  runs[0].prefill_linear_ms = 3500.5;
+  runs[0].decode_linear_ms = 2750.125;
   std::ostringstream out;
   write_runs_csv(out, context, runs);
   BenchData data;
@@ -247,6 +250,10 @@ TEST(BenchRecords, RunsCsvRoundTripsEveryFieldAndTheContext) {
   EXPECT_EQ(first.mean_strided_bytes_last64, 8388608.5);
   EXPECT_EQ(first.bytes_per_run_last64, 128);
   EXPECT_DOUBLE_EQ(first.peak_gflops, 876.5);
+  EXPECT_DOUBLE_EQ(first.prefill_linear_gflop, 1500.25);
+  EXPECT_EQ(first.prefill_linear_ms, 3500.5);
+  EXPECT_EQ(first.decode_linear_ms, 2750.125);
+  EXPECT_FALSE(data.runs[1].decode_linear_ms.has_value());
   EXPECT_DOUBLE_EQ(data.runs[1].peak_gflops, 0);
   EXPECT_EQ(data.runs[1].attention, "fused");
   EXPECT_EQ(data.runs[1].kv_cache, "prealloc");
@@ -279,15 +286,20 @@ TEST(BenchRecords, RunsCsvWithoutTheLaterRooflineColumnsReadsThemAsUnknown) {
   EXPECT_NE(tables.find("### p.txt: 513 prompt tokens, 128 new tokens"), std::string::npos)
       << tables;
   std::vector<std::string> cells = row_cells(line_with(tables, "`cat`"));
-  ASSERT_EQ(cells.size(), 15u) << tables;
+  ASSERT_EQ(cells.size(), 17u) << tables;
   EXPECT_EQ(cells[0], "`fused`");
   EXPECT_EQ(cells[5], "n/a");  // Strided MiB/step.
   EXPECT_EQ(cells[6], "n/a");  // B/run.
   // 988 MB of weights + 24,576 bytes x (513 + 64) mean positions.
   EXPECT_EQ(cells[8], "1,002");
   EXPECT_EQ(cells[10], "34.2");  // The bench's one measurement stands in for every run.
-  EXPECT_EQ(cells[13], "n/a");
+  EXPECT_EQ(cells[12], "n/a");   // No linear op times.
   EXPECT_EQ(cells[14], "n/a");
+  EXPECT_EQ(cells[15], "n/a");
+  EXPECT_EQ(cells[16], "n/a");
+  EXPECT_FALSE(data.runs[0].decode_linear_ms.has_value());
+  EXPECT_FALSE(data.runs[0].prefill_linear_ms.has_value());
+  EXPECT_DOUBLE_EQ(data.runs[0].prefill_linear_gflop, 0);
 }
 
 TEST(BenchRecords, StepsCsvRoundTripsEveryField) {
@@ -450,7 +462,7 @@ TEST(BenchSummary, OneTablePerModelAndPromptWithARowPerAttentionPathAndCache) {
   EXPECT_NE(text.find("### tiny-llama \u00b7 p.ids: 2,049 prompt tokens"), std::string::npos);
   std::string last_table = text.substr(text.find("### tiny-llama"));
   std::vector<std::string> candle_prealloc = row_of(last_table, "candle", "prealloc");
-  ASSERT_EQ(candle_prealloc.size(), 15u) << text;
+  ASSERT_EQ(candle_prealloc.size(), 17u) << text;
   EXPECT_EQ(candle_prealloc[5], "3.00");
   EXPECT_EQ(candle_prealloc[6], "128");
   EXPECT_EQ(row_of(last_table, "fused", "cat").at(5), "0.00");
@@ -515,21 +527,42 @@ TEST(BenchSummary, TableHasTheFindingsColumnsThenTheRoofline) {
             (std::vector<std::string>{
                 "Attention", "KV cache", "Decode tok/s (runs)", "Mean", "Mean ms, last 64 steps",
                 "Strided MiB/step", "B/run", "Peak memory", "MB read/token", "GB/s", "Read GB/s",
-                "% of read", "Prefill tok/s", "Prefill GFLOP/s", "% of peak"}));
+                "% of read", "Linear % of read", "Prefill tok/s", "Prefill GFLOP/s", "% of peak",
+                "Linear % of peak"}));
   // 988 MB of weights + 12,288 bytes x 2,113 mean positions = 1,013.96 MB per token; at
   // 41.9 tok/s that is 42.5 GB/s, 85 % of 50 GB/s. Prefill: 2,049 tokens in 4,098 ms, 1,600
   // GFLOP in 4.098 s = 390 GFLOP/s, 98 % of 400.
   EXPECT_EQ(row_cells(line_with(tables, "`cat`")),
             (std::vector<std::string>{"`fused`", "`cat`", "41.8, 41.9, 42.0", "41.9",
                                       "24.1\u201324.2", "0.00", "0", "3,373 MiB", "1,014", "42.5",
-                                      "50.0", "85 %", "500", "390", "98 %"}));
+                                      "50.0", "85 %", "n/a", "500", "390", "98 %", "n/a"}));
   EXPECT_EQ(row_cells(line_with(tables, "`prealloc`"))[4], "9.5\u20139.6");
   EXPECT_EQ(row_cells(line_with(tables, "`prealloc`"))[7], "1,666\u20131,683 MiB");
   // With each run's own peak, the share is each run's over its peak, averaged: 390 of 500 is
   // 78 %, 390 of 300 is 130 %, mean 104 % (the bench's 400 would have said 98 %).
   data.runs[3].peak_gflops = 500;
   data.runs[4].peak_gflops = 300;
-  EXPECT_EQ(row_cells(line_with(format_tables(data), "`prealloc`"))[14], "104 %");
+  EXPECT_EQ(row_cells(line_with(format_tables(data), "`prealloc`"))[15], "104 %");
+}
+
+TEST(BenchSummary, LinearColumnsTakeTheLinearOpsTimeAlone) {
+  BenchData data;
+  data.context = sample_context();
+  data.runs = {sample_run("prealloc", "p.txt", 1, 40, 25, 3000),
+               sample_run("prealloc", "p.txt", 2, 40, 25, 3000)};
+  // 988 MB of weights x 127 steps in 2,509.3 ms of linear ops: 50.0 GB/s, 100 % of 50 GB/s;
+  // in 3,136.6 ms, 40.0 GB/s, 80 %: the mean is 90 %.
+  data.runs[0].decode_linear_ms = 988e6 * 127 / 50e9 * 1000;
+  data.runs[1].decode_linear_ms = 988e6 * 127 / 40e9 * 1000;
+  // 1,500 GFLOP in 5 s against the bench's 400 GFLOP/s peak: 75 %; in 4 s against the second
+  // run's own peak of 600: 62.5 %; the mean is 68.75 %.
+  for (RunRecord& run : data.runs) run.prefill_linear_gflop = 1500;
+  data.runs[0].prefill_linear_ms = 5000;
+  data.runs[1].prefill_linear_ms = 4000;
+  data.runs[1].peak_gflops = 600;
+  std::vector<std::string> cells = row_cells(line_with(format_tables(data), "`prealloc`"));
+  EXPECT_EQ(cells[12], "90 %");
+  EXPECT_EQ(cells[16], "69 %");
 }
 
 TEST(BenchSummary, MarkdownReportStatesTheContextAndLinksThePlot) {

@@ -349,6 +349,9 @@ void handle_event(const std::string& line, ChildOutcome& outcome, BenchData& dat
     run.kv_bytes_per_token = event["kv_bytes_per_token"].get<double>();
     run.mean_strided_bytes_last64 = event["mean_strided_bytes_last64"].get<double>();
     run.bytes_per_run_last64 = event["bytes_per_run_last64"].get<double>();
+    run.prefill_linear_gflop = event["prefill_linear_gflop"].get<double>();
+    run.prefill_linear_ms = event["prefill_linear_ms"].get<double>();
+    run.decode_linear_ms = event["decode_linear_ms"].get<double>();
     std::vector<double> step_ms = event["step_ms"].get<std::vector<double>>();
     std::vector<int64_t> contiguous = event["step_copied_contiguous"].get<std::vector<int64_t>>();
     std::vector<int64_t> strided = event["step_copied_strided"].get<std::vector<int64_t>>();

@@ -127,6 +127,14 @@ CopyBytes copied_in_last_steps(const GenerationResult& result, int64_t count) {
   return total;
 }
 
+// The ms that linear ops have taken in `phase` so far (memory::op_times).
+double linear_ms(Phase phase) {
+  for (const OpTime& op : memory::op_times()) {
+    if (op.op == "linear" && op.phase == phase) return op.ms;
+  }
+  return 0;
+}
+
 double elapsed_ms(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
       .count();
@@ -162,6 +170,8 @@ int run_child(const RunFlags& flags, int64_t parent_pid, bool report_progress) {
   if (!flags.dtype.empty()) model_options.dtype = parse_dtype(flags.dtype);
   model_options.activation_rounding = tools::parse_activation_rounding(flags.activations);
   set_num_threads(static_cast<int>(flags.threads));
+  // The linear ops' time per run (two clock reads an op).
+  memory::set_op_timing(true);
   TestFault fault = TestFault::from_environment();
 
   auto load_start = std::chrono::steady_clock::now();
@@ -225,8 +235,12 @@ int run_child(const RunFlags& flags, int64_t parent_pid, bool report_progress) {
       // a roof from one side only can come from another regime than the run's.
       Roofs before = is_warmup ? Roofs{} : measure_roofs(*model);
       int64_t generated = 0;
+      const double prefill_linear_before = linear_ms(Phase::prefill);
+      const double decode_linear_before = linear_ms(Phase::decode);
       GenerationResult result =
           generator.generate(ids, generation, [&](uint32_t) { progress.token(++generated); });
+      const double prefill_linear = linear_ms(Phase::prefill) - prefill_linear_before;
+      const double decode_linear = linear_ms(Phase::decode) - decode_linear_before;
       double peak_mib = static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0);
       if (is_warmup) continue;
       Roofs after = measure_roofs(*model);
@@ -262,6 +276,10 @@ int run_child(const RunFlags& flags, int64_t parent_pid, bool report_progress) {
             {"read_gbs", read_gbs},
             {"peak_gflops", peak_gflops},
             {"prefill_gflop", prefill_gflop(config, shape, static_cast<int64_t>(ids.size()))},
+            {"prefill_linear_gflop",
+             prefill_linear_gflop(config, static_cast<int64_t>(ids.size()))},
+            {"prefill_linear_ms", prefill_linear},
+            {"decode_linear_ms", decode_linear},
             {"step_ms", step_ms},
             {"step_copied_contiguous", contiguous},
             {"step_copied_strided", strided},

@@ -18,7 +18,8 @@ const std::set<std::string> kLaterColumns = {
     "peak_gflops",         "run_read_gbs", "prefill_gflop", "cpu_family",
     "cpu_model",           "model",        "model_dir",     "attention",
     "kv_bytes_per_token",  "strided_runs", "kv_read_bytes", "mean_strided_bytes_last64",
-    "bytes_per_run_last64", "kernels",       "run_peak_gflops"};
+    "bytes_per_run_last64", "kernels",       "run_peak_gflops", "prefill_linear_gflop",
+    "prefill_linear_ms",   "decode_linear_ms"};
 
 const std::vector<std::string> kRunColumns = {"kv_cache",
                                               "prompt",
@@ -39,7 +40,10 @@ const std::vector<std::string> kRunColumns = {"kv_cache",
                                               "kv_bytes_per_token",
                                               "mean_strided_bytes_last64",
                                               "bytes_per_run_last64",
-                                              "run_peak_gflops"};
+                                              "run_peak_gflops",
+                                              "prefill_linear_gflop",
+                                              "prefill_linear_ms",
+                                              "decode_linear_ms"};
 
 const std::vector<std::string> kStepColumns = {"kv_cache",
                                                "prompt",
@@ -174,7 +178,10 @@ void write_runs_csv(std::ostream& out, const BenchContext& context,
                                        format_fixed(run.kv_bytes_per_token, 1),
                                        optional_number(run.mean_strided_bytes_last64, 1),
                                        optional_number(run.bytes_per_run_last64, 1),
-                                       format_fixed(run.peak_gflops, 1)};
+                                       format_fixed(run.peak_gflops, 1),
+                                       format_fixed(run.prefill_linear_gflop, 3),
+                                       optional_number(run.prefill_linear_ms, 3),
+                                       optional_number(run.decode_linear_ms, 3)};
     out << csv_line(joined(fields, shared));
   }
 }
@@ -227,6 +234,9 @@ void read_runs_csv(const std::string& text, const std::string& source_name, Benc
     run.kv_bytes_per_token = number_or_zero(table, row, "kv_bytes_per_token");
     run.mean_strided_bytes_last64 = number_if_recorded(table, row, "mean_strided_bytes_last64");
     run.bytes_per_run_last64 = number_if_recorded(table, row, "bytes_per_run_last64");
+    run.prefill_linear_gflop = number_or_zero(table, row, "prefill_linear_gflop");
+    run.prefill_linear_ms = number_if_recorded(table, row, "prefill_linear_ms");
+    run.decode_linear_ms = number_if_recorded(table, row, "decode_linear_ms");
     data.runs.push_back(run);
   }
 }

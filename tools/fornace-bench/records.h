@@ -59,6 +59,11 @@ struct RunRecord {
   // too); 0 in files written before it was recorded.
   double peak_gflops = 0;
   double prefill_gflop = 0;  // Arithmetic of the prefill (matmuls, attention, one lm_head row).
+  // The linear ops: their share of prefill_gflop, and the ms they took in prefill and over the
+  // run's decode steps (fornace --trace's op times). Absent in files written before.
+  double prefill_linear_gflop = 0;
+  std::optional<double> prefill_linear_ms;
+  std::optional<double> decode_linear_ms;
   // K and V bytes attention read per decode step, the mean over the run's steps (a sliding-window
   // layer reads its window only); 0 in files written before it was recorded.
   double kv_bytes_per_token = 0;

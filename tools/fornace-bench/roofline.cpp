@@ -14,7 +14,7 @@ double kv_bytes_read_per_token(const KvCacheShape& shape, int64_t num_layers, in
   return total / static_cast<double>(decode_steps);
 }
 
-double prefill_gflop(const ModelConfig& config, const KvCacheShape& shape, int64_t tokens) {
+double prefill_linear_gflop(const ModelConfig& config, int64_t tokens) {
   const double hidden = static_cast<double>(config.hidden_size);
   const double query_width = static_cast<double>(config.num_attention_heads * config.head_dim());
   const double kv_width = static_cast<double>(config.num_key_value_heads * config.head_dim());
@@ -23,6 +23,12 @@ double prefill_gflop(const ModelConfig& config, const KvCacheShape& shape, int64
   const double weights_per_layer =
       2 * hidden * query_width + 2 * hidden * kv_width + 3 * hidden * intermediate;
   const double projections = 2 * weights_per_layer * layers * static_cast<double>(tokens);
+  const double lm_head = 2 * hidden * static_cast<double>(config.vocab_size);
+  return (projections + lm_head) / 1e9;
+}
+
+double prefill_gflop(const ModelConfig& config, const KvCacheShape& shape, int64_t tokens) {
+  const double query_width = static_cast<double>(config.num_attention_heads * config.head_dim());
   // Query i (1-based) sees i keys, or its window's: scores and the weighted sum of V.
   double keys_seen = 0;
   for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) {
@@ -31,8 +37,7 @@ double prefill_gflop(const ModelConfig& config, const KvCacheShape& shape, int64
     }
   }
   const double attention = 2 * 2 * query_width * keys_seen;
-  const double lm_head = 2 * hidden * static_cast<double>(config.vocab_size);
-  return (projections + attention + lm_head) / 1e9;
+  return prefill_linear_gflop(config, tokens) + attention / 1e9;
 }
 
 }  // namespace fornace::bench

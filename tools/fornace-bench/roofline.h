@@ -19,5 +19,7 @@ double kv_bytes_read_per_token(const KvCacheShape& shape, int64_t num_layers, in
 // weight), causal attention over the keys each query sees (its window on a sliding-window
 // layer), and the lm_head at the last position only.
 double prefill_gflop(const ModelConfig& config, const KvCacheShape& shape, int64_t tokens);
+// The part of it that linear ops do: the projections and the lm_head row.
+double prefill_linear_gflop(const ModelConfig& config, int64_t tokens);
 
 }  // namespace fornace::bench

@@ -107,7 +107,8 @@ std::vector<PromptSummary> summarize_runs(const BenchData& data) {
       std::stable_sort(runs.begin(), runs.end(),
                        [](const RunRecord* a, const RunRecord* b) { return a->run < b->run; });
       std::vector<double> tok_s, mean_ms, peak, prefill, bytes, read_gbs, bandwidth_share,
-          prefill_gflops, peak_share, strided_mib, bytes_per_run;
+          prefill_gflops, peak_share, strided_mib, bytes_per_run, linear_read_share,
+          linear_peak_share;
       bool strided_recorded = true;
       for (const RunRecord* run : runs) {
         tok_s.push_back(run->decode_tok_s);
@@ -122,10 +123,21 @@ std::vector<PromptSummary> summarize_runs(const BenchData& data) {
         if (run_read_gbs > 0) {
           bandwidth_share.push_back(100.0 * bytes.back() * run->decode_tok_s / 1e9 / run_read_gbs);
         }
+        if (run_read_gbs > 0 && run->decode_linear_ms.value_or(0) > 0) {
+          const double linear_gbs = static_cast<double>(run->weight_bytes) *
+                                    static_cast<double>(run->decode_steps) /
+                                    (*run->decode_linear_ms / 1000.0) / 1e9;
+          linear_read_share.push_back(100.0 * linear_gbs / run_read_gbs);
+        }
+        double run_peak = run->peak_gflops > 0 ? run->peak_gflops : data.context.peak_gflops;
         if (run->prefill_gflop > 0 && run->prefill_ms > 0) {
           prefill_gflops.push_back(run->prefill_gflop / (run->prefill_ms / 1000.0));
-          double run_peak = run->peak_gflops > 0 ? run->peak_gflops : data.context.peak_gflops;
           if (run_peak > 0) peak_share.push_back(100.0 * prefill_gflops.back() / run_peak);
+        }
+        if (run_peak > 0 && run->prefill_linear_gflop > 0 &&
+            run->prefill_linear_ms.value_or(0) > 0) {
+          linear_peak_share.push_back(100.0 * run->prefill_linear_gflop /
+                                      (*run->prefill_linear_ms / 1000.0) / run_peak);
         }
         strided_recorded = strided_recorded && run->mean_strided_bytes_last64.has_value() &&
                            run->bytes_per_run_last64.has_value();
@@ -155,6 +167,8 @@ std::vector<PromptSummary> summarize_runs(const BenchData& data) {
       summary.percent_of_bandwidth = compute_stats(bandwidth_share).mean;
       summary.mean_prefill_gflops = compute_stats(prefill_gflops).mean;
       summary.percent_of_peak = compute_stats(peak_share).mean;
+      summary.linear_percent_of_read = compute_stats(linear_read_share).mean;
+      summary.linear_percent_of_peak = compute_stats(linear_peak_share).mean;
     }
   }
   return prompts;
@@ -192,19 +206,19 @@ std::string format_tables(const BenchData& data) {
            format_fixed(cache.achieved_gbs, 1),
            cache.max_read_gbs > 0 ? format_range(cache.min_read_gbs, cache.max_read_gbs, 1)
                                   : std::string("n/a"),
-           percent(cache.percent_of_bandwidth),
+           percent(cache.percent_of_bandwidth), percent(cache.linear_percent_of_read),
            group_thousands(format_fixed(cache.mean_prefill_tok_s, 0)),
            cache.mean_prefill_gflops > 0 ? format_fixed(cache.mean_prefill_gflops, 0)
                                          : std::string("n/a"),
-           percent(cache.percent_of_peak)});
+           percent(cache.percent_of_peak), percent(cache.linear_percent_of_peak)});
     }
     // The child's mean covers the last 64 decode steps, or all of them when fewer ran.
     const int64_t mean_steps = std::min<int64_t>(prompt.new_tokens - 1, 64);
     const std::string mean_header = "Mean ms, last " + std::to_string(mean_steps) + " steps";
     text += markdown_table(
         {"Attention", "KV cache", "Decode tok/s (runs)", "Mean", mean_header, "Strided MiB/step",
-         "B/run", "Peak memory", "MB read/token", "GB/s", "Read GB/s", "% of read", "Prefill tok/s",
-         "Prefill GFLOP/s", "% of peak"},
+         "B/run", "Peak memory", "MB read/token", "GB/s", "Read GB/s", "% of read",
+         "Linear % of read", "Prefill tok/s", "Prefill GFLOP/s", "% of peak", "Linear % of peak"},
         rows);
     text += "\n";
   }

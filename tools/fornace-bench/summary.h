@@ -38,6 +38,11 @@ struct CacheSummary {
   // Each run's prefill GFLOP/s over its own BF16 peak (the context's for older files),
   // averaged; 0 when unknown.
   double percent_of_peak = 0;
+  // The linear ops alone, means over the runs that recorded their time (0 when none did): the
+  // weight bytes over the ms they took in decode, over each run's read bandwidth; their prefill
+  // GFLOP over their prefill ms, over each run's peak.
+  double linear_percent_of_read = 0;
+  double linear_percent_of_peak = 0;
   // Means over the runs of their last-64-step strided MiB per step and bytes per run; absent
   // when a run did not record them.
   std::optional<double> strided_mib_per_step;
