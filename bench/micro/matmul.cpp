@@ -1,6 +1,6 @@
 // Linear-layer kernels on the Qwen2.5-0.5B shapes: GEMV GB/s (weight bytes / time) at one row and
 // at 4 and 8 (batched decode steps), GEMM GFLOP/s at 513 rows, on 1 and 2 threads, beside the
-// machine's register-only BF16 peak.
+// machine's register-only BF16 peak and the GEMM's micro-kernel alone on cached panels.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include "core/storage.h"
 #include "cpu/cpu_features.h"
 #include "cpu/gemm.h"
+#include "cpu/gemm_kernels.h"
 #include "cpu/roofline.h"
 #include "cpu/thread_pool.h"
 #include "range_statistics.h"
@@ -157,6 +158,53 @@ BENCHMARK(BM_Bf16DotPeak)
     ->Arg(2)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond)
+    ->ComputeStatistics("min", minimum)
+    ->ComputeStatistics("max", maximum);
+
+// The bf16 GEMM micro-kernel alone, one thread, on one input panel and `panels` weight panels of
+// `depth` k that stay in L1 and L2 (8 of 896 k: 458 KB, as a column chunk of a 896-deep
+// projection; 8 of 1,622 k, as one of down_proj's depth blocks): its rate with no packing, no
+// memory and no other thread, against BM_Bf16DotPeak/threads:1.
+void BM_GemmMicroKernel(benchmark::State& state) {
+  namespace kernels = fornace::cpu::kernels;
+  if (!fornace::cpu::has_bf16_dot()) {
+    state.SkipWithError("no AVX512_BF16");
+    return;
+  }
+  const int64_t depth = state.range(0);
+  const int64_t panels = state.range(1);
+  const int64_t steps = depth / 2;
+  constexpr int64_t kRows = 12, kColumns = 32;
+  constexpr uint16_t kOne = 0x3f80;  // bf16 1.0
+  // Storage: the kernel's aligned loads need 64-byte alignment.
+  auto bf16_ones = [kOne](int64_t count) {
+    std::shared_ptr<fornace::Storage> storage = fornace::Storage::allocate(count * 2);
+    std::fill_n(static_cast<uint16_t*>(storage->data()), count, kOne);
+    return storage;
+  };
+  const std::shared_ptr<fornace::Storage> input = bf16_ones(kRows * kernels::kInputRowStrideBf16);
+  const std::shared_ptr<fornace::Storage> weights = bf16_ones(panels * steps * kColumns * 2);
+  const auto* weight = static_cast<const uint16_t*>(weights->data());
+  std::vector<float> output(kRows * kColumns * panels);
+  for (auto _ : state) {
+    for (int64_t panel = 0; panel < panels; ++panel) {
+      kernels::gemm_bf16_12x32_avx512(steps, input->data(), weight + panel * steps * kColumns * 2,
+                                      output.data() + panel * kColumns, kColumns * panels, false,
+                                      nullptr);
+    }
+    benchmark::DoNotOptimize(output.data());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * kRows * kColumns * static_cast<double>(depth * panels) * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate);
+}
+
+BENCHMARK(BM_GemmMicroKernel)
+    ->ArgNames({"depth", "panels"})
+    ->Args({896, 1})
+    ->Args({896, 8})
+    ->Args({1622, 8})
+    ->Unit(benchmark::kMicrosecond)
     ->ComputeStatistics("min", minimum)
     ->ComputeStatistics("max", maximum);
 
