@@ -49,6 +49,18 @@ Sampler::Sampler(const SamplerOptions& options) : options_(options), generator_(
   if (options.min_p < 0 || options.min_p >= 1) fail("sampler: min-p must be in [0, 1)");
 }
 
+namespace {
+
+// Orders candidates largest logit first, the lower id first among equal logits.
+auto largest_first(const std::vector<float>& logits) {
+  return [&logits](const auto& left, const auto& right) {
+    return logits[left.id] > logits[right.id] ||
+           (logits[left.id] == logits[right.id] && left.id < right.id);
+  };
+}
+
+}  // namespace
+
 uint32_t Sampler::sample(std::vector<float>& logits, const std::vector<uint32_t>& history,
                          size_t generated_from) {
   if (logits.empty()) fail("sampler: no logits");
@@ -57,55 +69,77 @@ uint32_t Sampler::sample(std::vector<float>& logits, const std::vector<uint32_t>
   apply_frequency_presence_penalty(
       logits, std::span<const uint32_t>(history).subspan(generated_from),
       options_.frequency_penalty, options_.presence_penalty);
+  const size_t vocab = logits.size();
   if (options_.temperature == 0.0) {
     // The first largest logit (vectorized: a 262k vocabulary is a megabyte per step).
-    return static_cast<uint32_t>(
-        cpu::argmax_row(logits.data(), static_cast<int64_t>(logits.size())));
+    return static_cast<uint32_t>(cpu::argmax_row(logits.data(), static_cast<int64_t>(vocab)));
   }
-  // Candidates sorted by logit, largest first; top-k keeps the first k.
-  size_t vocab = logits.size();
-  size_t keep = options_.top_k > 0 ? std::min<size_t>(options_.top_k, vocab) : vocab;
-  order_.resize(vocab);
-  for (size_t i = 0; i < vocab; ++i) order_[i] = static_cast<uint32_t>(i);
-  auto by_logit = [&](uint32_t left, uint32_t right) {
-    return logits[left] > logits[right] || (logits[left] == logits[right] && left < right);
-  };
-  std::partial_sort(order_.begin(), order_.begin() + keep, order_.end(), by_logit);
-  order_.resize(keep);
-  // Softmax at the temperature over the candidates.
-  double top = logits[order_[0]];
-  weights_.resize(keep);
+  candidates_.resize(vocab);
+  for (size_t i = 0; i < vocab; ++i) candidates_[i] = {static_cast<uint32_t>(i), 0.0};
+  // Nothing is sorted: candidates are selected in linear time (a sort of the vocabulary cost
+  // more than a forward pass), and a draw needs no order. top-k keeps the k largest.
+  if (options_.top_k > 0 && static_cast<size_t>(options_.top_k) < vocab) {
+    const auto kept_end = candidates_.begin() + options_.top_k;
+    std::nth_element(candidates_.begin(), kept_end - 1, candidates_.end(),
+                     largest_first(logits));
+    candidates_.resize(static_cast<size_t>(options_.top_k));
+  }
+  // Softmax at the temperature over the candidates (the largest logit is always one).
+  const double top = logits[cpu::argmax_row(logits.data(), static_cast<int64_t>(vocab))];
   double total = 0;
-  for (size_t i = 0; i < keep; ++i) {
-    weights_[i] = std::exp((logits[order_[i]] - top) / options_.temperature);
-    total += weights_[i];
+  for (Candidate& candidate : candidates_) {
+    candidate.weight = std::exp((logits[candidate.id] - top) / options_.temperature);
+    total += candidate.weight;
   }
-  for (double& weight : weights_) weight /= total;
-  // min-p: drop candidates below min_p times the largest probability.
-  size_t count = keep;
+  for (Candidate& candidate : candidates_) candidate.weight /= total;
+  // min-p: drop candidates below min_p times the largest probability (1 / total); the largest
+  // stays, min_p being below 1.
   if (options_.min_p > 0) {
-    double floor = options_.min_p * weights_[0];
-    while (count > 1 && weights_[count - 1] < floor) --count;
+    const double floor = options_.min_p / total;
+    std::erase_if(candidates_, [floor](const Candidate& each) { return each.weight < floor; });
   }
-  // top-p: the smallest prefix whose mass reaches top_p.
-  if (options_.top_p < 1.0) {
-    double mass = 0;
-    for (size_t i = 0; i < count; ++i) {
-      mass += weights_[i];
-      if (mass >= options_.top_p) {
-        count = i + 1;
-        break;
-      }
-    }
-  }
+  // top-p: the fewest candidates, largest first, whose mass reaches top_p.
+  const size_t count = options_.top_p < 1.0 ? select_top_mass(logits, options_.top_p)
+                                            : candidates_.size();
   double kept = 0;
-  for (size_t i = 0; i < count; ++i) kept += weights_[i];
+  for (size_t i = 0; i < count; ++i) kept += candidates_[i].weight;
   double target = std::uniform_real_distribution<double>(0.0, kept)(generator_);
   for (size_t i = 0; i < count; ++i) {
-    target -= weights_[i];
-    if (target <= 0) return order_[i];
+    target -= candidates_[i].weight;
+    if (target <= 0) return candidates_[i].id;
   }
-  return order_[count - 1];
+  return candidates_[count - 1].id;
+}
+
+size_t Sampler::select_top_mass(const std::vector<float>& logits, double mass) {
+  const auto before = largest_first(logits);
+  // Quickselect on mass: [begin, first) is in the prefix (its mass `taken` short of `mass`),
+  // [last, end) is not; each pass splits what lies between around a pivot.
+  auto first = candidates_.begin();
+  auto last = candidates_.end();
+  double taken = 0;
+  while (last - first > 1) {
+    const Candidate pivot = first[(last - first) / 2];
+    auto middle = std::partition(first, last, [&](const Candidate& each) {
+      return before(each, pivot);
+    });
+    double upper = 0;
+    for (auto each = first; each != middle; ++each) upper += each->weight;
+    if (taken + upper >= mass) {
+      last = middle;  // The prefix ends among those before the pivot.
+      continue;
+    }
+    taken += upper;
+    std::iter_swap(middle, std::find_if(middle, last, [&](const Candidate& each) {
+                     return each.id == pivot.id;
+                   }));
+    taken += middle->weight;
+    first = middle + 1;
+    if (taken >= mass) return static_cast<size_t>(first - candidates_.begin());
+  }
+  // One candidate left at most: the one that reaches the mass (all of them, if rounding left the
+  // total short of it).
+  return static_cast<size_t>(last - candidates_.begin());
 }
 
 }  // namespace fornace

@@ -33,10 +33,17 @@ class Sampler {
   const SamplerOptions& options() const { return options_; }
 
  private:
+  struct Candidate {
+    uint32_t id;
+    double weight;  // Probability, once the softmax has run.
+  };
+  // Moves the fewest candidates, largest logit first, whose weights reach `mass` to the front
+  // of candidates_, in no particular order, in expected linear time; returns how many.
+  size_t select_top_mass(const std::vector<float>& logits, double mass);
+
   SamplerOptions options_;
   std::mt19937_64 generator_;
-  std::vector<uint32_t> order_;  // Scratch: candidate ids.
-  std::vector<double> weights_;  // Scratch: candidate probabilities.
+  std::vector<Candidate> candidates_;  // Scratch.
 };
 
 // For each distinct id among the last `last_n` of `history`: a positive logit is divided by

@@ -1,7 +1,11 @@
 // The sampler: repeat penalty semantics, greedy choice, and the seeded filters.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
+#include <random>
+#include <vector>
 
 #include "core/error.h"
 #include "engine/sampler.h"
@@ -137,6 +141,48 @@ TEST(Sampler, TopPKeepsTheSmallestSetReachingTheMass) {
     std::vector<float> logits = {2.0f, 1.0f, 0.0f};
     EXPECT_EQ(sampler.sample(logits, {}), 0u);
   }
+}
+
+TEST(Sampler, TopPOverAWideVocabularyDrawsFromTheSortedPrefixInItsProportions) {
+  // One id at logit 20 (about 3/4 of the mass) and 4,095 at 12 down to 8 in a shuffled order:
+  // the prefix reaching 0.9 takes the top id and hundreds of the others, 8 nats and more below
+  // it, so it spans weight scales far apart. The reference ranks everything in double.
+  SamplerOptions options;
+  options.temperature = 1.0;
+  options.top_p = 0.9;
+  options.repeat_penalty = 1.0;
+  Sampler sampler(options);
+  const size_t vocab = 4096;
+  std::vector<uint32_t> ranked(vocab);  // Ids, largest logit first.
+  for (uint32_t id = 0; id < vocab; ++id) ranked[id] = id;
+  std::mt19937 shuffle(7);
+  std::shuffle(ranked.begin(), ranked.end(), shuffle);
+  std::vector<float> base(vocab);
+  base[ranked[0]] = 20.0f;
+  for (size_t rank = 1; rank < vocab; ++rank) {
+    base[ranked[rank]] = 12.0f - 4.0f * static_cast<float>(rank - 1) / vocab;
+  }
+  double total = 0;
+  for (float logit : base) total += std::exp(static_cast<double>(logit));
+  size_t prefix = 0;
+  double mass = 0;
+  while (mass < options.top_p) mass += std::exp(static_cast<double>(base[ranked[prefix++]])) / total;
+  ASSERT_GT(prefix, 100u);
+  const double top_share = std::exp(20.0) / total / mass;
+  std::vector<int> counts(vocab);
+  const int draws = 5000;
+  for (int i = 0; i < draws; ++i) {
+    std::vector<float> logits = base;
+    ++counts[sampler.sample(logits, {})];
+  }
+  int inside = 0, last_quarter = 0;
+  for (size_t rank = 0; rank < prefix; ++rank) {
+    inside += counts[ranked[rank]];
+    if (rank >= prefix * 3 / 4) last_quarter += counts[ranked[rank]];
+  }
+  EXPECT_EQ(inside, draws);         // Nothing beyond the prefix,
+  EXPECT_GT(last_quarter, 0);       // all of it reachable,
+  EXPECT_NEAR(counts[ranked[0]] / double(draws), top_share, 0.02);  // in proportion.
 }
 
 TEST(Sampler, MinPDropsUnlikelyTokens) {
