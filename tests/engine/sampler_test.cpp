@@ -13,6 +13,14 @@
 namespace fornace {
 namespace {
 
+// Sampling at `temperature` with no repeat penalty.
+SamplerOptions at_temperature(double temperature) {
+  SamplerOptions options;
+  options.temperature = temperature;
+  options.repeat_penalty = 1.0;
+  return options;
+}
+
 TEST(RepeatPenalty, DividesPositiveAndMultipliesNegativeLogitsOncePerDistinctId) {
   std::vector<float> logits = {2.0f, -2.0f, 0.5f, 3.0f};
   // Id 0 appears twice: it is penalised once, as HF and Candle do.
@@ -86,10 +94,8 @@ TEST(Sampler, GreedyOverALargeVocabularyTakesTheFirstOfTiedLargestLogits) {
 }
 
 TEST(Sampler, TopKOneIsGreedyAtAnyTemperature) {
-  SamplerOptions options;
-  options.temperature = 5.0;
+  SamplerOptions options = at_temperature(5.0);
   options.top_k = 1;
-  options.repeat_penalty = 1.0;
   Sampler sampler(options);
   for (int i = 0; i < 50; ++i) {
     std::vector<float> logits = {0.1f, 0.3f, 0.2f};
@@ -98,9 +104,7 @@ TEST(Sampler, TopKOneIsGreedyAtAnyTemperature) {
 }
 
 TEST(Sampler, SameSeedGivesTheSameSequence) {
-  SamplerOptions options;
-  options.temperature = 1.0;
-  options.repeat_penalty = 1.0;
+  SamplerOptions options = at_temperature(1.0);
   Sampler first(options);
   Sampler second(options);
   for (int i = 0; i < 100; ++i) {
@@ -111,9 +115,7 @@ TEST(Sampler, SameSeedGivesTheSameSequence) {
 }
 
 TEST(Sampler, FrequenciesFollowTheSoftmaxAtTheTemperature) {
-  SamplerOptions options;
-  options.temperature = 2.0;
-  options.repeat_penalty = 1.0;
+  SamplerOptions options = at_temperature(2.0);
   Sampler sampler(options);
   std::vector<float> base = {0.0f, 1.0f, 2.0f};
   // Independent expectation: exp(l / T) normalised.
@@ -131,10 +133,8 @@ TEST(Sampler, FrequenciesFollowTheSoftmaxAtTheTemperature) {
 }
 
 TEST(Sampler, TopPKeepsTheSmallestSetReachingTheMass) {
-  SamplerOptions options;
-  options.temperature = 1.0;
+  SamplerOptions options = at_temperature(1.0);
   options.top_p = 0.5;
-  options.repeat_penalty = 1.0;
   Sampler sampler(options);
   // Probabilities about 0.665, 0.245, 0.09: the top id alone reaches 0.5.
   for (int i = 0; i < 200; ++i) {
@@ -147,10 +147,8 @@ TEST(Sampler, TopPOverAWideVocabularyDrawsFromTheSortedPrefixInItsProportions) {
   // One id at logit 20 (about 3/4 of the mass) and 4,095 at 12 down to 8 in a shuffled order:
   // the prefix reaching 0.9 takes the top id and hundreds of the others, 8 nats and more below
   // it, so it spans weight scales far apart. The reference ranks everything in double.
-  SamplerOptions options;
-  options.temperature = 1.0;
+  SamplerOptions options = at_temperature(1.0);
   options.top_p = 0.9;
-  options.repeat_penalty = 1.0;
   Sampler sampler(options);
   const size_t vocab = 4096;
   std::vector<uint32_t> ranked(vocab);  // Ids, largest logit first.
@@ -186,10 +184,8 @@ TEST(Sampler, TopPOverAWideVocabularyDrawsFromTheSortedPrefixInItsProportions) {
 }
 
 TEST(Sampler, MinPDropsUnlikelyTokens) {
-  SamplerOptions options;
-  options.temperature = 1.0;
+  SamplerOptions options = at_temperature(1.0);
   options.min_p = 0.2;
-  options.repeat_penalty = 1.0;
   Sampler sampler(options);
   // p(2) / p(0) = e^-3 < 0.2, so id 2 is never drawn; p(1) / p(0) = e^-1 > 0.2 stays.
   std::map<uint32_t, int> counts;
