@@ -2,7 +2,6 @@
 #include "engine/sampler.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "core/error.h"
 #include "cpu/elementwise.h"
@@ -84,18 +83,24 @@ uint32_t Sampler::sample(std::vector<float>& logits, const std::vector<uint32_t>
                      largest_first(logits));
     candidates_.resize(static_cast<size_t>(options_.top_k));
   }
-  // Softmax at the temperature over the candidates (the largest logit is always one).
-  const double top = logits[cpu::argmax_row(logits.data(), static_cast<int64_t>(vocab))];
+  // Softmax at the temperature over the vocabulary (vectorized, in f32), renormalized over the
+  // candidates; the largest logit is always one of them.
+  const auto count_all = static_cast<int64_t>(vocab);
+  probabilities_.resize(vocab);
+  cpu::scale_run(logits.data(), static_cast<float>(1.0 / options_.temperature),
+                 probabilities_.data(), count_all);
+  cpu::softmax_row(probabilities_.data(), probabilities_.data(), count_all);
   double total = 0;
   for (Candidate& candidate : candidates_) {
-    candidate.weight = std::exp((logits[candidate.id] - top) / options_.temperature);
+    candidate.weight = probabilities_[candidate.id];
     total += candidate.weight;
   }
   for (Candidate& candidate : candidates_) candidate.weight /= total;
-  // min-p: drop candidates below min_p times the largest probability (1 / total); the largest
-  // stays, min_p being below 1.
+  // min-p: drop candidates below min_p times the largest probability; the largest stays, min_p
+  // being below 1.
   if (options_.min_p > 0) {
-    const double floor = options_.min_p / total;
+    const double floor =
+        options_.min_p * probabilities_[cpu::argmax_row(logits.data(), count_all)] / total;
     std::erase_if(candidates_, [floor](const Candidate& each) { return each.weight < floor; });
   }
   // top-p: the fewest candidates, largest first, whose mass reaches top_p.

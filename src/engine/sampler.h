@@ -44,6 +44,7 @@ class Sampler {
   SamplerOptions options_;
   std::mt19937_64 generator_;
   std::vector<Candidate> candidates_;  // Scratch.
+  std::vector<float> probabilities_;   // Scratch: the softmax over the vocabulary.
 };
 
 // For each distinct id among the last `last_n` of `history`: a positive logit is divided by
