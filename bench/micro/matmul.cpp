@@ -58,8 +58,17 @@ std::vector<float> pseudo_random(int64_t count, uint64_t seed) {
   return values;
 }
 
+// How a Linear benchmark runs: see kRegistered.
+struct LinearVariant {
+  bool cached = false;
+  bool streamed = false;
+  bool packed = false;
+  bool bf16_input = false;
+};
+
 void run_linear(benchmark::State& state, const Shape& shape, int64_t rows, int threads,
-                DType weight_dtype, bool cached, bool streamed, bool packed) {
+                DType weight_dtype, const LinearVariant& variant) {
+  const auto [cached, streamed, packed, bf16_input] = variant;
   fornace::set_num_threads(threads);
   const int64_t weight_elements = shape.outputs * shape.depth;
   const int64_t weight_bytes = weight_elements * fornace::dtype_size(weight_dtype);
@@ -98,10 +107,15 @@ void run_linear(benchmark::State& state, const Shape& shape, int64_t rows, int t
     }
   }
   std::vector<float> input = pseudo_random(rows * shape.depth, 2);
+  std::vector<uint16_t> input_bf16(bf16_input ? input.size() : 0);
+  for (size_t index = 0; index < input_bf16.size(); ++index) {
+    input_bf16[index] = fornace::f32_to_bf16(input[index]);
+  }
   std::vector<float> output(rows * shape.outputs);
 
   fornace::cpu::LinearProblem problem;
-  problem.input = input.data();
+  problem.input = bf16_input ? static_cast<const void*>(input_bf16.data()) : input.data();
+  problem.input_dtype = bf16_input ? DType::bf16 : DType::f32;
   problem.input_stride = shape.depth;
   problem.rows = rows;
   problem.depth = shape.depth;
@@ -188,7 +202,8 @@ void BM_GemmMicroKernel(benchmark::State& state) {
   std::vector<float> output(kRows * kColumns * panels);
   for (auto _ : state) {
     for (int64_t panel = 0; panel < panels; ++panel) {
-      kernels::gemm_bf16_12x32_avx512(steps, input->data(), weight + panel * steps * kColumns * 2,
+      kernels::gemm_bf16_12x32_avx512(steps, input->data(), kernels::kInputRowStrideBf16,
+                                      weight + panel * steps * kColumns * 2,
                                       output.data() + panel * kColumns, kColumns * panels, false,
                                       nullptr);
     }
@@ -210,16 +225,14 @@ BENCHMARK(BM_GemmMicroKernel)
 
 // Registers one Linear benchmark.
 void register_linear(const Shape& shape, int64_t rows, int threads, DType dtype,
-                     const std::string& variant, bool packed) {
-  const bool cached = variant == "/cached";
-  const bool streamed = variant == "/streamed";
+                     const std::string& variant, bool packed, bool bf16_input = false) {
+  const LinearVariant how{variant == "/cached", variant == "/streamed", packed, bf16_input};
   std::string name = std::string("Linear/") + shape.name + "/rows:" + std::to_string(rows) +
                      "/threads:" + std::to_string(threads) + "/" + fornace::dtype_name(dtype) +
-                     variant + (packed ? "/packed" : "");
+                     variant + (packed ? "/packed" : "") + (bf16_input ? "/bf16-input" : "");
   benchmark::RegisterBenchmark(name.c_str(),
                                [=](benchmark::State& state) {
-                                 run_linear(state, shape, rows, threads, dtype, cached, streamed,
-                                            packed);
+                                 run_linear(state, shape, rows, threads, dtype, how);
                                })
       ->UseRealTime()
       ->Unit(benchmark::kMicrosecond)
@@ -232,7 +245,8 @@ void register_linear(const Shape& shape, int64_t rows, int threads, DType dtype,
 // plus f32 weights for gate_proj; q_proj's GEMVs on one copy of the weights, which stays in the
 // caches (/cached: the kernels' arithmetic rate, memory aside); and the GEMMs on weights cycled
 // past the last-level cache (/streamed: as a prefill reads them, once, from memory). Each bf16
-// one also as /packed: the weights packed as a model's are at load (cpu/gemm.h).
+// one also as /packed: the weights packed as a model's are at load (cpu/gemm.h); and the packed
+// ones also as /bf16-input: the input rows in bf16, as a bf16 model's layers hand them on.
 const bool kRegistered = [] {
   for (const Shape& shape : kShapes) {
     for (int64_t rows : {int64_t{1}, int64_t{4}, int64_t{8}, int64_t{513}}) {
@@ -248,7 +262,9 @@ const bool kRegistered = [] {
             if (variant == "/cached" && !(gemv && std::string(shape.name) == "q_proj")) continue;
             if (variant == "/streamed" && (gemv || dtype != DType::bf16)) continue;
             register_linear(shape, rows, threads, dtype, variant, false);
-            if (dtype == DType::bf16) register_linear(shape, rows, threads, dtype, variant, true);
+            if (dtype != DType::bf16) continue;
+            register_linear(shape, rows, threads, dtype, variant, true);
+            register_linear(shape, rows, threads, dtype, variant, true, true);
           }
         }
       }

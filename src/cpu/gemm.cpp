@@ -38,8 +38,9 @@ int64_t round_up(int64_t value, int64_t multiple) { return divide_up(value, mult
 
 // Portable micro-kernel: 4 rows x 16 columns over f32 panels; the compiler vectorizes the
 // column loop.
-void gemm_f32_4x16_portable(int64_t steps, const void* input_panel, const void* weight_panel,
-                            float* c, int64_t c_stride, bool accumulate, const float* bias) {
+void gemm_f32_4x16_portable(int64_t steps, const void* input_panel, int64_t input_row_stride,
+                            const void* weight_panel, float* c, int64_t c_stride, bool accumulate,
+                            const float* bias) {
   constexpr int kRows = 4;
   constexpr int kColumns = 16;
   const float* input = static_cast<const float*>(input_panel);
@@ -53,7 +54,7 @@ void gemm_f32_4x16_portable(int64_t steps, const void* input_panel, const void* 
   for (int64_t step = 0; step < steps; ++step) {
     const float* weight_row = weight + step * kColumns;
     for (int row = 0; row < kRows; ++row) {
-      float value = input[row * kInputRowStrideF32 + step];
+      float value = input[row * input_row_stride + step];
       for (int column = 0; column < kColumns; ++column) {
         acc[row][column] += value * weight_row[column];
       }
@@ -88,28 +89,36 @@ GemmKernel select_kernel(DType weight_dtype) {
   }
 }
 
-// Packs kernel.rows input rows (rows_valid of them real, the rest zero), k in
-// [k_begin, k_begin + k_count), at a row stride of kernel.input_row_stride.
-void pack_input_panel(const GemmKernel& kernel, const float* input, int64_t input_stride,
-                      int64_t rows_valid, int64_t k_begin, int64_t k_count, void* panel) {
+// Packs kernel.rows input rows (rows_valid of them real, the rest zero) of f32 or bf16 `input`,
+// k in [k_begin, k_begin + k_count), at a row stride of kernel.input_row_stride.
+void pack_input_panel(const GemmKernel& kernel, const void* input, DType input_dtype,
+                      int64_t input_stride, int64_t rows_valid, int64_t k_begin, int64_t k_count,
+                      void* panel) {
   if (kernel.bf16_pairs) {
     int64_t padded = round_up(k_count, 2);
     for (int row = 0; row < kernel.rows; ++row) {
       uint16_t* destination = static_cast<uint16_t*>(panel) + row * kernel.input_row_stride;
-      if (row < rows_valid) {
-        kernels::convert_f32_to_bf16_avx512(input + row * input_stride + k_begin, destination,
-                                            k_count);
-        if (padded > k_count) destination[k_count] = 0;
-      } else {
+      if (row >= rows_valid) {
         std::memset(destination, 0, padded * sizeof(uint16_t));
+        continue;
       }
+      const int64_t first = row * input_stride + k_begin;
+      if (input_dtype == DType::bf16) {
+        std::memcpy(destination, static_cast<const uint16_t*>(input) + first,
+                    k_count * sizeof(uint16_t));
+      } else {
+        kernels::convert_f32_to_bf16_avx512(static_cast<const float*>(input) + first, destination,
+                                            k_count);
+      }
+      if (padded > k_count) destination[k_count] = 0;
     }
     return;
   }
   for (int row = 0; row < kernel.rows; ++row) {
     float* destination = static_cast<float*>(panel) + row * kernel.input_row_stride;
     if (row < rows_valid) {
-      std::memcpy(destination, input + row * input_stride + k_begin, k_count * sizeof(float));
+      std::memcpy(destination, static_cast<const float*>(input) + row * input_stride + k_begin,
+                  k_count * sizeof(float));
     } else {
       std::memset(destination, 0, k_count * sizeof(float));
     }
@@ -167,8 +176,9 @@ void pack_weight_panel(const GemmKernel& kernel, const LinearProblem& problem, i
 
 // Runs the kernel on a tile that may be cut by the matrix edge, through a full-size buffer.
 void multiply_edge_tile(const GemmKernel& kernel, int64_t steps, const void* input_panel,
-                        const void* weight_panel, float* c, int64_t c_stride, int64_t rows_valid,
-                        int64_t columns_valid, bool accumulate, const float* bias) {
+                        int64_t input_row_stride, const void* weight_panel, float* c,
+                        int64_t c_stride, int64_t rows_valid, int64_t columns_valid,
+                        bool accumulate, const float* bias) {
   alignas(64) float tile[kMaxKernelRows * kMaxKernelColumns] = {};
   alignas(64) float bias_tile[kMaxKernelColumns] = {};
   if (accumulate) {
@@ -177,8 +187,8 @@ void multiply_edge_tile(const GemmKernel& kernel, int64_t steps, const void* inp
     }
   }
   if (bias) std::memcpy(bias_tile, bias, columns_valid * sizeof(float));
-  kernel.multiply(steps, input_panel, weight_panel, tile, kernel.columns, accumulate,
-                  bias ? bias_tile : nullptr);
+  kernel.multiply(steps, input_panel, input_row_stride, weight_panel, tile, kernel.columns,
+                  accumulate, bias ? bias_tile : nullptr);
   for (int64_t row = 0; row < rows_valid; ++row) {
     std::memcpy(c + row * c_stride, tile + row * kernel.columns, columns_valid * sizeof(float));
   }
@@ -308,6 +318,9 @@ void gemm_group(const LinearProblem* problems, int count) {
     return;
   }
   const GemmKernel kernel = select_kernel(problem.weight_dtype);
+  if (problem.input_dtype != DType::f32 && !kernel.bf16_pairs) {
+    fail("gemm: ", dtype_name(problem.input_dtype), " input needs the bf16 kernel");
+  }
   const int64_t element_bytes = kernel.bf16_pairs ? 2 : 4;
   // Weights packed at load are the kernel's panels already (a depth block of a panel is a run of
   // its k pairs).
@@ -346,22 +359,36 @@ void gemm_group(const LinearProblem* problems, int count) {
   const int64_t chunk_panels =
       std::clamp<int64_t>(column_panels / (4 * pool.threads()), 1, block_column_panels);
   const int64_t column_chunks = divide_up(column_panels, chunk_panels);
-  const int64_t input_bytes = depth_blocks * block_panels * input_panel_bytes;
+  // bf16 input rows of an even depth are read in place, all but a last, partial panel: they are
+  // the panels' rows already, at the input's stride.
+  const bool in_place = problem.input_dtype == DType::bf16 && problem.depth % 2 == 0 &&
+                        problem.input_stride % 2 == 0 &&
+                        reinterpret_cast<uintptr_t>(problem.input) % 4 == 0;
+  const int64_t input_bytes = depth_blocks * (in_place ? 1 : block_panels) * input_panel_bytes;
   std::shared_ptr<Storage> scratch = Storage::allocate(input_bytes);
   char* input_pack = static_cast<char*>(scratch->data());
+  const int64_t input_element_bytes = dtype_size(problem.input_dtype);
   for (int64_t row_begin = 0; row_begin < problem.rows; row_begin += block_rows) {
     const int64_t rows_here = std::min(block_rows, problem.rows - row_begin);
     const int64_t panels_here = divide_up(rows_here, kernel.rows);
-    pool.run(depth_blocks * panels_here, 1, [&](int64_t begin, int64_t end) {
+    // Input panels [first_packed, panels_here) of each depth block are packed.
+    const int64_t first_packed = in_place ? rows_here / kernel.rows : 0;
+    const int64_t packed_here = panels_here - first_packed;
+    const auto* input_rows = static_cast<const char*>(problem.input) +
+                             row_begin * problem.input_stride * input_element_bytes;
+    auto packed_input = [&](int64_t depth_block, int64_t panel) {
+      return input_pack + (depth_block * packed_here + panel - first_packed) * input_panel_bytes;
+    };
+    pool.run(depth_blocks * packed_here, 1, [&](int64_t begin, int64_t end) {
       for (int64_t index = begin; index < end; ++index) {
-        int64_t depth_block = index / panels_here;
-        int64_t panel = index % panels_here;
+        int64_t depth_block = index / packed_here;
+        int64_t panel = first_packed + index % packed_here;
         int64_t k_begin = depth_block * block_depth;
         pack_input_panel(
-            kernel, problem.input + (row_begin + panel * kernel.rows) * problem.input_stride,
-            problem.input_stride, std::min<int64_t>(kernel.rows, rows_here - panel * kernel.rows),
-            k_begin, std::min(block_depth, problem.depth - k_begin),
-            input_pack + (depth_block * panels_here + panel) * input_panel_bytes);
+            kernel, input_rows + panel * kernel.rows * problem.input_stride * input_element_bytes,
+            problem.input_dtype, problem.input_stride,
+            std::min<int64_t>(kernel.rows, rows_here - panel * kernel.rows), k_begin,
+            std::min(block_depth, problem.depth - k_begin), packed_input(depth_block, panel));
       }
     });
     // Work items are (column chunk, row group): a part that threads claim late in the job can be
@@ -406,8 +433,14 @@ void gemm_group(const LinearProblem* problems, int count) {
                                   input_end - input_begin, packed);
           for (int64_t input_panel = input_begin; input_panel < input_end; ++input_panel) {
             prefetch.next_slice();
-            const char* packed_input =
-                input_pack + (depth_block * panels_here + input_panel) * input_panel_bytes;
+            const bool packed_panel_input = input_panel >= first_packed;
+            const char* input_panel_data =
+                packed_panel_input
+                    ? packed_input(depth_block, input_panel)
+                    : input_rows + (input_panel * kernel.rows * problem.input_stride + k_begin) *
+                                       input_element_bytes;
+            const int64_t input_row_stride =
+                packed_panel_input ? kernel.input_row_stride : problem.input_stride;
             const int64_t row = row_begin + input_panel * kernel.rows;
             const int64_t rows_valid = std::min<int64_t>(kernel.rows, problem.rows - row);
             for (int64_t panel = block; panel < block_end; ++panel) {
@@ -422,12 +455,12 @@ void gemm_group(const LinearProblem* problems, int count) {
               float* c = layer.output + row * layer.output_stride + column;
               const float* bias = !accumulate && layer.bias ? layer.bias + column : nullptr;
               if (rows_valid == kernel.rows && columns_valid == kernel.columns) {
-                kernel.multiply(steps, packed_input, packed_weight, c, layer.output_stride,
-                                accumulate, bias);
+                kernel.multiply(steps, input_panel_data, input_row_stride, packed_weight, c,
+                                layer.output_stride, accumulate, bias);
               } else {
-                multiply_edge_tile(kernel, steps, packed_input, packed_weight, c,
-                                   layer.output_stride, rows_valid, columns_valid, accumulate,
-                                   bias);
+                multiply_edge_tile(kernel, steps, input_panel_data, input_row_stride,
+                                   packed_weight, c, layer.output_stride, rows_valid,
+                                   columns_valid, accumulate, bias);
               }
             }
           }
@@ -446,10 +479,16 @@ void linear_group(const LinearProblem* problems, int count) {
     const LinearProblem& other = problems[index];
     if (other.input != first.input || other.input_stride != first.input_stride ||
         other.rows != first.rows || other.depth != first.depth ||
-        other.weight_dtype != first.weight_dtype) {
+        other.weight_dtype != first.weight_dtype || other.input_dtype != first.input_dtype) {
       fail("linear_group: layer ", index, " does not share the input, rows, depth and weight ",
            "dtype of layer 0");
     }
+  }
+  if (first.input_dtype != DType::f32 &&
+      !(first.input_dtype == DType::bf16 && linear_rounds_input_to_bf16(first.weight_dtype))) {
+    fail("linear_group: ", dtype_name(first.input_dtype), " input with ",
+         dtype_name(first.weight_dtype), " weights at this ISA (f32 input, or bf16 where the ",
+         "kernels round to bf16)");
   }
   if (first.rows <= kGemvPreferredMaxRows) {
     gemv_group(problems, count);

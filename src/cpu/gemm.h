@@ -13,7 +13,10 @@ namespace fornace::cpu {
 // k < depth. Rows are contiguous along k (and along n for the output); the strides are between
 // rows, in elements. Accumulation is in f32.
 struct LinearProblem {
-  const float* input = nullptr;
+  // f32 rows, or bf16 rows where linear_rounds_input_to_bf16(weight_dtype): the kernels would
+  // round f32 to bf16 anyway, and read bf16 rows as they are.
+  const void* input = nullptr;
+  DType input_dtype = DType::f32;
   int64_t input_stride = 0;
   int64_t rows = 0;              // M
   int64_t depth = 0;             // K

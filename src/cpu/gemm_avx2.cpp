@@ -5,8 +5,9 @@
 
 namespace fornace::cpu::kernels {
 
-void gemm_f32_6x16_avx2(int64_t steps, const void* input_panel, const void* weight_panel, float* c,
-                        int64_t c_stride, bool accumulate, const float* bias) {
+void gemm_f32_6x16_avx2(int64_t steps, const void* input_panel, int64_t input_row_stride,
+                        const void* weight_panel, float* c, int64_t c_stride, bool accumulate,
+                        const float* bias) {
   constexpr int kRows = 6;
   const float* input = static_cast<const float*>(input_panel);
   const float* weight = static_cast<const float*>(weight_panel);
@@ -23,7 +24,7 @@ void gemm_f32_6x16_avx2(int64_t steps, const void* input_panel, const void* weig
     __m256 weight_high = _mm256_load_ps(weight + 16 * step + 8);
 #pragma GCC unroll 6
     for (int row = 0; row < kRows; ++row) {
-      __m256 value = _mm256_broadcast_ss(input + row * kInputRowStrideF32 + step);
+      __m256 value = _mm256_broadcast_ss(input + row * input_row_stride + step);
       acc[row][0] = _mm256_fmadd_ps(value, weight_low, acc[row][0]);
       acc[row][1] = _mm256_fmadd_ps(value, weight_high, acc[row][1]);
     }

@@ -152,10 +152,11 @@ void pack_f32_columns_avx512(const void* weight, DType weight_dtype, int64_t wei
   }
 }
 
-void gemm_bf16_12x32_avx512(int64_t steps, const void* input_panel, const void* weight_panel,
-                            float* c, int64_t c_stride, bool accumulate, const float* bias) {
-  // Input rows are bf16 at a stride of kInputRowStrideBf16; one 32-bit word holds a k pair.
-  constexpr int64_t kRowWords = kInputRowStrideBf16 / 2;
+void gemm_bf16_12x32_avx512(int64_t steps, const void* input_panel, int64_t input_row_stride,
+                            const void* weight_panel, float* c, int64_t c_stride, bool accumulate,
+                            const float* bias) {
+  // Input rows are bf16 (an even stride); one 32-bit word holds a k pair.
+  const int64_t row_words = input_row_stride / 2;
   const int32_t* input = static_cast<const int32_t*>(input_panel);
   const __m512i* weight = static_cast<const __m512i*>(weight_panel);
   __m512 acc[kRows][2];
@@ -165,7 +166,7 @@ void gemm_bf16_12x32_avx512(int64_t steps, const void* input_panel, const void* 
     __m512bh weight_high = (__m512bh)_mm512_load_si512(weight + 2 * step + 1);
 #pragma GCC unroll 12
     for (int row = 0; row < kRows; ++row) {
-      __m512bh pair = (__m512bh)_mm512_set1_epi32(input[row * kRowWords + step]);
+      __m512bh pair = (__m512bh)_mm512_set1_epi32(input[row * row_words + step]);
       acc[row][0] = _mm512_dpbf16_ps(acc[row][0], pair, weight_low);
       acc[row][1] = _mm512_dpbf16_ps(acc[row][1], pair, weight_high);
     }
@@ -173,8 +174,9 @@ void gemm_bf16_12x32_avx512(int64_t steps, const void* input_panel, const void* 
   store_tile(acc, c, c_stride);
 }
 
-void gemm_f32_12x32_avx512(int64_t steps, const void* input_panel, const void* weight_panel,
-                           float* c, int64_t c_stride, bool accumulate, const float* bias) {
+void gemm_f32_12x32_avx512(int64_t steps, const void* input_panel, int64_t input_row_stride,
+                           const void* weight_panel, float* c, int64_t c_stride, bool accumulate,
+                           const float* bias) {
   const float* input = static_cast<const float*>(input_panel);
   const float* weight = static_cast<const float*>(weight_panel);
   __m512 acc[kRows][2];
@@ -184,7 +186,7 @@ void gemm_f32_12x32_avx512(int64_t steps, const void* input_panel, const void* w
     __m512 weight_high = _mm512_load_ps(weight + 32 * step + 16);
 #pragma GCC unroll 12
     for (int row = 0; row < kRows; ++row) {
-      __m512 value = _mm512_set1_ps(input[row * kInputRowStrideF32 + step]);
+      __m512 value = _mm512_set1_ps(input[row * input_row_stride + step]);
       acc[row][0] = _mm512_fmadd_ps(value, weight_low, acc[row][0]);
       acc[row][1] = _mm512_fmadd_ps(value, weight_high, acc[row][1]);
     }

@@ -19,16 +19,22 @@ constexpr int64_t kInputRowStrideBf16 = kPanelDepthBf16 + 32;
 constexpr int64_t kInputRowStrideF32 = kPanelDepthF32 + 16;
 
 // One full rows x columns tile: c = (accumulate ? c : bias row or 0) + a-panel · b-panel over
-// `steps` k-steps (k pairs for bf16, single k otherwise). c has row stride c_stride.
-using MicroKernel = void (*)(int64_t steps, const void* input_panel, const void* weight_panel,
-                             float* c, int64_t c_stride, bool accumulate, const float* bias);
+// `steps` k-steps (k pairs for bf16, single k otherwise). The input panel's rows are
+// input_row_stride elements apart (kInputRowStride* when packed; bf16 input rows may also be read
+// in place); c has row stride c_stride.
+using MicroKernel = void (*)(int64_t steps, const void* input_panel, int64_t input_row_stride,
+                             const void* weight_panel, float* c, int64_t c_stride,
+                             bool accumulate, const float* bias);
 
-void gemm_bf16_12x32_avx512(int64_t steps, const void* input_panel, const void* weight_panel,
-                            float* c, int64_t c_stride, bool accumulate, const float* bias);
-void gemm_f32_12x32_avx512(int64_t steps, const void* input_panel, const void* weight_panel,
-                           float* c, int64_t c_stride, bool accumulate, const float* bias);
-void gemm_f32_6x16_avx2(int64_t steps, const void* input_panel, const void* weight_panel, float* c,
-                        int64_t c_stride, bool accumulate, const float* bias);
+void gemm_bf16_12x32_avx512(int64_t steps, const void* input_panel, int64_t input_row_stride,
+                            const void* weight_panel, float* c, int64_t c_stride, bool accumulate,
+                            const float* bias);
+void gemm_f32_12x32_avx512(int64_t steps, const void* input_panel, int64_t input_row_stride,
+                           const void* weight_panel, float* c, int64_t c_stride, bool accumulate,
+                           const float* bias);
+void gemm_f32_6x16_avx2(int64_t steps, const void* input_panel, int64_t input_row_stride,
+                        const void* weight_panel, float* c, int64_t c_stride, bool accumulate,
+                        const float* bias);
 
 // Packs a bf16 weight panel for gemm_bf16_12x32_avx512: 32 weight rows (columns_valid of them
 // real, the rest zero) of k_count values each, as [k / 2][32][2]; an odd last k pairs with zero.

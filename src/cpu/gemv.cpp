@@ -1,8 +1,10 @@
 // The GEMV driver (ISA choice, bf16 input rounding, row split across threads) and its portable
 // kernel.
 #include <algorithm>
+#include <cstring>
 #include <string>
 
+#include "core/error.h"
 #include "cpu/cpu_features.h"
 #include "cpu/gemm.h"
 #include "cpu/gemm_kernels.h"
@@ -83,8 +85,16 @@ void gemv_group(const LinearProblem* problems, int count) {
         auto* rounded = static_cast<uint16_t*>(thread_scratch(
             ScratchSlot::gemv_input, first_problem.rows * input_stride * sizeof(uint16_t)));
         for (int64_t row = 0; row < first_problem.rows; ++row) {
-          kernels::convert_f32_to_bf16_avx512(first_problem.input + row * first_problem.input_stride,
-                                              rounded + row * input_stride, first_problem.depth);
+          const int64_t first = row * first_problem.input_stride;
+          if (first_problem.input_dtype == DType::bf16) {
+            std::memcpy(rounded + row * input_stride,
+                        static_cast<const uint16_t*>(first_problem.input) + first,
+                        first_problem.depth * sizeof(uint16_t));
+          } else {
+            kernels::convert_f32_to_bf16_avx512(static_cast<const float*>(first_problem.input) +
+                                                    first,
+                                                rounded + row * input_stride, first_problem.depth);
+          }
           // An odd depth's last k pairs with zero (the packed weight's is zero too).
           if (first_problem.depth % 2) rounded[row * input_stride + first_problem.depth] = 0;
         }
@@ -96,6 +106,10 @@ void gemv_group(const LinearProblem* problems, int count) {
       break;
     default:
       break;
+  }
+  if (input == first_problem.input && first_problem.input_dtype != DType::f32) {
+    fail("gemv: ", dtype_name(first_problem.input_dtype), " input needs bf16 weights and ",
+         "AVX512_BF16");
   }
   const int64_t input_element_bytes = input == first_problem.input ? 4 : 2;
   const int64_t row_bytes =

@@ -21,8 +21,9 @@ void DecoderModel::load_ends(const WeightReader& weights, RmsNorm final_norm,
   lm_head_ = config_.tie_word_embeddings
                  ? weights.linear_of(embedding_)
                  : weights.linear("lm_head", config_.vocab_size, hidden, false);
+  normed_dtype_ = weight_dtype_ == DType::bf16 ? lm_head_.input_dtype() : DType::f32;
   step_buffers_.reserve(Slot::hidden, {1, 1, hidden});
-  step_buffers_.reserve(Slot::normed, {1, 1, hidden});
+  step_buffers_.reserve(Slot::normed, {1, 1, hidden}, normed_dtype_);
   step_buffers_.reserve(Slot::logits, {1, 1, config_.vocab_size});
 }
 
@@ -82,7 +83,7 @@ Tensor DecoderModel::run(const Tensor& ids, const Sequences& sequences, bool dec
   Tensor hidden = activations.get(Slot::hidden, {1, length, width}, "embedding");
   embedding_.forward_into(hidden, ids);
   if (embedding_scale_ != 0) scale_into(hidden, hidden, embedding_scale_);
-  Tensor normed = activations.get(Slot::normed, {1, length, width}, "rms_norm");
+  Tensor normed = activations.get(Slot::normed, {1, length, width}, "rms_norm", normed_dtype_);
   forward_layers(hidden, normed, sequences, activations);
   if (logit_rows == 0) return Tensor();
   Tensor last_hidden = hidden.narrow(1, length - logit_rows, logit_rows);

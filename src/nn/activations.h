@@ -23,6 +23,7 @@ enum class Slot {
   projected,
   gate,
   up,
+  gated,  // activation(gate) * up in bf16, where down_proj takes bf16 input.
   logits,
   count
 };

@@ -64,9 +64,14 @@ Tensor Linear::forward(const Tensor& input) const {
   return input.dtype() == DType::f32 ? output : to_dtype(output, input.dtype());
 }
 
+DType Linear::input_dtype() const {
+  return quantized_ ? DType::f32 : linear_input_dtype(weight_.dtype());
+}
+
 void Linear::forward_into(const Tensor& output, const Tensor& input) const {
   if (quantized_) {
-    quantized_linear_into(output, input, *quantized_, bias_, input_rounding_);
+    quantized_linear_into(output, input.dtype() == DType::f32 ? input : to_dtype(input, DType::f32),
+                          *quantized_, bias_, input_rounding_);
   } else {
     linear_into(output, input, weight_, bias_, packed_.get());
   }

@@ -59,6 +59,10 @@ class Linear {
   const std::optional<QuantizedMatrix>& quantized_weight() const { return quantized_; }
   InputRounding input_rounding() const { return input_rounding_; }
   const std::optional<Tensor>& bias() const { return bias_; }
+  // The input dtype the layer's kernels take as it is (ops linear_input_dtype): bf16 where they
+  // would round an f32 input to bf16 anyway, so the layer before can write bf16. Any float input
+  // works.
+  DType input_dtype() const;
 
  private:
   Tensor weight_;  // [out, in]

@@ -14,6 +14,9 @@ void GatedMlp::reserve(StepBuffers& buffers) const {
   int64_t intermediate = gate_.outputs();
   buffers.reserve(Slot::gate, {1, 1, intermediate});
   buffers.reserve(Slot::up, {1, 1, intermediate});
+  if (down_.input_dtype() != DType::f32) {
+    buffers.reserve(Slot::gated, {1, 1, intermediate}, down_.input_dtype());
+  }
   buffers.reserve(Slot::projected, {1, 1, down_.outputs()});
 }
 
@@ -22,10 +25,15 @@ Tensor GatedMlp::forward(const Tensor& input, Activations& activations) const {
   Tensor gate = activations.get(Slot::gate, shape, "linear");
   Tensor up = activations.get(Slot::up, shape, "linear");
   forward_together(input, {{&gate_, &gate}, {&up_, &up}});
-  gated_activation_into(gate, gate, up, activation_);
+  // In place over the gate, or into a tensor of the dtype down takes as it is.
+  Tensor gated = down_.input_dtype() == DType::f32
+                     ? gate
+                     : activations.get(Slot::gated, shape, gated_op_name(activation_),
+                                       down_.input_dtype());
+  gated_activation_into(gated, gate, up, activation_);
   Tensor output =
       activations.get(Slot::projected, {1, input.dim(1), down_.outputs()}, "linear");
-  down_.forward_into(output, gate);
+  down_.forward_into(output, gated);
   return output;
 }
 

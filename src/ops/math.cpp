@@ -151,10 +151,6 @@ Tensor binary(const char* op, cpu::BinaryOp kind, const Tensor& left, const Tens
   return result;
 }
 
-const char* gated_op_name(GateActivation activation) {
-  return activation == GateActivation::silu ? "silu_mul" : "gelu_tanh_mul";
-}
-
 void check_gated(const Tensor& gate, const Tensor& up, GateActivation activation) {
   const char* op = gated_op_name(activation);
   require_float(gate, op, "gate");
@@ -176,6 +172,10 @@ void gated_kernel_into(const Tensor& result, const Tensor& gate, const Tensor& u
 }
 
 }  // namespace
+
+const char* gated_op_name(GateActivation activation) {
+  return activation == GateActivation::silu ? "silu_mul" : "gelu_tanh_mul";
+}
 
 void require_output(const Tensor& output, const Dims& shape, DType dtype, const char* op) {
   if (!output.defined()) fail(op, ": output is undefined");
@@ -212,7 +212,8 @@ void gated_activation_into(const Tensor& output, const Tensor& gate, const Tenso
                            GateActivation activation) {
   check_gated(gate, up, activation);
   const char* op = gated_op_name(activation);
-  require_output(output, gate.shape(), gate.dtype(), op);
+  require_float(output, op, "output");
+  require_output(output, gate.shape(), output.dtype(), op);
   memory::OpScope scope(op);
   gated_kernel_into(output, gate, up, activation);
 }
@@ -273,7 +274,8 @@ void rms_norm_into(const Tensor& output, const Tensor& input, const Tensor& weig
     fail("rms_norm: weight ", weight.describe(), " does not match the last dim of input ",
          input.describe());
   }
-  require_output(output, input.shape(), input.dtype(), "rms_norm");
+  require_float(output, "rms_norm", "output");
+  require_output(output, input.shape(), output.dtype(), "rms_norm");
   memory::OpScope scope("rms_norm");
   int64_t length = input.dim(-1);
   const float* weight_values =

@@ -44,7 +44,14 @@ struct LinearLayerInto {
   const std::optional<Tensor>* bias;
   const Storage* packed = nullptr;
 };
-// Several linear layers over one f32 input (Q, K and V; gate and up), each into its own output,
+// The dtype in which the linear kernels take their input for weights of `weight_dtype`: bf16
+// where they round f32 input to bf16 anyway (bf16 weights with AVX512_BF16), so that the op that
+// makes the input can write bf16 and spare them a pass over it; else f32. Either dtype works
+// with every weight, with the same results where this is bf16.
+DType linear_input_dtype(DType weight_dtype);
+
+// Several linear layers over one f32 or bf16 input (Q, K and V; gate and up), each into its own
+// output,
 // in one pass: the input is rounded to bf16 or packed once, and the threads take one hand-off for
 // all the layers. The weights must share a dtype; at most 8 layers. The same results as
 // linear_into layer by layer, bit for bit.
@@ -58,7 +65,8 @@ Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Ten
 void linear_into(const Tensor& output, const Tensor& input, const Tensor& weight,
                  const std::optional<Tensor>& bias = {}, const Storage* packed = nullptr);
 
-// x / sqrt(mean(x^2, last dim) + eps) * weight, weight [H] for x [..., H].
+// x / sqrt(mean(x^2, last dim) + eps) * weight, weight [H] for x [..., H]. rms_norm_into writes
+// an output of any float dtype (computed in f32, then rounded).
 Tensor rms_norm(const Tensor& input, const Tensor& weight, double eps);
 void rms_norm_into(const Tensor& output, const Tensor& input, const Tensor& weight, double eps);
 
@@ -85,7 +93,10 @@ void silu_mul_into(const Tensor& output, const Tensor& gate, const Tensor& up);
 // The activation of a gated MLP: SwiGLU (silu) or GeGLU with the tanh GELU (Gemma's
 // gelu_pytorch_tanh).
 enum class GateActivation { silu, gelu_tanh };
-// activation(gate) * up into `output`, which may alias gate or up.
+// The op's name in traces: silu_mul or gelu_tanh_mul.
+const char* gated_op_name(GateActivation activation);
+// activation(gate) * up into `output`, which may alias gate or up, of any float dtype (computed
+// in f32, then rounded).
 void gated_activation_into(const Tensor& output, const Tensor& gate, const Tensor& up,
                            GateActivation activation);
 // cap * tanh(x / cap) into `output` (may alias input): logit soft-capping.

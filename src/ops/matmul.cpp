@@ -33,6 +33,15 @@ Tensor contiguous_f32(const Tensor& tensor) {
   return tensor.dtype() == DType::f32 ? contiguous(tensor) : to_dtype(tensor, DType::f32);
 }
 
+// The input rows as the kernels take them for weights of `weight_dtype`: contiguous, in
+// linear_input_dtype where the input is bf16, else f32.
+Tensor kernel_input(const Tensor& input, DType weight_dtype) {
+  if (input.dtype() == DType::bf16 && linear_input_dtype(weight_dtype) == DType::bf16) {
+    return contiguous(input);
+  }
+  return contiguous_f32(input);
+}
+
 // The most layers one linear_group_into call takes.
 constexpr size_t kMaxGroupLayers = 8;
 
@@ -80,14 +89,15 @@ Dims linear_output_shape(const Tensor& input, const Tensor& weight,
   return output_shape;
 }
 
-// The kernels' view of one layer over the contiguous f32 `rows` of the input, into a contiguous
-// f32 `output`; `weight` must be contiguous.
+// The kernels' view of one layer over the contiguous `rows` of the input (kernel_input), into a
+// contiguous f32 `output`; `weight` must be contiguous.
 cpu::LinearProblem linear_problem(float* output, const Tensor& rows, const Tensor& weight,
                                   const std::optional<Tensor>& bias, size_t slot,
                                   const Storage* packed) {
   const int64_t depth = weight.dim(1);
   cpu::LinearProblem problem;
-  problem.input = rows.data<float>();
+  problem.input = rows.raw();
+  problem.input_dtype = rows.dtype();
   problem.input_stride = depth;
   problem.rows = 1;
   for (int dim = 0; dim + 1 < rows.rank(); ++dim) problem.rows *= rows.shape()[dim];
@@ -106,7 +116,7 @@ cpu::LinearProblem linear_problem(float* output, const Tensor& rows, const Tenso
 // Runs the kernels into a contiguous f32 `output`.
 void linear_f32(float* output, const Tensor& input, const Tensor& weight,
                 const std::optional<Tensor>& bias, const Storage* packed) {
-  Tensor rows = contiguous_f32(input);
+  Tensor rows = kernel_input(input, weight.dtype());
   // Weights are mmapped and contiguous in the model; any other layout is copied once here.
   Tensor contiguous_weight = packed ? weight : contiguous(weight);
   cpu::linear(linear_problem(output, rows, contiguous_weight, bias, 0, packed));
@@ -148,6 +158,10 @@ std::shared_ptr<const Storage> PackedWeights::pack(const Tensor& weight, bool re
   return Storage::borrow(buffer_, data, bytes);
 }
 
+DType linear_input_dtype(DType weight_dtype) {
+  return cpu::linear_rounds_input_to_bf16(weight_dtype) ? DType::bf16 : DType::f32;
+}
+
 Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
               const Storage* packed) {
   Dims output_shape = linear_output_shape(input, weight, bias);
@@ -160,7 +174,9 @@ Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Ten
 void linear_into(const Tensor& output, const Tensor& input, const Tensor& weight,
                  const std::optional<Tensor>& bias, const Storage* packed) {
   Dims output_shape = linear_output_shape(input, weight, bias);
-  if (input.dtype() != DType::f32) fail("linear_into: input ", input.describe(), " must be f32");
+  if (input.dtype() != DType::f32 && input.dtype() != DType::bf16) {
+    fail("linear_into: input ", input.describe(), " must be f32 or bf16");
+  }
   require_output(output, output_shape, DType::f32, "linear_into");
   memory::OpScope scope("linear");
   linear_f32(output.data<float>(), input, weight, bias, packed);
@@ -171,11 +187,11 @@ void linear_group_into(const Tensor& input, std::span<const LinearLayerInto> lay
   if (layers.size() > kMaxGroupLayers) {
     fail("linear_group_into: ", layers.size(), " layers, at most ", kMaxGroupLayers);
   }
-  if (input.dtype() != DType::f32) {
-    fail("linear_group_into: input ", input.describe(), " must be f32");
+  if (input.dtype() != DType::f32 && input.dtype() != DType::bf16) {
+    fail("linear_group_into: input ", input.describe(), " must be f32 or bf16");
   }
   memory::OpScope scope("linear");
-  Tensor rows = contiguous(input);
+  Tensor rows = kernel_input(input, layers[0].weight->dtype());
   std::array<Tensor, kMaxGroupLayers> weights;
   std::array<cpu::LinearProblem, kMaxGroupLayers> problems;
   for (size_t index = 0; index < layers.size(); ++index) {

@@ -277,6 +277,11 @@ TEST(ToDtype, RoundsContiguousF32ToBf16BitForBitAsTheScalarDoesOnEveryIsa) {
   std::vector<float> values;
   for (uint32_t word : bits) values.push_back(std::bit_cast<float>(word));
   for (float value : random_values(1000, 14)) values.push_back(value * 1e3f);
+  // Each special value once more among the random ones, alone in a run of 32, in a lane of
+  // either half, so that a vector loop must find it wherever it is.
+  for (size_t index = 0; index < bits.size(); ++index) {
+    values[64 + 32 * index + (index * 7) % 32] = std::bit_cast<float>(bits[index]);
+  }
   std::vector<uint16_t> expected;
   for (float value : values) expected.push_back(f32_to_bf16(value));
   const cpu::Isa detected = cpu::detected_isa();

@@ -285,6 +285,43 @@ TEST(RmsNorm, MatchesTheDoubleReferenceWithWeightsOfAnotherDtype) {
   }
 }
 
+// A bf16 model's norms and SwiGLU hand bf16 to the linear layers: from f32 inputs, a bf16
+// output holds the f32 result rounded to nearest even, element for element; an integer output
+// is refused.
+TEST(OutputDtype, NormAndGatedActivationWriteBf16AsTheirF32ResultsRounded) {
+  const Dims shape{2, 3, 4097};
+  Tensor input = from_vector(random_values(shape.product(), 21, -3, 3), shape);
+  Tensor weight = to_dtype(from_vector(random_values(4097, 22), {4097}), DType::bf16);
+  Tensor up = from_vector(random_values(shape.product(), 23, -2, 2), shape);
+  auto expect_rounded = [](const Tensor& rounded, const Tensor& exact, const std::string& op) {
+    ASSERT_EQ(rounded.dtype(), DType::bf16) << op;
+    std::vector<float> values = to_f32_vector(exact);
+    const auto* bits = rounded.data<uint16_t>();
+    for (size_t i = 0; i < values.size(); ++i) {
+      ASSERT_EQ(bits[i], f32_to_bf16(values[i])) << op << " element " << i;
+    }
+  };
+  Tensor normed = Tensor::empty(shape, DType::bf16);
+  rms_norm_into(normed, input, weight, 1e-6);
+  expect_rounded(normed, rms_norm(input, weight, 1e-6), "rms_norm");
+  for (GateActivation activation : {GateActivation::silu, GateActivation::gelu_tanh}) {
+    Tensor exact = Tensor::empty(shape, DType::f32);
+    gated_activation_into(exact, input, up, activation);
+    Tensor gated = Tensor::empty(shape, DType::bf16);
+    gated_activation_into(gated, input, up, activation);
+    expect_rounded(gated, exact, gated_op_name(activation));
+  }
+  EXPECT_NE(test::error_message([&] {
+              rms_norm_into(Tensor::empty(shape, DType::i32), input, weight, 1e-6);
+            }).find("rms_norm: output"),
+            std::string::npos);
+  EXPECT_NE(test::error_message([&] {
+              gated_activation_into(Tensor::empty(shape, DType::u32), input, up,
+                                    GateActivation::silu);
+            }).find("silu_mul: output"),
+            std::string::npos);
+}
+
 TEST(RmsNorm, RejectsAWeightOfTheWrongLength) {
   std::string message =
       test::error_message([] { rms_norm(zeros({2, 8}), zeros({7}, DType::bf16), 1e-6); });

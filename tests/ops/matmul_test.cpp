@@ -268,6 +268,53 @@ TEST_P(KernelPathTest, PackedBf16WeightsHoldThePanelLayoutAndMatchTheDoubleLoop)
   }
 }
 
+// A bf16 input (as a bf16 model's norms and SwiGLU hand it on) gives bit for bit what its f32
+// widening gives, through the weights as stored and packed, alone and in a group: where the
+// kernels round to bf16 they read such rows in place (even depths; a last partial panel of rows
+// and odd depths packed), elsewhere the input is widened. The shapes add row blocks (2,053 rows)
+// and depth blocks (4,100 k) with a partial last panel to the double-loop test's.
+TEST_P(KernelPathTest, Bf16InputGivesExactlyWhatItsF32WideningGives) {
+  std::vector<LinearShape> shapes(std::begin(kLinearShapes), std::end(kLinearShapes));
+  shapes.push_back({2053, 64, 40});
+  shapes.push_back({25, 4100, 70});
+  PackedWeights packer;
+  uint64_t seed = 900;
+  for (const LinearShape& shape : shapes) {
+    for (DType weight_dtype : {DType::bf16, DType::f32}) {
+      Tensor input = randn({1, shape.rows, shape.depth}, seed++, 1.0, DType::bf16);
+      Tensor widened = to_dtype(input, DType::f32);
+      Tensor weight = randn({shape.outputs, shape.depth}, seed++, 1.0, weight_dtype);
+      std::optional<Tensor> bias = randn({shape.outputs}, seed++);
+      std::shared_ptr<const Storage> packed = packer.pack(weight);
+      std::string context = weight.describe() + (packed ? " packed" : "") + ", input " +
+                            input.describe();
+      for (const Storage* weights : {static_cast<const Storage*>(nullptr), packed.get()}) {
+        Tensor from_bf16 = full({1, shape.rows, shape.outputs}, std::nanf(""));
+        Tensor from_f32 = full({1, shape.rows, shape.outputs}, std::nanf(""));
+        linear_into(from_bf16, input, weight, bias, weights);
+        linear_into(from_f32, widened, weight, bias, weights);
+        ASSERT_EQ(to_f32_vector(from_bf16), to_f32_vector(from_f32)) << context;
+      }
+      Tensor second_weight = randn({9, shape.depth}, seed++, 1.0, weight_dtype);
+      std::optional<Tensor> no_bias;
+      Tensor first_output = full({1, shape.rows, shape.outputs}, std::nanf(""));
+      Tensor second_output = full({1, shape.rows, 9}, std::nanf(""));
+      linear_group_into(input, std::vector<LinearLayerInto>{{&first_output, &weight, &bias},
+                                                           {&second_output, &second_weight,
+                                                            &no_bias}});
+      EXPECT_EQ(to_f32_vector(first_output), to_f32_vector(linear(widened, weight, bias)))
+          << "group, " << context;
+      EXPECT_EQ(to_f32_vector(second_output), to_f32_vector(linear(widened, second_weight)))
+          << "group, " << context;
+      if (shape.rows > 600) break;  // One weight dtype is enough for the long shapes.
+    }
+  }
+  EXPECT_EQ(linear_input_dtype(DType::bf16), cpu::linear_rounds_input_to_bf16(DType::bf16)
+                                                 ? DType::bf16
+                                                 : DType::f32);
+  EXPECT_EQ(linear_input_dtype(DType::f32), DType::f32);
+}
+
 // A tied embedding reads its rows back from the lm_head's packed copy: every row of tables with
 // partial panels and odd depths comes back as stored, in bf16 and widened to f32, and a bad id
 // is refused as index_select refuses it.
