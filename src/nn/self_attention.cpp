@@ -45,7 +45,7 @@ void SelfAttention::reserve(StepBuffers& buffers) const {
   buffers.reserve(Slot::value_cached, {1, 1, kv_width}, shape_.kv_dtype);
   buffers.reserve(Slot::query_rotated, {1, shape_.query_heads, 1, shape_.head_dim});
   buffers.reserve(Slot::key_rotated, {1, shape_.kv_heads, 1, shape_.head_dim}, shape_.kv_dtype);
-  buffers.reserve(Slot::attended, {1, 1, query_width});
+  buffers.reserve(Slot::attended, {1, 1, query_width}, output_.input_dtype());
   buffers.reserve(Slot::projected, {1, 1, output_.outputs()});
 }
 
@@ -85,7 +85,8 @@ Tensor SelfAttention::forward(const Tensor& input, const Sequences& sequences, i
                     sequences.cache(0).layer(layer), sequences.start(0), activations);
   } else {
     // One token per sequence: each row attends over its own cache at its own position.
-    merged = activations.get(Slot::merged, {1, rows, shape_.query_heads * head_dim}, "attention");
+    merged = activations.get(Slot::merged, {1, rows, shape_.query_heads * head_dim}, "attention",
+                             output_.input_dtype());
     for (int64_t row = 0; row < rows; ++row) {
       Tensor attended =
           attend(projected_query.narrow(1, row, 1), projected_key.narrow(1, row, 1),
@@ -131,7 +132,9 @@ Tensor SelfAttention::attend(const Tensor& projected_query, const Tensor& projec
   // The kernel writes [1, H, S, D] through the transposed view of [1, S, H, D]: the heads
   // come out merged as [1, S, H * D], with no copy.
   const int64_t heads = shape_.query_heads;
-  Tensor merged = activations.get(Slot::attended, {1, length, heads * head_dim}, "attention");
+  // In the dtype o_proj takes as it is (bf16 for a bf16 model).
+  Tensor merged = activations.get(Slot::attended, {1, length, heads * head_dim}, "attention",
+                                  output_.input_dtype());
   attention_into(merged.view({1, length, heads, head_dim}).transpose(1, 2), query, all_keys,
                  all_values, shape_.scale, length > 1 || shape_.window, shape_.window);
   return merged;

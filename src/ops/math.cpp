@@ -387,7 +387,8 @@ void attention_into(const Tensor& output, const Tensor& query, const Tensor& key
   const bool merged_heads = output.defined() && output.rank() == 4 && !output.is_contiguous();
   Dims dense_shape = query.shape();
   if (merged_heads) std::swap(dense_shape[1], dense_shape[2]);
-  require_output(merged_heads ? output.transpose(1, 2) : output, dense_shape, query.dtype(),
+  require_float(output, "attention", "output");
+  require_output(merged_heads ? output.transpose(1, 2) : output, dense_shape, output.dtype(),
                  "attention");
   if (output.numel() == 0) return;
   memory::OpScope scope("attention");

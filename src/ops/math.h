@@ -108,7 +108,8 @@ Tensor argmax(const Tensor& input);
 // (query head h reads kv head h / (Hq / Hkv), no repeated copies). With `causal`, query i sits
 // at position Skv - Sq + i and sees keys up to it, or only the last `window` of them when
 // window > 0 (a sliding-window layer). Returns [B, Hq, Sq, D] in q's dtype. attention_into
-// also writes through the transposed view of a contiguous [B, Sq, Hq, D] (the heads merged).
+// writes an output of any float dtype, also through the transposed view of a contiguous
+// [B, Sq, Hq, D] (the heads merged).
 Tensor attention(const Tensor& query, const Tensor& key, const Tensor& value, double scale,
                  bool causal, int64_t window = 0);
 void attention_into(const Tensor& output, const Tensor& query, const Tensor& key,

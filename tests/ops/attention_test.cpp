@@ -340,6 +340,16 @@ TEST_F(AttentionTest, WritesTheHeadsMergedThroughATransposedOutput) {
         test::expect_close(got, expected, 2e-5, 1e-4,
                            concat("merged output, ", cpu::isa_name(isa), ", ", threads,
                                   " threads, q ", query.describe()));
+        // A bf16 output (what o_proj of a bf16 model takes) holds the same values rounded.
+        Tensor merged_bf16 = Tensor::empty({batch, length, query_heads * head_dim}, DType::bf16);
+        attention_into(merged_bf16.view({batch, length, query_heads, head_dim}).transpose(1, 2),
+                       query, key, value, 0.25, causal);
+        std::vector<float> exact = to_f32_vector(merged);
+        const auto* bits = merged_bf16.data<uint16_t>();
+        for (size_t i = 0; i < exact.size(); ++i) {
+          ASSERT_EQ(bits[i], f32_to_bf16(exact[i]))
+              << "bf16 merged output element " << i << ", " << cpu::isa_name(isa);
+        }
       }
     }
   }
