@@ -484,12 +484,6 @@ void linear_group(const LinearProblem* problems, int count) {
            "dtype of layer 0");
     }
   }
-  if (first.input_dtype != DType::f32 &&
-      !(first.input_dtype == DType::bf16 && linear_rounds_input_to_bf16(first.weight_dtype))) {
-    fail("linear_group: ", dtype_name(first.input_dtype), " input with ",
-         dtype_name(first.weight_dtype), " weights at this ISA (f32 input, or bf16 where the ",
-         "kernels round to bf16)");
-  }
   if (first.rows <= kGemvPreferredMaxRows) {
     gemv_group(problems, count);
   } else {

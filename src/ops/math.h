@@ -51,10 +51,9 @@ struct LinearLayerInto {
 DType linear_input_dtype(DType weight_dtype);
 
 // Several linear layers over one f32 or bf16 input (Q, K and V; gate and up), each into its own
-// output,
-// in one pass: the input is rounded to bf16 or packed once, and the threads take one hand-off for
-// all the layers. The weights must share a dtype; at most 8 layers. The same results as
-// linear_into layer by layer, bit for bit.
+// output, in one pass: the input is rounded to bf16 or packed once, and the threads take one
+// hand-off for all the layers. The weights must share a dtype; at most 8 layers. The same
+// results as linear_into layer by layer, bit for bit.
 void linear_group_into(const Tensor& input, std::span<const LinearLayerInto> layers);
 
 // x [..., K] times weight [N, K] transposed, plus bias [N]: [..., N] in x's dtype. The weight
