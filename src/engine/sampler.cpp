@@ -96,11 +96,14 @@ uint32_t Sampler::sample(std::vector<float>& logits, const std::vector<uint32_t>
     total += candidate.weight;
   }
   for (Candidate& candidate : candidates_) candidate.weight /= total;
-  // min-p: drop candidates below min_p times the largest probability; the largest stays, min_p
-  // being below 1.
+  // min-p: drop candidates below min_p times the largest probability (the largest logit is a
+  // candidate); the largest stays, min_p being below 1.
   if (options_.min_p > 0) {
     const double floor =
-        options_.min_p * probabilities_[cpu::argmax_row(logits.data(), count_all)] / total;
+        options_.min_p * std::max_element(candidates_.begin(), candidates_.end(),
+                                          [](const Candidate& left, const Candidate& right) {
+                                            return left.weight < right.weight;
+                                          })->weight;
     std::erase_if(candidates_, [floor](const Candidate& each) { return each.weight < floor; });
   }
   // top-p: the fewest candidates, largest first, whose mass reaches top_p.
