@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "cpu/quant_internal.h"
+#include "cpu/quant_legacy_kernels.h"
 
 namespace fornace::cpu {
 
@@ -15,5 +16,35 @@ const BlockKernels& block_kernels(BlockType type, Isa isa) {
 }
 
 const BlockKernels& block_kernels(BlockType type) { return block_kernels(type, active_isa()); }
+
+bool has_interleaved_kernels(BlockType type, int64_t columns, Isa isa) {
+  return isa == Isa::avx512 && legacy::avx512::interleaved_kernels(type) != nullptr &&
+         columns > 0 && columns % (4 * legacy::kBlockElements) == 0;
+}
+
+const BlockKernels& interleaved_block_kernels(BlockType type, Isa isa) {
+  const BlockKernels* kernels =
+      isa == Isa::avx512 ? legacy::avx512::interleaved_kernels(type) : nullptr;
+  if (!kernels) {
+    throw Error(std::string("no interleaved block kernels for ") + block_format(type).name +
+                " at " + isa_name(isa));
+  }
+  return *kernels;
+}
+
+void interleave_rows(BlockType type, const void* in, void* out, int64_t rows, int64_t columns) {
+  if (!has_interleaved_kernels(type, columns, active_isa())) {
+    fail("interleave_rows: no interleaved kernels for ", block_format(type).name, " rows of ",
+         columns);
+  }
+  const size_t row_bytes = block_row_bytes(type, columns);
+  const size_t quad_bytes = 4 * block_format(type).block_bytes;
+  const auto* source = static_cast<const uint8_t*>(in);
+  auto* destination = static_cast<uint8_t*>(out);
+  const size_t quads = row_bytes * static_cast<size_t>(rows) / quad_bytes;
+  for (size_t quad = 0; quad < quads; ++quad) {
+    legacy::interleave_quad(source + quad * quad_bytes, destination + quad * quad_bytes);
+  }
+}
 
 }  // namespace fornace::cpu

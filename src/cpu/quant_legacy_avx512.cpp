@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <array>
+#include <cstring>
 
 #include "cpu/prefetch.h"
 #include "cpu/quant_legacy_kernels.h"
@@ -67,12 +68,22 @@ struct QuadWeights {
 // The f16 scales of a quad's 4 blocks (`bytes` apart) as f32 lanes, 4 per block.
 inline __m512 scale_lanes(const uint8_t* first, size_t bytes) {
   uint64_t bits = 0;
-  for (int index = 0; index < 4; ++index) {
-    bits |= static_cast<uint64_t>(load_u16(first + index * bytes)) << (16 * index);
+  if (bytes == 2) {
+    std::memcpy(&bits, first, sizeof bits);
+  } else {
+    for (int index = 0; index < 4; ++index) {
+      bits |= static_cast<uint64_t>(load_u16(first + index * bytes)) << (16 * index);
+    }
   }
   const __m128 four = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(bits)));
   const __m512i lanes = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
   return _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(four));
+}
+
+inline __mmask64 load_mask(const uint8_t* source) {
+  uint64_t bits;
+  std::memcpy(&bits, source, sizeof bits);
+  return _cvtu64_mask64(bits);
 }
 
 // ScalarMasks: the fifth bits' masks from general registers (pext), which leaves the vector
@@ -80,7 +91,19 @@ inline __m512 scale_lanes(const uint8_t* first, size_t bytes) {
 template <const BlockLayout& Layout, bool ScalarMasks>
 inline QuadWeights unpack_quad(const uint8_t* quad) {
   QuadWeights q;
-  if constexpr (Layout.bits == 8) {
+  if constexpr (Layout.interleaved) {
+    // Every field loads whole (InterleavedQuad); q = (nibble & 0x0f) + 16 where the bit is set.
+    const __m512i packed = _mm512_loadu_si512(quad);
+    const __m512i nibble = _mm512_set1_epi8(0x0f);
+    const __m512i fifth = _mm512_set1_epi8(16);
+    const __m512i low = _mm512_and_si512(packed, nibble);
+    const __m512i high = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
+    q.low = _mm512_mask_add_epi8(low, load_mask(quad + InterleavedQuad::kLowBitsAt), low, fifth);
+    q.high =
+        _mm512_mask_add_epi8(high, load_mask(quad + InterleavedQuad::kHighBitsAt), high, fifth);
+    q.scales = scale_lanes(quad + InterleavedQuad::kScalesAt, 2);
+    return q;
+  } else if constexpr (Layout.bits == 8) {
     // Each block's 32 values in a 256-bit half, then their 128-bit halves interleaved.
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
     const uint8_t* values = quad + Layout.values_at;
@@ -358,7 +381,35 @@ BlockKernels kernels_with_widening(BlockType type) {
   return kernels;
 }
 
+// The kernels of interleaved Q5_0 rows: the integer tiles on the quads as they are, the rest on
+// quads put back as stored (prefill's widening, tests); no f32-input kernel (a layer with f32
+// input keeps its rows as stored).
+BlockKernels interleaved_q5_0_kernels() {
+  BlockKernels kernels = *vector_kernels<IntegerTile, FloatTile, RoundActivations>(BlockType::q5_0);
+  kernels.dequantize_row = [](const void* quads, float* out, int64_t n) {
+    for_each_deinterleaved_quad(quads, out, n, portable::kernels(BlockType::q5_0)->dequantize_row);
+  };
+  kernels.widen_row_bf16 = [](const void* quads, uint16_t* out, int64_t n) {
+    for_each_deinterleaved_quad(quads, out, n, widen_row_bf16<kQ5_0>);
+  };
+  kernels.quantize_row = nullptr;
+  kernels.dot_rows = [](const void* weights, size_t weight_row_bytes, int64_t rows,
+                        const void* activations, size_t activation_row_bytes, int64_t columns,
+                        int64_t n, float* out, int64_t out_stride) {
+    dot_tiles<TileOf<IntegerTile, kQ5_0Interleaved>::template type>(
+        weights, weight_row_bytes, rows, activations, activation_row_bytes, columns, n, out,
+        out_stride);
+  };
+  kernels.dot_rows_f32 = nullptr;
+  return kernels;
+}
+
 }  // namespace
+
+const BlockKernels* interleaved_kernels(BlockType type) {
+  static const BlockKernels q5_0 = interleaved_q5_0_kernels();
+  return type == BlockType::q5_0 ? &q5_0 : nullptr;
+}
 
 const BlockKernels* kernels(BlockType type) {
   static const BlockKernels table[5] = {kernels_with_widening<kQ4_0>(BlockType::q4_0),

@@ -29,7 +29,17 @@ constexpr int64_t kWidenedChunkBytes = 16 << 20;
 // Threads widen weight rows in parts of at least this many.
 constexpr int64_t kWidenRowGrain = 16;
 
+// The kernels of the problem's weight rows, as stored or interleaved.
+const BlockKernels& weight_kernels(const QuantizedLinearProblem& problem) {
+  return problem.interleaved ? interleaved_block_kernels(problem.weight_type, active_isa())
+                             : block_kernels(problem.weight_type);
+}
+
 void check(const QuantizedLinearProblem& problem) {
+  if (problem.interleaved && problem.input_rounding == InputRounding::none) {
+    fail("quantized_linear: interleaved ", block_format(problem.weight_type).name,
+         " rows take 8-bit activations only");
+  }
   const size_t packed_row_bytes = block_row_bytes(problem.weight_type, problem.depth);
   if (problem.weight_row_bytes < packed_row_bytes) {
     fail("quantized_linear: weight rows of ", problem.weight_row_bytes, " bytes are shorter than ",
@@ -149,7 +159,7 @@ void run_weight_rows(const PreparedLayer& layer, int64_t begin, int64_t end) {
 // defines the values, then rounded to nearest even): each weight is widened once per call, which
 // a prefill of many rows repays, and the GEMM's packed micro-kernel runs at the BF16 rate.
 void widened_bf16_gemm(const QuantizedLinearProblem& problem) {
-  const BlockKernels& kernels = block_kernels(problem.weight_type);
+  const BlockKernels& kernels = weight_kernels(problem);
   const int64_t depth = problem.depth;
   const int64_t chunk_rows =
       std::max<int64_t>(1, kWidenedChunkBytes / (depth * static_cast<int64_t>(sizeof(uint16_t))));
@@ -186,7 +196,7 @@ void widened_bf16_gemm(const QuantizedLinearProblem& problem) {
 bool quantized_linear_widens_to_bf16(const QuantizedLinearProblem& problem) {
   return problem.input_rounding != InputRounding::none && problem.rows >= kWidenedGemmMinRows &&
          linear_rounds_input_to_bf16(DType::bf16) &&
-         block_kernels(problem.weight_type).widen_row_bf16 != nullptr;
+         weight_kernels(problem).widen_row_bf16 != nullptr;
 }
 
 std::string quantized_kernel_name() {
@@ -237,7 +247,7 @@ void quantized_linear_group(const QuantizedLinearProblem* problems, int count) {
   size_t activation_bytes = 0;
   for (int index = 0; index < count; ++index) {
     layers[index].problem = &problems[index];
-    layers[index].kernels = &block_kernels(problems[index].weight_type);
+    layers[index].kernels = &weight_kernels(problems[index]);
     if (rounds_input) {
       layers[index].activation_row_bytes =
           layers[index].kernels->activation_row_bytes(first.depth);

@@ -289,6 +289,7 @@ StoredWeight GgufWeights::weight(const std::string& name) const {
   matrix.row_bytes = bytes_per_row;
   matrix.data = data;
   matrix.owner = std::move(owner);
+  matrix.release_pages = release;
   return {Tensor(), matrix};
 }
 

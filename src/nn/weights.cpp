@@ -76,8 +76,11 @@ Linear WeightReader::linear(const std::string& name, int64_t outputs, int64_t in
   }
   StoredWeight weight = checked(name + ".weight", {outputs, inputs});
   if (weight.quantized) {
-    count(*weight.quantized);
-    return Linear(*weight.quantized, bias_values, input_rounding_);
+    QuantizedMatrix matrix = input_rounding_ == InputRounding::none
+                                 ? *weight.quantized
+                                 : interleaved_for_int8_input(*weight.quantized, packed_);
+    count(matrix);
+    return Linear(std::move(matrix), bias_values, input_rounding_);
   }
   Linear layer(weight.tensor, bias_values);
   layer.pack_weight(packed_);

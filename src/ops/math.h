@@ -30,6 +30,8 @@ class PackedWeights {
   // `release_source`, the weight's mapped pages are released (Storage::release_pages) slice by
   // slice as their panels are written, so that no more than a slice is ever held twice.
   std::shared_ptr<const Storage> pack(const Tensor& weight, bool release_source = false);
+  // `bytes` of the shared buffers (64-byte aligned) for another packed form of a weight.
+  std::shared_ptr<Storage> place(size_t bytes);
 
  private:
   std::shared_ptr<Storage> buffer_;

@@ -129,15 +129,9 @@ std::shared_ptr<const Storage> PackedWeights::pack(const Tensor& weight, bool re
       weight.numel() == 0 || !cpu::packs_bf16_weights()) {
     return nullptr;
   }
-  constexpr size_t kBufferBytes = size_t{32} << 20;
   const auto bytes = static_cast<size_t>(cpu::packed_bf16_bytes(weight.dim(0), weight.dim(1)));
-  if (!buffer_ || used_ + bytes > buffer_->bytes()) {
-    memory::OpScope scope("pack_weight");
-    buffer_ = Storage::allocate(std::max(kBufferBytes, bytes));
-    used_ = 0;
-  }
-  char* data = static_cast<char*>(buffer_->data()) + used_;
-  used_ += bytes;  // A multiple of 64 bytes: the next weight stays aligned.
+  std::shared_ptr<Storage> placed = place(bytes);
+  char* data = static_cast<char*>(placed->data());
   // Slices of about 8 MiB of the weight: a 272 MB tied embedding packed whole would hold both
   // copies at once.
   const int64_t panels = (weight.dim(0) + 31) / 32;
@@ -155,6 +149,18 @@ std::shared_ptr<const Storage> PackedWeights::pack(const Tensor& weight, bool re
   }
   // Pages that straddle two slices went with neither.
   if (release_source) weight.storage()->release_pages();
+  return placed;
+}
+
+std::shared_ptr<Storage> PackedWeights::place(size_t bytes) {
+  constexpr size_t kBufferBytes = size_t{32} << 20;
+  if (!buffer_ || used_ + bytes > buffer_->bytes()) {
+    memory::OpScope scope("pack_weight");
+    buffer_ = Storage::allocate(std::max(kBufferBytes, bytes));
+    used_ = 0;
+  }
+  char* data = static_cast<char*>(buffer_->data()) + used_;
+  used_ += (bytes + 63) / 64 * 64;
   return Storage::borrow(buffer_, data, bytes);
 }
 

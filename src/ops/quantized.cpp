@@ -2,6 +2,8 @@
 #include "ops/quantized.h"
 
 #include <array>
+#include <cstdlib>
+#include <string_view>
 #include <vector>
 
 #include "core/error.h"
@@ -14,8 +16,13 @@
 namespace fornace {
 namespace {
 
+const cpu::BlockKernels& matrix_kernels(const QuantizedMatrix& matrix) {
+  return matrix.interleaved ? cpu::interleaved_block_kernels(matrix.type, cpu::active_isa())
+                            : cpu::block_kernels(matrix.type);
+}
+
 void dequantize_row(const QuantizedMatrix& matrix, int64_t row, float* out) {
-  cpu::block_kernels(matrix.type).dequantize_row(matrix.row(row), out, matrix.columns);
+  matrix_kernels(matrix).dequantize_row(matrix.row(row), out, matrix.columns);
 }
 
 }  // namespace
@@ -69,6 +76,7 @@ void quantized_linear_group_into(const Tensor& input, std::span<const QuantizedL
     problem.output = layers[index].output->data<float>();
     problem.output_stride = weight.rows;
     problem.input_rounding = input_rounding;
+    problem.interleaved = weight.interleaved;
   }
   cpu::quantized_linear_group(problems.data(), static_cast<int>(layers.size()));
 }
@@ -90,6 +98,31 @@ void quantized_rows_into(const Tensor& output, const QuantizedMatrix& table, con
     }
     dequantize_row(table, id_data[index], out + index * table.columns);
   }
+}
+
+QuantizedMatrix interleaved_for_int8_input(const QuantizedMatrix& matrix, PackedWeights& packed) {
+  auto off = [](const char* name) {
+    const char* setting = std::getenv(name);
+    return setting && std::string_view(setting) == "0";
+  };
+  if (matrix.interleaved || off("FORNACE_PACKED_WEIGHTS") || off("FORNACE_INTERLEAVED_QUADS") ||
+      !cpu::has_interleaved_kernels(matrix.type, matrix.columns, cpu::active_isa()) ||
+      matrix.row_bytes != block_row_bytes(matrix.type, matrix.columns)) {
+    return matrix;
+  }
+  std::shared_ptr<Storage> copy = packed.place(matrix.bytes());
+  auto* out = static_cast<uint8_t*>(copy->data());
+  ThreadPool::global().run(matrix.rows, 64, [&](int64_t begin, int64_t end) {
+    cpu::interleave_rows(matrix.type, matrix.row(begin), out + begin * matrix.row_bytes,
+                         end - begin, matrix.columns);
+  });
+  if (matrix.release_pages) matrix.release_pages(matrix.owner.get(), matrix.data, matrix.bytes());
+  QuantizedMatrix result = matrix;
+  result.data = out;
+  result.owner = copy;
+  result.release_pages = nullptr;
+  result.interleaved = true;
+  return result;
 }
 
 Tensor dequantize(const QuantizedMatrix& matrix, DType dtype) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -256,6 +257,62 @@ TEST(QuantizedLinear, GroupsRefuseLayersThatDoNotShareTheInput) {
                                                      problems[0]);
   EXPECT_THROW(cpu::quantized_linear_group(too_many.data(), static_cast<int>(too_many.size())),
                Error);
+}
+
+// Q5_0 rows interleaved for decode (cpu::interleave_rows) give exactly what the stored rows give:
+// decode's integer dot products on the quads as they are, prefill's widening on quads put back;
+// both roundings that take 8-bit activations, several thread counts; f32 input is refused.
+TEST(QuantizedLinear, InterleavedQ5_0RowsGiveExactlyWhatTheStoredRowsGive) {
+  if (!cpu::has_interleaved_kernels(BlockType::q5_0, 896, cpu::detected_isa())) {
+    GTEST_SKIP() << "no interleaved kernels on " << cpu::isa_name(cpu::detected_isa());
+  }
+  EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q5_0, 896, cpu::Isa::avx2));
+  EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q5_0, 96, cpu::Isa::avx512));
+  EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q4_0, 896, cpu::Isa::avx512));
+  for (int64_t outputs : {37, 1027}) {
+    Layer layer = make_layer(BlockType::q5_0, 896, outputs);
+    // Packed rows: interleaved rows are whole quads back to back.
+    const size_t row_bytes = block_row_bytes(layer.type, layer.depth);
+    std::vector<uint8_t> stored(outputs * row_bytes);
+    for (int64_t r = 0; r < outputs; ++r) {
+      std::memcpy(stored.data() + r * row_bytes, layer.weight.data() + r * layer.row_bytes,
+                  row_bytes);
+    }
+    layer.weight = stored;
+    layer.row_bytes = row_bytes;
+    Layer interleaved = layer;
+    cpu::interleave_rows(layer.type, stored.data(), interleaved.weight.data(), outputs,
+                         layer.depth);
+    ASSERT_NE(interleaved.weight, stored);
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      for (int64_t rows : {1, 3, 5, 40}) {
+        for (InputRounding rounding : {InputRounding::int8, InputRounding::int8_residual}) {
+          std::vector<float> input = quant_test::uniform(rows * layer.depth, -2.0f, 2.0f, rows);
+          std::vector<float> expected(rows * outputs, NAN);
+          std::vector<float> got(rows * outputs, NAN);
+          cpu::quantized_linear(problem_of(layer, input, layer.depth, rows, expected, outputs,
+                                           rounding, true));
+          cpu::QuantizedLinearProblem problem = problem_of(interleaved, input, layer.depth, rows,
+                                                           got, outputs, rounding, true);
+          problem.interleaved = true;
+          cpu::quantized_linear(problem);
+          ASSERT_EQ(0, std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)))
+              << outputs << " outputs, " << rows << " rows, " << threads << " threads, "
+              << input_rounding_name(rounding);
+        }
+      }
+    }
+    std::vector<float> input(layer.depth, 1.0f);
+    std::vector<float> output(outputs);
+    cpu::QuantizedLinearProblem f32_input =
+        problem_of(interleaved, input, layer.depth, 1, output, outputs, InputRounding::none, false);
+    f32_input.interleaved = true;
+    EXPECT_THROW(cpu::quantized_linear(f32_input), Error);
+  }
+  set_num_threads(0);
+  std::vector<uint8_t> odd(block_row_bytes(BlockType::q5_0, 96));
+  EXPECT_THROW(cpu::interleave_rows(BlockType::q5_0, odd.data(), odd.data(), 1, 96), Error);
 }
 
 TEST(QuantizedLinear, RejectsRowsShorterThanTheirBlocks) {
