@@ -37,14 +37,9 @@ void interleave_rows(BlockType type, const void* in, void* out, int64_t rows, in
     fail("interleave_rows: no interleaved kernels for ", block_format(type).name, " rows of ",
          columns);
   }
-  const size_t row_bytes = block_row_bytes(type, columns);
-  const size_t quad_bytes = 4 * block_format(type).block_bytes;
-  const auto* source = static_cast<const uint8_t*>(in);
-  auto* destination = static_cast<uint8_t*>(out);
-  const size_t quads = row_bytes * static_cast<size_t>(rows) / quad_bytes;
-  for (size_t quad = 0; quad < quads; ++quad) {
-    legacy::interleave_quad(source + quad * quad_bytes, destination + quad * quad_bytes);
-  }
+  const int64_t quads = columns / (4 * legacy::kBlockElements) * rows;
+  legacy::interleave_quads(type, static_cast<const uint8_t*>(in), static_cast<uint8_t*>(out),
+                           quads);
 }
 
 }  // namespace fornace::cpu

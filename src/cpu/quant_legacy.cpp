@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/dtype.h"
+#include "core/error.h"
 #include "cpu/quant_internal.h"
 #include "cpu/quant_legacy_kernels.h"
 
@@ -264,33 +265,23 @@ namespace portable {
 const BlockKernels* kernels(BlockType type) { return pick(type, kTable); }
 }  // namespace portable
 
-void interleave_quad(const uint8_t* blocks, uint8_t* quad) {
-  uint64_t low_bits = 0;
-  uint64_t high_bits = 0;
-  for (int index = 0; index < 4; ++index) {
-    const uint8_t* block = blocks + index * kQ5_0.bytes;
-    std::memcpy(quad + 16 * index, block + kQ5_0.values_at, 16);
-    const uint32_t bits = load_u32(block + kQ5_0.high_bits_at);
-    low_bits |= static_cast<uint64_t>(bits & 0xffff) << (16 * index);
-    high_bits |= static_cast<uint64_t>(bits >> 16) << (16 * index);
-    std::memcpy(quad + InterleavedQuad::kScalesAt + 2 * index, block, 2);
-  }
-  std::memcpy(quad + InterleavedQuad::kLowBitsAt, &low_bits, 8);
-  std::memcpy(quad + InterleavedQuad::kHighBitsAt, &high_bits, 8);
-}
-
-void deinterleave_quad(const uint8_t* quad, uint8_t* blocks) {
-  uint64_t low_bits;
-  uint64_t high_bits;
-  std::memcpy(&low_bits, quad + InterleavedQuad::kLowBitsAt, 8);
-  std::memcpy(&high_bits, quad + InterleavedQuad::kHighBitsAt, 8);
-  for (int index = 0; index < 4; ++index) {
-    uint8_t* block = blocks + index * kQ5_0.bytes;
-    std::memcpy(block, quad + InterleavedQuad::kScalesAt + 2 * index, 2);
-    const auto bits = static_cast<uint32_t>((low_bits >> (16 * index)) & 0xffff) |
-                      static_cast<uint32_t>((high_bits >> (16 * index)) & 0xffff) << 16;
-    std::memcpy(block + kQ5_0.high_bits_at, &bits, 4);
-    std::memcpy(block + kQ5_0.values_at, quad + 16 * index, 16);
+void interleave_quads(BlockType type, const uint8_t* blocks, uint8_t* out, int64_t quads) {
+  auto rearrange = [&]<const BlockLayout& Layout>() {
+    for (int64_t quad = 0; quad < quads; ++quad) {
+      interleave_quad<Layout>(blocks + quad * 4 * Layout.bytes, out + quad * 4 * Layout.bytes);
+    }
+  };
+  switch (type) {
+    case BlockType::q4_0:
+      return rearrange.template operator()<kQ4_0>();
+    case BlockType::q4_1:
+      return rearrange.template operator()<kQ4_1>();
+    case BlockType::q5_0:
+      return rearrange.template operator()<kQ5_0>();
+    case BlockType::q5_1:
+      return rearrange.template operator()<kQ5_1>();
+    default:
+      fail("interleave_quads: ", block_format(type).name, " has no interleaved quads");
   }
 }
 

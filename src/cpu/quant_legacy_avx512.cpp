@@ -93,15 +93,18 @@ inline QuadWeights unpack_quad(const uint8_t* quad) {
   QuadWeights q;
   if constexpr (Layout.interleaved) {
     // Every field loads whole (InterleavedQuad); q = (nibble & 0x0f) + 16 where the bit is set.
+    using Quad = InterleavedQuad<Layout>;
     const __m512i packed = _mm512_loadu_si512(quad);
     const __m512i nibble = _mm512_set1_epi8(0x0f);
-    const __m512i fifth = _mm512_set1_epi8(16);
-    const __m512i low = _mm512_and_si512(packed, nibble);
-    const __m512i high = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
-    q.low = _mm512_mask_add_epi8(low, load_mask(quad + InterleavedQuad::kLowBitsAt), low, fifth);
-    q.high =
-        _mm512_mask_add_epi8(high, load_mask(quad + InterleavedQuad::kHighBitsAt), high, fifth);
-    q.scales = scale_lanes(quad + InterleavedQuad::kScalesAt, 2);
+    q.low = _mm512_and_si512(packed, nibble);
+    q.high = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
+    if constexpr (Layout.bits == 5) {
+      const __m512i fifth = _mm512_set1_epi8(16);
+      q.low = _mm512_mask_add_epi8(q.low, load_mask(quad + Quad::kLowBitsAt), q.low, fifth);
+      q.high = _mm512_mask_add_epi8(q.high, load_mask(quad + Quad::kHighBitsAt), q.high, fifth);
+    }
+    q.scales = scale_lanes(quad + Quad::kScalesAt, 2);
+    if constexpr (has_min(Layout)) q.mins = scale_lanes(quad + Quad::kMinsAt, 2);
     return q;
   } else if constexpr (Layout.bits == 8) {
     // Each block's 32 values in a 256-bit half, then their 128-bit halves interleaved.
@@ -381,22 +384,23 @@ BlockKernels kernels_with_widening(BlockType type) {
   return kernels;
 }
 
-// The kernels of interleaved Q5_0 rows: the integer tiles on the quads as they are, the rest on
-// quads put back as stored (prefill's widening, tests); no f32-input kernel (a layer with f32
-// input keeps its rows as stored).
-BlockKernels interleaved_q5_0_kernels() {
-  BlockKernels kernels = *vector_kernels<IntegerTile, FloatTile, RoundActivations>(BlockType::q5_0);
+// The kernels of interleaved rows of `Layout`: the integer tiles on the quads as they are, the
+// rest on quads put back as stored (prefill's widening, tests); no f32-input kernel (a layer
+// with f32 input keeps its rows as stored).
+template <BlockType Type, const BlockLayout& Layout, const BlockLayout& Interleaved>
+BlockKernels interleaved_kernels_of() {
+  BlockKernels kernels = *vector_kernels<IntegerTile, FloatTile, RoundActivations>(Type);
   kernels.dequantize_row = [](const void* quads, float* out, int64_t n) {
-    for_each_deinterleaved_quad(quads, out, n, portable::kernels(BlockType::q5_0)->dequantize_row);
+    for_each_deinterleaved_quad<Layout>(quads, out, n, portable::kernels(Type)->dequantize_row);
   };
   kernels.widen_row_bf16 = [](const void* quads, uint16_t* out, int64_t n) {
-    for_each_deinterleaved_quad(quads, out, n, widen_row_bf16<kQ5_0>);
+    for_each_deinterleaved_quad<Layout>(quads, out, n, widen_row_bf16<Layout>);
   };
   kernels.quantize_row = nullptr;
   kernels.dot_rows = [](const void* weights, size_t weight_row_bytes, int64_t rows,
                         const void* activations, size_t activation_row_bytes, int64_t columns,
                         int64_t n, float* out, int64_t out_stride) {
-    dot_tiles<TileOf<IntegerTile, kQ5_0Interleaved>::template type>(
+    dot_tiles<TileOf<IntegerTile, Interleaved>::template type>(
         weights, weight_row_bytes, rows, activations, activation_row_bytes, columns, n, out,
         out_stride);
   };
@@ -407,8 +411,12 @@ BlockKernels interleaved_q5_0_kernels() {
 }  // namespace
 
 const BlockKernels* interleaved_kernels(BlockType type) {
-  static const BlockKernels q5_0 = interleaved_q5_0_kernels();
-  return type == BlockType::q5_0 ? &q5_0 : nullptr;
+  static const BlockKernels table[5] = {
+      interleaved_kernels_of<BlockType::q4_0, kQ4_0, kQ4_0Interleaved>(),
+      interleaved_kernels_of<BlockType::q4_1, kQ4_1, kQ4_1Interleaved>(),
+      interleaved_kernels_of<BlockType::q5_0, kQ5_0, kQ5_0Interleaved>(),
+      interleaved_kernels_of<BlockType::q5_1, kQ5_1, kQ5_1Interleaved>(), BlockKernels{}};
+  return type == BlockType::q8_0 ? nullptr : pick(type, table);
 }
 
 const BlockKernels* kernels(BlockType type) {

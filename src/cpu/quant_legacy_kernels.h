@@ -32,35 +32,33 @@ constexpr BlockLayout kQ4_1{20, 2, -1, 4, 4, 0};
 constexpr BlockLayout kQ5_0{22, -1, 2, 6, 5, 16};
 constexpr BlockLayout kQ5_1{24, 2, 4, 8, 5, 0};
 constexpr BlockLayout kQ8_0{34, -1, -1, 2, 8, 0};
-constexpr BlockLayout kQ5_0Interleaved{22, -1, 2, 6, 5, 16, true};
+constexpr bool has_min(const BlockLayout& layout) { return layout.min_at >= 0; }
 
-// A quad of Q5_0 blocks as interleave_quads rearranges it (the same 88 bytes): the 4 blocks'
-// nibbles, block k at byte 16k; the fifth bits of elements 0-15 of every block (16 bits a block,
-// block k at bit 16k), then of elements 16-31; then the 4 f16 scales. Each field loads whole:
-// the nibbles as one 512-bit register, the bits as two 64-bit masks.
+// The nibble formats with each quad of 4 blocks rearranged by interleave_quads (InterleavedQuad).
+constexpr BlockLayout interleaved(BlockLayout layout) {
+  layout.interleaved = true;
+  return layout;
+}
+constexpr BlockLayout kQ4_0Interleaved = interleaved(kQ4_0);
+constexpr BlockLayout kQ4_1Interleaved = interleaved(kQ4_1);
+constexpr BlockLayout kQ5_0Interleaved = interleaved(kQ5_0);
+constexpr BlockLayout kQ5_1Interleaved = interleaved(kQ5_1);
+
+// A quad of 4 nibble blocks as interleave_quads rearranges it (the same bytes): the blocks'
+// 16 nibble bytes, block k at byte 16k; for 5-bit formats, the fifth bits of elements 0-15 of
+// every block (16 bits a block, block k at bit 16k), then those of elements 16-31; the 4 f16
+// scales; the 4 f16 mins where the format has them. Each field loads whole: the nibbles as one
+// 512-bit register, the fifth bits as two 64-bit masks.
+template <const BlockLayout& Layout>
 struct InterleavedQuad {
   static constexpr int kLowBitsAt = 64;
   static constexpr int kHighBitsAt = 72;
-  static constexpr int kScalesAt = 80;
+  static constexpr int kScalesAt = Layout.bits == 5 ? 80 : 64;
+  static constexpr int kMinsAt = kScalesAt + 8;
+  static_assert(Layout.bits != 8 && kScalesAt + (has_min(Layout) ? 16 : 8) == 4 * Layout.bytes);
 };
-static_assert(InterleavedQuad::kScalesAt + 8 == 4 * kQ5_0.bytes);
-// One quad of 4 Q5_0 blocks to the interleaved arrangement and back.
-void interleave_quad(const uint8_t* blocks, uint8_t* quad);
-void deinterleave_quad(const uint8_t* quad, uint8_t* blocks);
-// Calls row(blocks, out + offset, 128) for each quad of an interleaved row of `n`, its blocks
-// put back as stored: the kernels that interleaving does not speed up, on the stored layout.
-template <typename Out, typename Row>
-void for_each_deinterleaved_quad(const void* quads, Out* out, int64_t n, Row row) {
-  constexpr int64_t kQuadElements = 4 * kBlockElements;
-  const auto* bytes = static_cast<const uint8_t*>(quads);
-  uint8_t blocks[4 * kQ5_0.bytes];
-  for (int64_t quad = 0; quad < n / kQuadElements; ++quad) {
-    deinterleave_quad(bytes + quad * sizeof blocks, blocks);
-    row(blocks, out + quad * kQuadElements, kQuadElements);
-  }
-}
-
-constexpr bool has_min(const BlockLayout& layout) { return layout.min_at >= 0; }
+// Rearranges `quads` quads of 4 blocks of `type` (Q4_0, Q4_1, Q5_0 or Q5_1) into interleaved ones.
+void interleave_quads(BlockType type, const uint8_t* blocks, uint8_t* out, int64_t quads);
 
 // The offset the integer kernels take off a weight made unsigned: its own offset, or 128 for
 // Q8_0, whose signed values the kernels flip to value + 128 for the unsigned x signed products.
@@ -125,7 +123,7 @@ const BlockKernels* kernels(BlockType type);
 }
 namespace avx512 {
 const BlockKernels* kernels(BlockType type);
-// Q5_0's interleaved quads; null for other types.
+// The nibble formats' interleaved quads; null for other types.
 const BlockKernels* interleaved_kernels(BlockType type);
 }
 
@@ -140,6 +138,68 @@ inline uint32_t load_u32(const uint8_t* source) {
   uint32_t value;
   std::memcpy(&value, source, sizeof value);
   return value;
+}
+
+// One quad of 4 blocks of `Layout` to the interleaved arrangement (InterleavedQuad) and back.
+template <const BlockLayout& Layout>
+void interleave_quad(const uint8_t* blocks, uint8_t* quad) {
+  using Quad = InterleavedQuad<Layout>;
+  uint64_t low_bits = 0;
+  uint64_t high_bits = 0;
+  for (int index = 0; index < 4; ++index) {
+    const uint8_t* block = blocks + index * Layout.bytes;
+    std::memcpy(quad + 16 * index, block + Layout.values_at, 16);
+    std::memcpy(quad + Quad::kScalesAt + 2 * index, block, 2);
+    if constexpr (has_min(Layout)) {
+      std::memcpy(quad + Quad::kMinsAt + 2 * index, block + Layout.min_at, 2);
+    }
+    if constexpr (Layout.bits == 5) {
+      const uint32_t bits = load_u32(block + Layout.high_bits_at);
+      low_bits |= static_cast<uint64_t>(bits & 0xffff) << (16 * index);
+      high_bits |= static_cast<uint64_t>(bits >> 16) << (16 * index);
+    }
+  }
+  if constexpr (Layout.bits == 5) {
+    std::memcpy(quad + Quad::kLowBitsAt, &low_bits, 8);
+    std::memcpy(quad + Quad::kHighBitsAt, &high_bits, 8);
+  }
+}
+
+template <const BlockLayout& Layout>
+void deinterleave_quad(const uint8_t* quad, uint8_t* blocks) {
+  using Quad = InterleavedQuad<Layout>;
+  uint64_t low_bits = 0;
+  uint64_t high_bits = 0;
+  if constexpr (Layout.bits == 5) {
+    std::memcpy(&low_bits, quad + Quad::kLowBitsAt, 8);
+    std::memcpy(&high_bits, quad + Quad::kHighBitsAt, 8);
+  }
+  for (int index = 0; index < 4; ++index) {
+    uint8_t* block = blocks + index * Layout.bytes;
+    std::memcpy(block, quad + Quad::kScalesAt + 2 * index, 2);
+    if constexpr (has_min(Layout)) {
+      std::memcpy(block + Layout.min_at, quad + Quad::kMinsAt + 2 * index, 2);
+    }
+    if constexpr (Layout.bits == 5) {
+      const auto bits = static_cast<uint32_t>((low_bits >> (16 * index)) & 0xffff) |
+                        static_cast<uint32_t>((high_bits >> (16 * index)) & 0xffff) << 16;
+      std::memcpy(block + Layout.high_bits_at, &bits, 4);
+    }
+    std::memcpy(block + Layout.values_at, quad + 16 * index, 16);
+  }
+}
+
+// Calls row(blocks, out + offset, 128) for each quad of an interleaved row of `n`, its blocks
+// put back as stored: the kernels that interleaving does not speed up, on the stored layout.
+template <const BlockLayout& Layout, typename Out, typename Row>
+void for_each_deinterleaved_quad(const void* quads, Out* out, int64_t n, Row row) {
+  constexpr int64_t kQuadElements = kQuadBlocks * kBlockElements;
+  const auto* bytes = static_cast<const uint8_t*>(quads);
+  uint8_t blocks[kQuadBlocks * Layout.bytes];
+  for (int64_t quad = 0; quad < n / kQuadElements; ++quad) {
+    deinterleave_quad<Layout>(bytes + quad * sizeof blocks, blocks);
+    row(blocks, out + quad * kQuadElements, kQuadElements);
+  }
 }
 
 // An activation block's scale for its largest magnitude, and the inverse that rounds it; the

@@ -377,52 +377,57 @@ TEST(LegacyQuant, DotRowsMatchDoubleLoops) {
   }
 }
 
-// Q5_0 quads interleaved for decode: dot_rows on them gives exactly what the stored blocks give,
-// for every column count and rows one by one or four at a time; dequantize_row and the bf16
-// widening give the stored rows' values.
-TEST(LegacyQuant, InterleavedQ5_0KernelsGiveExactlyWhatTheStoredBlocksGive) {
+// Nibble-format quads interleaved for decode (Q4_0, Q4_1, Q5_0, Q5_1): dot_rows on them gives
+// exactly what the stored blocks give, for every column count and rows one by one or four at a
+// time; dequantize_row and the bf16 widening give the stored rows' values.
+TEST(LegacyQuant, InterleavedKernelsGiveExactlyWhatTheStoredBlocksGive) {
   if (!cpu::has_interleaved_kernels(BlockType::q5_0, 128, cpu::detected_isa())) {
     GTEST_SKIP() << "no interleaved kernels on " << cpu::isa_name(cpu::detected_isa());
   }
-  const BlockType type = BlockType::q5_0;
-  const cpu::BlockKernels& stored_kernels = cpu::block_kernels(type, cpu::Isa::avx512);
-  const cpu::BlockKernels& kernels = cpu::interleaved_block_kernels(type, cpu::Isa::avx512);
-  EXPECT_EQ(kernels.dot_rows_f32, nullptr);
-  for (const DotShape& shape : {DotShape{1, 1, 128}, DotShape{5, 3, 896}, DotShape{2, 6, 4864},
-                                DotShape{9, 4, 256}, DotShape{4, 2, 384}}) {
-    const size_t row_bytes = block_row_bytes(type, shape.n);
-    std::vector<uint8_t> weights = blocks_with_fields(type, shape.rows * shape.n / 32,
-                                                      kOrdinaryScales, shape.n + shape.rows);
-    std::vector<uint8_t> interleaved(weights.size());
-    cpu::interleave_rows(type, weights.data(), interleaved.data(), shape.rows, shape.n);
-    const std::vector<float> x =
-        quant_test::uniform(shape.columns * shape.n, -2.0f, 2.0f, shape.n);
-    const size_t activation_bytes = kernels.activation_row_bytes(shape.n);
-    std::vector<uint8_t> activations(shape.columns * activation_bytes);
-    for (int64_t column = 0; column < shape.columns; ++column) {
-      kernels.quantize_activations(x.data() + column * shape.n,
-                                   activations.data() + column * activation_bytes, shape.n);
-    }
-    std::vector<float> expected(shape.columns * shape.rows);
-    std::vector<float> got(shape.columns * shape.rows);
-    stored_kernels.dot_rows(weights.data(), row_bytes, shape.rows, activations.data(),
-                            activation_bytes, shape.columns, shape.n, expected.data(), shape.rows);
-    kernels.dot_rows(interleaved.data(), row_bytes, shape.rows, activations.data(),
-                     activation_bytes, shape.columns, shape.n, got.data(), shape.rows);
-    const std::string where = std::to_string(shape.rows) + "x" + std::to_string(shape.n) + ", " +
-                              std::to_string(shape.columns) + " columns";
-    EXPECT_EQ(0, std::memcmp(got.data(), expected.data(), got.size() * sizeof(float))) << where;
-    for (int64_t row = 0; row < shape.rows; ++row) {
-      std::vector<float> stored_values(shape.n), values(shape.n);
-      stored_kernels.dequantize_row(weights.data() + row * row_bytes, stored_values.data(),
-                                    shape.n);
-      kernels.dequantize_row(interleaved.data() + row * row_bytes, values.data(), shape.n);
-      EXPECT_EQ(values, stored_values) << where << ", row " << row;
-      std::vector<uint16_t> stored_bf16(shape.n), bf16(shape.n);
-      stored_kernels.widen_row_bf16(weights.data() + row * row_bytes, stored_bf16.data(),
-                                    shape.n);
-      kernels.widen_row_bf16(interleaved.data() + row * row_bytes, bf16.data(), shape.n);
-      EXPECT_EQ(bf16, stored_bf16) << where << ", row " << row;
+  EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q8_0, 128, cpu::Isa::avx512));
+  for (BlockType type : {BlockType::q4_0, BlockType::q4_1, BlockType::q5_0, BlockType::q5_1}) {
+    const cpu::BlockKernels& stored_kernels = cpu::block_kernels(type, cpu::Isa::avx512);
+    const cpu::BlockKernels& kernels = cpu::interleaved_block_kernels(type, cpu::Isa::avx512);
+    EXPECT_EQ(kernels.dot_rows_f32, nullptr);
+    for (const DotShape& shape : {DotShape{1, 1, 128}, DotShape{5, 3, 896}, DotShape{2, 6, 4864},
+                                  DotShape{9, 4, 256}, DotShape{4, 2, 384}}) {
+      const size_t row_bytes = block_row_bytes(type, shape.n);
+      std::vector<uint8_t> weights = blocks_with_fields(type, shape.rows * shape.n / 32,
+                                                        kOrdinaryScales, shape.n + shape.rows);
+      std::vector<uint8_t> interleaved(weights.size());
+      cpu::interleave_rows(type, weights.data(), interleaved.data(), shape.rows, shape.n);
+      const std::vector<float> x =
+          quant_test::uniform(shape.columns * shape.n, -2.0f, 2.0f, shape.n);
+      const size_t activation_bytes = kernels.activation_row_bytes(shape.n);
+      std::vector<uint8_t> activations(shape.columns * activation_bytes);
+      for (int64_t column = 0; column < shape.columns; ++column) {
+        kernels.quantize_activations(x.data() + column * shape.n,
+                                     activations.data() + column * activation_bytes, shape.n);
+      }
+      std::vector<float> expected(shape.columns * shape.rows);
+      std::vector<float> got(shape.columns * shape.rows);
+      stored_kernels.dot_rows(weights.data(), row_bytes, shape.rows, activations.data(),
+                              activation_bytes, shape.columns, shape.n, expected.data(),
+                              shape.rows);
+      kernels.dot_rows(interleaved.data(), row_bytes, shape.rows, activations.data(),
+                       activation_bytes, shape.columns, shape.n, got.data(), shape.rows);
+      const std::string where = label(type, cpu::Isa::avx512) + ", " +
+                                std::to_string(shape.rows) + "x" + std::to_string(shape.n) +
+                                ", " + std::to_string(shape.columns) + " columns";
+      EXPECT_EQ(0, std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)))
+          << where;
+      for (int64_t row = 0; row < shape.rows; ++row) {
+        std::vector<float> stored_values(shape.n), values(shape.n);
+        stored_kernels.dequantize_row(weights.data() + row * row_bytes, stored_values.data(),
+                                      shape.n);
+        kernels.dequantize_row(interleaved.data() + row * row_bytes, values.data(), shape.n);
+        EXPECT_EQ(values, stored_values) << where << ", row " << row;
+        std::vector<uint16_t> stored_bf16(shape.n), bf16(shape.n);
+        stored_kernels.widen_row_bf16(weights.data() + row * row_bytes, stored_bf16.data(),
+                                      shape.n);
+        kernels.widen_row_bf16(interleaved.data() + row * row_bytes, bf16.data(), shape.n);
+        EXPECT_EQ(bf16, stored_bf16) << where << ", row " << row;
+      }
     }
   }
 }

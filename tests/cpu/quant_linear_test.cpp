@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/block_type.h"
@@ -259,18 +260,20 @@ TEST(QuantizedLinear, GroupsRefuseLayersThatDoNotShareTheInput) {
                Error);
 }
 
-// Q5_0 rows interleaved for decode (cpu::interleave_rows) give exactly what the stored rows give:
+// Rows interleaved for decode (cpu::interleave_rows) give exactly what the stored rows give:
 // decode's integer dot products on the quads as they are, prefill's widening on quads put back;
 // both roundings that take 8-bit activations, several thread counts; f32 input is refused.
-TEST(QuantizedLinear, InterleavedQ5_0RowsGiveExactlyWhatTheStoredRowsGive) {
+TEST(QuantizedLinear, InterleavedRowsGiveExactlyWhatTheStoredRowsGive) {
   if (!cpu::has_interleaved_kernels(BlockType::q5_0, 896, cpu::detected_isa())) {
     GTEST_SKIP() << "no interleaved kernels on " << cpu::isa_name(cpu::detected_isa());
   }
   EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q5_0, 896, cpu::Isa::avx2));
   EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q5_0, 96, cpu::Isa::avx512));
-  EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q4_0, 896, cpu::Isa::avx512));
-  for (int64_t outputs : {37, 1027}) {
-    Layer layer = make_layer(BlockType::q5_0, 896, outputs);
+  EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q8_0, 896, cpu::Isa::avx512));
+  for (auto [type, outputs] : {std::pair{BlockType::q5_0, 37}, std::pair{BlockType::q5_0, 1027},
+                               std::pair{BlockType::q4_0, 37}, std::pair{BlockType::q4_1, 1027},
+                               std::pair{BlockType::q5_1, 37}}) {
+    Layer layer = make_layer(type, 896, outputs);
     // Packed rows: interleaved rows are whole quads back to back.
     const size_t row_bytes = block_row_bytes(layer.type, layer.depth);
     std::vector<uint8_t> stored(outputs * row_bytes);
@@ -298,7 +301,7 @@ TEST(QuantizedLinear, InterleavedQ5_0RowsGiveExactlyWhatTheStoredRowsGive) {
           problem.interleaved = true;
           cpu::quantized_linear(problem);
           ASSERT_EQ(0, std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)))
-              << outputs << " outputs, " << rows << " rows, " << threads << " threads, "
+              << block_format(type).name << ", " << outputs << " outputs, " << rows << " rows, " << threads << " threads, "
               << input_rounding_name(rounding);
         }
       }
