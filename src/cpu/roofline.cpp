@@ -1,6 +1,7 @@
 // Streaming read bandwidth and the GEMM arithmetic's peak, measured on the global pool's threads.
 #include "cpu/roofline.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <vector>
@@ -40,24 +41,38 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-uint64_t stream_read(const void* data, size_t bytes) {
-  const auto* words = static_cast<const uint64_t*>(data);
-  const int64_t count = static_cast<int64_t>(bytes / sizeof(uint64_t));
+uint64_t stream_read(std::span<const std::pair<const void*, size_t>> regions) {
   auto sum = active_isa() == Isa::avx512 ? kernels::sum_words_avx512 : sum_words_portable;
+  int64_t count = 0;
+  for (const auto& region : regions) count += static_cast<int64_t>(region.second / 8);
   ThreadPool& pool = ThreadPool::global();
   const int parts = pool.threads();
   std::vector<uint64_t> sums(parts, 0);
   pool.run(parts, 1, [&](int64_t begin, int64_t end) {
     for (int64_t part = begin; part < end; ++part) {
-      // Parts split on 4 KiB boundaries (512 words).
-      int64_t first = count / 512 * part / parts * 512;
-      int64_t last = part + 1 == parts ? count : count / 512 * (part + 1) / parts * 512;
-      sums[part] = sum(words + first, last - first);
+      // Parts split the regions' words, taken one after another, on 4 KiB boundaries.
+      const int64_t first = count / 512 * part / parts * 512;
+      const int64_t last = part + 1 == parts ? count : count / 512 * (part + 1) / parts * 512;
+      int64_t offset = 0;  // Words of the regions before this one.
+      for (const auto& [data, bytes] : regions) {
+        const auto words = static_cast<int64_t>(bytes / 8);
+        const int64_t from = std::max(first, offset);
+        const int64_t to = std::min(last, offset + words);
+        if (from < to) {
+          sums[part] += sum(static_cast<const uint64_t*>(data) + (from - offset), to - from);
+        }
+        offset += words;
+      }
     }
   });
   uint64_t total = 0;
   for (uint64_t value : sums) total += value;
   return total;
+}
+
+uint64_t stream_read(const void* data, size_t bytes) {
+  const std::pair<const void*, size_t> region{data, bytes};
+  return stream_read(std::span(&region, 1));
 }
 
 double read_bandwidth_gbs(const void* data, size_t bytes, int passes) {
@@ -72,7 +87,7 @@ double read_bandwidth_gbs(std::span<const std::pair<const void*, size_t>> region
   for (int pass = 0; pass < passes; ++pass) {
     auto start = std::chrono::steady_clock::now();
     uint64_t sum = 0;
-    for (const auto& [data, size] : regions) sum += stream_read(data, size);
+    sum += stream_read(regions);
     double seconds = seconds_since(start);
     checksum_sink = sum;
     if (pass == 0 || seconds < best) best = seconds;

@@ -14,11 +14,14 @@ namespace fornace::cpu {
 // One pass of summing [data, data + bytes) as 64-bit words, split into contiguous parts across
 // the pool's threads (a streaming read); returns the sum so the reads stay.
 uint64_t stream_read(const void* data, size_t bytes);
+// The same over several regions in one hand-off of the threads, which split the regions' words
+// taken one after another (a model's weights, without a hand-off per tensor).
+uint64_t stream_read(std::span<const std::pair<const void*, size_t>> regions);
 
 // GB/s (1e9 bytes) of the fastest of `passes` stream_read passes over [data, data + bytes).
 double read_bandwidth_gbs(const void* data, size_t bytes, int passes);
-// The same over several regions, a pass reading each in turn (a model's weights where its
-// kernels read them).
+// The same over several regions (a model's weights where its kernels read them), a pass being
+// one stream_read of them all.
 double read_bandwidth_gbs(std::span<const std::pair<const void*, size_t>> regions, int passes);
 
 // The same over a new buffer of `bytes`, placed like large tensors (2 MiB pages where the kernel

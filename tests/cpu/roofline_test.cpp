@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <iterator>
+#include <utility>
 #include <vector>
 
 #include "cpu/cpu_features.h"
@@ -34,6 +36,29 @@ TEST(Roofline, StreamReadSumsEveryWordOnEveryIsaAndThreadCount) {
     }
   }
   cpu::reset_isa();
+  set_num_threads(0);
+}
+
+// Several regions in one pass: every whole word of each read once, whatever the part boundaries.
+TEST(Roofline, StreamReadOverRegionsSumsEachRegionsWordsOnce) {
+  std::vector<uint64_t> words(3 * 4096 + 77);
+  for (uint64_t index = 0; index < words.size(); ++index) words[index] = index + 1;
+  // Word counts 5, 4096 + 3, 0, 1 and the rest, with a last region whose size is not whole words.
+  const size_t bounds[] = {0, 5, 4104, 4104, 4105, words.size()};
+  std::vector<std::pair<const void*, size_t>> regions;
+  uint64_t expected = 0;
+  for (size_t index = 0; index + 1 < std::size(bounds); ++index) {
+    size_t bytes = (bounds[index + 1] - bounds[index]) * sizeof(uint64_t);
+    if (index + 2 == std::size(bounds)) bytes -= 3;  // the last word is not whole
+    regions.emplace_back(words.data() + bounds[index], bytes);
+    for (size_t word = bounds[index]; word < bounds[index] + bytes / 8; ++word) {
+      expected += words[word];
+    }
+  }
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    EXPECT_EQ(cpu::stream_read(regions), expected) << threads << " threads";
+  }
   set_num_threads(0);
 }
 
