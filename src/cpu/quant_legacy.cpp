@@ -280,6 +280,8 @@ void interleave_quads(BlockType type, const uint8_t* blocks, uint8_t* out, int64
       return rearrange.template operator()<kQ5_0>();
     case BlockType::q5_1:
       return rearrange.template operator()<kQ5_1>();
+    case BlockType::q8_0:
+      return rearrange.template operator()<kQ8_0>();
     default:
       fail("interleave_quads: ", block_format(type).name, " has no interleaved quads");
   }

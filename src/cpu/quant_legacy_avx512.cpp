@@ -92,8 +92,16 @@ template <const BlockLayout& Layout, bool ScalarMasks>
 inline QuadWeights unpack_quad(const uint8_t* quad) {
   QuadWeights q;
   if constexpr (Layout.interleaved) {
-    // Every field loads whole (InterleavedQuad); q = (nibble & 0x0f) + 16 where the bit is set.
+    // Every field loads whole (InterleavedQuad); Q8_0's values flipped to value + 128; a nibble
+    // format's q = (nibble & 0x0f) + 16 where the fifth bit is set.
     using Quad = InterleavedQuad<Layout>;
+    q.scales = scale_lanes(quad + Quad::kScalesAt, 2);
+    if constexpr (Layout.bits == 8) {
+      const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+      q.low = _mm512_xor_si512(_mm512_loadu_si512(quad), flip);
+      q.high = _mm512_xor_si512(_mm512_loadu_si512(quad + 64), flip);
+      return q;
+    }
     const __m512i packed = _mm512_loadu_si512(quad);
     const __m512i nibble = _mm512_set1_epi8(0x0f);
     q.low = _mm512_and_si512(packed, nibble);
@@ -103,7 +111,6 @@ inline QuadWeights unpack_quad(const uint8_t* quad) {
       q.low = _mm512_mask_add_epi8(q.low, load_mask(quad + Quad::kLowBitsAt), q.low, fifth);
       q.high = _mm512_mask_add_epi8(q.high, load_mask(quad + Quad::kHighBitsAt), q.high, fifth);
     }
-    q.scales = scale_lanes(quad + Quad::kScalesAt, 2);
     if constexpr (has_min(Layout)) q.mins = scale_lanes(quad + Quad::kMinsAt, 2);
     return q;
   } else if constexpr (Layout.bits == 8) {
@@ -415,8 +422,9 @@ const BlockKernels* interleaved_kernels(BlockType type) {
       interleaved_kernels_of<BlockType::q4_0, kQ4_0, kQ4_0Interleaved>(),
       interleaved_kernels_of<BlockType::q4_1, kQ4_1, kQ4_1Interleaved>(),
       interleaved_kernels_of<BlockType::q5_0, kQ5_0, kQ5_0Interleaved>(),
-      interleaved_kernels_of<BlockType::q5_1, kQ5_1, kQ5_1Interleaved>(), BlockKernels{}};
-  return type == BlockType::q8_0 ? nullptr : pick(type, table);
+      interleaved_kernels_of<BlockType::q5_1, kQ5_1, kQ5_1Interleaved>(),
+      interleaved_kernels_of<BlockType::q8_0, kQ8_0, kQ8_0Interleaved>()};
+  return pick(type, table);
 }
 
 const BlockKernels* kernels(BlockType type) {

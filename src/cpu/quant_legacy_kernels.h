@@ -34,7 +34,7 @@ constexpr BlockLayout kQ5_1{24, 2, 4, 8, 5, 0};
 constexpr BlockLayout kQ8_0{34, -1, -1, 2, 8, 0};
 constexpr bool has_min(const BlockLayout& layout) { return layout.min_at >= 0; }
 
-// The nibble formats with each quad of 4 blocks rearranged by interleave_quads (InterleavedQuad).
+// The formats with each quad of 4 blocks rearranged by interleave_quads (InterleavedQuad).
 constexpr BlockLayout interleaved(BlockLayout layout) {
   layout.interleaved = true;
   return layout;
@@ -43,21 +43,24 @@ constexpr BlockLayout kQ4_0Interleaved = interleaved(kQ4_0);
 constexpr BlockLayout kQ4_1Interleaved = interleaved(kQ4_1);
 constexpr BlockLayout kQ5_0Interleaved = interleaved(kQ5_0);
 constexpr BlockLayout kQ5_1Interleaved = interleaved(kQ5_1);
+constexpr BlockLayout kQ8_0Interleaved = interleaved(kQ8_0);
 
-// A quad of 4 nibble blocks as interleave_quads rearranges it (the same bytes): the blocks'
-// 16 nibble bytes, block k at byte 16k; for 5-bit formats, the fifth bits of elements 0-15 of
-// every block (16 bits a block, block k at bit 16k), then those of elements 16-31; the 4 f16
-// scales; the 4 f16 mins where the format has them. Each field loads whole: the nibbles as one
-// 512-bit register, the fifth bits as two 64-bit masks.
+// A quad of 4 blocks as interleave_quads rearranges it (the same bytes). Q8_0: elements 0-15 of
+// the blocks (block k at byte 16k), then elements 16-31, as the activation quads hold them. The
+// nibble formats: the blocks' 16 nibble bytes, block k at byte 16k; for 5-bit formats, the fifth
+// bits of elements 0-15 of every block (16 bits a block, block k at bit 16k), then those of
+// elements 16-31. Then the 4 f16 scales, and the 4 f16 mins where the format has them. Each
+// field loads whole: values as 512-bit registers, fifth bits as two 64-bit masks.
 template <const BlockLayout& Layout>
 struct InterleavedQuad {
   static constexpr int kLowBitsAt = 64;
   static constexpr int kHighBitsAt = 72;
-  static constexpr int kScalesAt = Layout.bits == 5 ? 80 : 64;
+  static constexpr int kScalesAt = Layout.bits == 8 ? 128 : Layout.bits == 5 ? 80 : 64;
   static constexpr int kMinsAt = kScalesAt + 8;
-  static_assert(Layout.bits != 8 && kScalesAt + (has_min(Layout) ? 16 : 8) == 4 * Layout.bytes);
+  static_assert(kScalesAt + (has_min(Layout) ? 16 : 8) == 4 * Layout.bytes);
 };
-// Rearranges `quads` quads of 4 blocks of `type` (Q4_0, Q4_1, Q5_0 or Q5_1) into interleaved ones.
+// Rearranges `quads` quads of 4 blocks of `type` (Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0) into
+// interleaved ones.
 void interleave_quads(BlockType type, const uint8_t* blocks, uint8_t* out, int64_t quads);
 
 // The offset the integer kernels take off a weight made unsigned: its own offset, or 128 for
@@ -123,7 +126,7 @@ const BlockKernels* kernels(BlockType type);
 }
 namespace avx512 {
 const BlockKernels* kernels(BlockType type);
-// The nibble formats' interleaved quads; null for other types.
+// The legacy formats' interleaved quads; null for other types.
 const BlockKernels* interleaved_kernels(BlockType type);
 }
 
@@ -149,6 +152,9 @@ void interleave_quad(const uint8_t* blocks, uint8_t* quad) {
   for (int index = 0; index < 4; ++index) {
     const uint8_t* block = blocks + index * Layout.bytes;
     std::memcpy(quad + 16 * index, block + Layout.values_at, 16);
+    if constexpr (Layout.bits == 8) {
+      std::memcpy(quad + 64 + 16 * index, block + Layout.values_at + 16, 16);
+    }
     std::memcpy(quad + Quad::kScalesAt + 2 * index, block, 2);
     if constexpr (has_min(Layout)) {
       std::memcpy(quad + Quad::kMinsAt + 2 * index, block + Layout.min_at, 2);
@@ -186,6 +192,9 @@ void deinterleave_quad(const uint8_t* quad, uint8_t* blocks) {
       std::memcpy(block + Layout.high_bits_at, &bits, 4);
     }
     std::memcpy(block + Layout.values_at, quad + 16 * index, 16);
+    if constexpr (Layout.bits == 8) {
+      std::memcpy(block + Layout.values_at + 16, quad + 64 + 16 * index, 16);
+    }
   }
 }
 

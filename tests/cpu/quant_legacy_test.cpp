@@ -377,15 +377,15 @@ TEST(LegacyQuant, DotRowsMatchDoubleLoops) {
   }
 }
 
-// Nibble-format quads interleaved for decode (Q4_0, Q4_1, Q5_0, Q5_1): dot_rows on them gives
+// Quads interleaved for decode (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0): dot_rows on them gives
 // exactly what the stored blocks give, for every column count and rows one by one or four at a
 // time; dequantize_row and the bf16 widening give the stored rows' values.
 TEST(LegacyQuant, InterleavedKernelsGiveExactlyWhatTheStoredBlocksGive) {
   if (!cpu::has_interleaved_kernels(BlockType::q5_0, 128, cpu::detected_isa())) {
     GTEST_SKIP() << "no interleaved kernels on " << cpu::isa_name(cpu::detected_isa());
   }
-  EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q8_0, 128, cpu::Isa::avx512));
-  for (BlockType type : {BlockType::q4_0, BlockType::q4_1, BlockType::q5_0, BlockType::q5_1}) {
+  EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q4_k, 256, cpu::Isa::avx512));
+  for (BlockType type : kLegacyTypes) {
     const cpu::BlockKernels& stored_kernels = cpu::block_kernels(type, cpu::Isa::avx512);
     const cpu::BlockKernels& kernels = cpu::interleaved_block_kernels(type, cpu::Isa::avx512);
     EXPECT_EQ(kernels.dot_rows_f32, nullptr);

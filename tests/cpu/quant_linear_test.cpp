@@ -269,10 +269,11 @@ TEST(QuantizedLinear, InterleavedRowsGiveExactlyWhatTheStoredRowsGive) {
   }
   EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q5_0, 896, cpu::Isa::avx2));
   EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q5_0, 96, cpu::Isa::avx512));
-  EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q8_0, 896, cpu::Isa::avx512));
-  for (auto [type, outputs] : {std::pair{BlockType::q5_0, 37}, std::pair{BlockType::q5_0, 1027},
-                               std::pair{BlockType::q4_0, 37}, std::pair{BlockType::q4_1, 1027},
-                               std::pair{BlockType::q5_1, 37}}) {
+  EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q6_k, 1024, cpu::Isa::avx512));
+  for (auto [type, outputs] :
+       {std::pair{BlockType::q5_0, 37}, std::pair{BlockType::q5_0, 1027},
+        std::pair{BlockType::q4_0, 37}, std::pair{BlockType::q4_1, 1027},
+        std::pair{BlockType::q5_1, 37}, std::pair{BlockType::q8_0, 1027}}) {
     Layer layer = make_layer(type, 896, outputs);
     // Packed rows: interleaved rows are whole quads back to back.
     const size_t row_bytes = block_row_bytes(layer.type, layer.depth);
