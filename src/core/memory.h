@@ -56,8 +56,8 @@ struct MappedBytes {
   double reread_ms = 0;
   double copy_ms = 0;
   int paths = 0;        // 1 << HugePagePath of each mapping (io/file_mapping.h).
-  // Weights packed at load for the kernels (ops PackedWeights), whose mapped pages were
-  // then released, and the milliseconds the packing took.
+  // Weights packed at load for the kernels (ops PackedWeights: bf16 panels, interleaved
+  // quantized rows), whose mapped pages were then released, and the milliseconds it took.
   int64_t packed = 0;
   double pack_ms = 0;
 };

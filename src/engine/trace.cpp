@@ -89,8 +89,8 @@ std::string format_trace(const GenerationResult& result) {
                huge_page_paths(mapped.paths).c_str(), mapped.setup_ms, mapped.reread / kMiB,
                mapped.reread_ms, mapped.copied / kMiB, mapped.copy_ms);
   if (mapped.packed > 0) {
-    text += line("trace: weights packed for the bf16 kernels %.1f MiB in %.1f ms (their mapped "
-                 "pages released)\n",
+    text += line("trace: weights packed for the kernels (bf16 panels, interleaved quads) %.1f MiB "
+                 "in %.1f ms (their mapped pages released)\n",
                  mapped.packed / kMiB, mapped.pack_ms);
   }
   std::string formats;

@@ -45,6 +45,13 @@ class Model {
                                std::span<KvCacheSet* const> caches) = 0;
   // The shape a KV cache for this model needs, holding up to `max_length` positions.
   KvCacheShape kv_cache_shape(int64_t max_length) const;
+  // Keeps the file the weights came from open and mapped while the model lives, its packed
+  // weights' pages released: the tokenizer of a GGUF file then reads its keys through the same
+  // mapping instead of mapping (and populating) the whole file again.
+  void keep_source(std::shared_ptr<const void> source) { source_ = std::move(source); }
+
+ private:
+  std::shared_ptr<const void> source_;
 };
 
 struct ModelOptions {

@@ -66,7 +66,9 @@ std::unique_ptr<Model> load_model(const std::string& directory, const ModelOptio
     std::shared_ptr<const GgufFile> file = GgufFile::open(directory);
     ModelConfig config = model_config_from_gguf(*file);
     GgufWeights weights(file, config);
-    return architecture_of(config, directory).load(config, weights, options);
+    std::unique_ptr<Model> model = architecture_of(config, directory).load(config, weights, options);
+    model->keep_source(file);
+    return model;
   }
   ModelConfig config = load_model_config(directory);
   const Architecture& architecture = architecture_of(config, directory);

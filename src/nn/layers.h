@@ -31,6 +31,8 @@ class Embedding {
   // Rows are read from `packed` (PackedWeights::pack of the table, as a tied lm_head packs it)
   // from now on; null keeps the table.
   void read_rows_from(std::shared_ptr<const Storage> packed) { packed_ = std::move(packed); }
+  // A quantized table's rows come from `table` (the same rows, interleaved for a tied head).
+  void read_rows_from(QuantizedMatrix table) { quantized_ = std::move(table); }
 
  private:
   Tensor table_;

@@ -6,6 +6,17 @@
 #include "ops/quantized.h"
 
 namespace fornace {
+namespace {
+
+// A copy of its own: a few KiB read at every step would otherwise keep the whole 2 MiB page of
+// the mapping around it resident, once the packed weights' pages are released.
+Tensor resident_copy(const Tensor& stored) {
+  Tensor copy = Tensor::empty(stored.shape(), stored.dtype());
+  copy_into(copy, stored);
+  return copy;
+}
+
+}  // namespace
 
 int64_t WeightTally::total() const {
   int64_t sum = 0;
@@ -71,14 +82,14 @@ Linear WeightReader::linear(const std::string& name, int64_t outputs, int64_t in
                             bool bias) const {
   std::optional<Tensor> bias_values;
   if (bias) {
-    bias_values = to_dtype(tensor(name + ".bias", {outputs}), DType::f32);
+    bias_values = resident_copy(to_dtype(tensor(name + ".bias", {outputs}), DType::f32));
     count(*bias_values);
   }
   StoredWeight weight = checked(name + ".weight", {outputs, inputs});
   if (weight.quantized) {
     QuantizedMatrix matrix = input_rounding_ == InputRounding::none
                                  ? *weight.quantized
-                                 : interleaved_for_int8_input(*weight.quantized, packed_);
+                                 : packed_for_int8_input(*weight.quantized, packed_);
     count(matrix);
     return Linear(std::move(matrix), bias_values, input_rounding_);
   }
@@ -96,6 +107,10 @@ Embedding WeightReader::embedding(const std::string& name, int64_t rows, int64_t
 
 Linear WeightReader::linear_of(Embedding& embedding) const {
   if (embedding.quantized_table()) {
+    if (input_rounding_ != InputRounding::none) {
+      // The lookups read the head's packed rows too, so the table is resident once.
+      embedding.read_rows_from(packed_for_int8_input(*embedding.quantized_table(), packed_));
+    }
     count(*embedding.quantized_table());
     return Linear(*embedding.quantized_table(), std::nullopt, input_rounding_);
   }
@@ -111,11 +126,7 @@ RmsNorm WeightReader::rms_norm(const std::string& name, int64_t size, double eps
 }
 
 Tensor WeightReader::norm_weight(const std::string& name, int64_t size) const {
-  Tensor stored = tensor(name, {size});
-  // A copy of its own: a few KiB read at every step would otherwise keep the whole 2 MiB page of
-  // the mapping around it resident, once the packed weights' pages are released.
-  Tensor weight = Tensor::empty(stored.shape(), stored.dtype());
-  copy_into(weight, stored);
+  Tensor weight = resident_copy(tensor(name, {size}));
   count(weight);
   return weight;
 }

@@ -1,8 +1,11 @@
 // Block-quantized linear layers, embedding rows and widening, on the block kernels.
 #include "ops/quantized.h"
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 #include <vector>
 
@@ -100,28 +103,52 @@ void quantized_rows_into(const Tensor& output, const QuantizedMatrix& table, con
   }
 }
 
-QuantizedMatrix interleaved_for_int8_input(const QuantizedMatrix& matrix, PackedWeights& packed) {
+QuantizedMatrix packed_for_int8_input(const QuantizedMatrix& matrix, PackedWeights& packed) {
   auto off = [](const char* name) {
     const char* setting = std::getenv(name);
     return setting && std::string_view(setting) == "0";
   };
+  const cpu::Isa isa = cpu::active_isa();
   if (matrix.interleaved || off("FORNACE_PACKED_WEIGHTS") || off("FORNACE_INTERLEAVED_QUADS") ||
-      !cpu::has_interleaved_kernels(matrix.type, matrix.columns, cpu::active_isa()) ||
-      matrix.row_bytes != block_row_bytes(matrix.type, matrix.columns)) {
+      !cpu::has_interleaved_kernels(BlockType::q8_0, 128, isa)) {
     return matrix;
   }
+  const bool interleave = cpu::has_interleaved_kernels(matrix.type, matrix.columns, isa) &&
+                          matrix.row_bytes == block_row_bytes(matrix.type, matrix.columns);
+  // Rows kept as stored are copied only to let the mapping go: a weight read at every step would
+  // otherwise map back the 2 MiB pages around it, released rows and all.
+  if (!interleave && !matrix.release_pages) return matrix;
+  const auto start = std::chrono::steady_clock::now();
   std::shared_ptr<Storage> copy = packed.place(matrix.bytes());
   auto* out = static_cast<uint8_t*>(copy->data());
-  ThreadPool::global().run(matrix.rows, 64, [&](int64_t begin, int64_t end) {
-    cpu::interleave_rows(matrix.type, matrix.row(begin), out + begin * matrix.row_bytes,
-                         end - begin, matrix.columns);
-  });
+  // Slices of about 8 MiB, each slice's mapped pages released once it is copied, so that a large
+  // table is never held twice; then the pages that straddled two slices.
+  const int64_t slice_rows =
+      std::max<int64_t>(1, (int64_t{8} << 20) / static_cast<int64_t>(matrix.row_bytes));
+  for (int64_t first = 0; first < matrix.rows; first += slice_rows) {
+    const int64_t count = std::min(slice_rows, matrix.rows - first);
+    ThreadPool::global().run(count, 64, [&](int64_t begin, int64_t end) {
+      uint8_t* destination = out + (first + begin) * matrix.row_bytes;
+      if (interleave) {
+        cpu::interleave_rows(matrix.type, matrix.row(first + begin), destination, end - begin,
+                             matrix.columns);
+      } else {
+        std::memcpy(destination, matrix.row(first + begin), (end - begin) * matrix.row_bytes);
+      }
+    });
+    if (matrix.release_pages) {
+      matrix.release_pages(matrix.owner.get(), matrix.row(first), count * matrix.row_bytes);
+    }
+  }
   if (matrix.release_pages) matrix.release_pages(matrix.owner.get(), matrix.data, matrix.bytes());
+  memory::record_packing(
+      static_cast<int64_t>(matrix.bytes()),
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   QuantizedMatrix result = matrix;
   result.data = out;
   result.owner = copy;
   result.release_pages = nullptr;
-  result.interleaved = true;
+  result.interleaved = interleave;
   return result;
 }
 

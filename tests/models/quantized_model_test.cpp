@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -175,6 +176,30 @@ TEST(QuantizedModels, GreedyTokensMatchTheDequantizedModelWithF32Activations) {
     std::unique_ptr<Model> model = quantized_model(path, InputRounding::none);
     EXPECT_EQ(greedy(*model, prompt, 16), greedy(*reference, prompt, 16))
         << each.model << " " << each.type;
+  }
+}
+
+// Weights packed at load for the int8 kernels (interleaved quads, the rest copied so that the
+// mapping can go) give the logits of the weights read where the file maps them, bit for bit: a
+// short prompt (decode's integer dot products) and a long one (prefill's widened GEMM), every
+// legacy format and the K-quants on rows of whole quads.
+TEST(QuantizedModels, PackedWeightsGiveTheLogitsOfTheMappedOnesExactly) {
+  if (!cpu::has_interleaved_kernels(BlockType::q8_0, 128, cpu::active_isa())) {
+    GTEST_SKIP() << "no interleaved kernels at " << cpu::isa_name(cpu::active_isa());
+  }
+  std::string wide = wide_model("tiny");
+  for (const char* type : {"q8_0", "q4_0", "q4_k_m", "q5_k_m"}) {
+    std::string path = gguf_of(wide, type);
+    for (int64_t length : {int64_t{5}, cpu::kWidenedGemmMinRows + 8}) {
+      ::setenv("FORNACE_INTERLEAVED_QUADS", "0", 1);
+      std::unique_ptr<Model> mapped = quantized_model(path, InputRounding::int8);
+      ::unsetenv("FORNACE_INTERLEAVED_QUADS");
+      std::unique_ptr<Model> packed = quantized_model(path, InputRounding::int8);
+      std::vector<uint32_t> prompt = test_prompt_ids(length, packed->config().vocab_size);
+      EXPECT_EQ(prompt_logits(*packed, prompt), prompt_logits(*mapped, prompt))
+          << type << ", " << length << " tokens";
+      if (length == 5) EXPECT_EQ(greedy(*packed, prompt, 8), greedy(*mapped, prompt, 8)) << type;
+    }
   }
 }
 
