@@ -107,8 +107,11 @@ Embedding WeightReader::embedding(const std::string& name, int64_t rows, int64_t
 
 Linear WeightReader::linear_of(Embedding& embedding) const {
   if (embedding.quantized_table()) {
-    if (input_rounding_ != InputRounding::none) {
-      // The lookups read the head's packed rows too, so the table is resident once.
+    // The lookups read the head's packed rows too, so the table is resident once. A Q8_0 table
+    // (Qwen2.5-0.5B's 139 MiB in Q4_K_M files) stays mapped: its GEMV keeps up with the memory
+    // as stored, and the copy would only cost load time.
+    if (input_rounding_ != InputRounding::none &&
+        embedding.quantized_table()->type != BlockType::q8_0) {
       embedding.read_rows_from(packed_for_int8_input(*embedding.quantized_table(), packed_));
     }
     count(*embedding.quantized_table());
