@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/block_type.h"
 #include "core/dtype.h"
+#include "core/storage.h"
 #include "cpu/cpu_features.h"
 #include "cpu/gemm.h"
 #include "cpu/quant.h"
@@ -82,18 +84,27 @@ Problem shared_fields(const Shape& shape, int64_t rows, const std::vector<float>
 }
 
 void run(benchmark::State& state, const Shape& shape, int64_t rows, int threads, BlockType type,
-         fornace::InputRounding rounding, bool cached) {
+         fornace::InputRounding rounding, bool cached, bool interleaved = false) {
   fornace::set_num_threads(threads);
   size_t row_bytes = 0;
   const int64_t one_copy = static_cast<int64_t>(fornace::block_row_bytes(type, shape.depth)) * shape.outputs;
   const int64_t copies =
       rows == 1 && !cached ? std::max<int64_t>(1, kDecodeFootprint / one_copy) : 1;
   std::vector<uint8_t> weights = make_weights(type, shape, copies, &row_bytes);
+  if (interleaved) {
+    std::vector<uint8_t> stored = weights;
+    fornace::cpu::interleave_rows(type, stored.data(), weights.data(), shape.outputs * copies,
+                                  shape.depth);
+  }
+  // In a buffer of 2 MiB pages (where the kernel offers them), as the model's packed weights.
+  std::shared_ptr<fornace::Storage> placed = fornace::Storage::allocate(weights.size());
+  std::memcpy(placed->data(), weights.data(), weights.size());
+  const auto* weight_base = static_cast<const uint8_t*>(placed->data());
   std::vector<float> input = random_values(rows * shape.depth, 2);
   std::vector<float> output(rows * shape.outputs);
   int64_t copy = 0;
   for (auto _ : state) {
-    const uint8_t* weight = weights.data() + copy * one_copy;
+    const uint8_t* weight = weight_base + copy * one_copy;
     copy = (copy + 1) % copies;
     if (type == BlockType::bf16) {
       auto problem = shared_fields<fornace::cpu::LinearProblem>(shape, rows, input, output, weight);
@@ -106,6 +117,7 @@ void run(benchmark::State& state, const Shape& shape, int64_t rows, int threads,
       problem.weight_type = type;
       problem.weight_row_bytes = row_bytes;
       problem.input_rounding = rounding;
+      problem.interleaved = interleaved;
       fornace::cpu::quantized_linear(problem);
     }
     benchmark::DoNotOptimize(output.data());
@@ -140,12 +152,14 @@ std::string variant_suffix(fornace::InputRounding rounding) {
 
 // Quant/<shape>/rows:<M>/threads:<T>/<type>[/f32-input|/int8x2] for M in {1, 512}, T in {1, 2},
 // the legacy types and bf16; the f32-input and int8x2 (the rounding's residual rounded again)
-// variants at decode only; and Quant/q_proj/rows:1/threads:1/<type>[/int8x2]/cached, its
-// weights in L2.
+// variants at decode only; Quant/q_proj/rows:1/threads:1/<type>[/int8x2]/cached, its weights in
+// L2; and, where the CPU has the kernels, decode on rows interleaved as the model packs them:
+// Quant/<shape>/rows:1/threads:<T>/<type>/interleaved and .../threads:1/<type>/interleaved/cached.
 void register_run(const std::string& name, const Shape& shape, int64_t rows, int threads,
-                  BlockType type, fornace::InputRounding rounding, bool cached) {
+                  BlockType type, fornace::InputRounding rounding, bool cached,
+                  bool interleaved = false) {
   benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
-    run(state, shape, rows, threads, type, rounding, cached);
+    run(state, shape, rows, threads, type, rounding, cached, interleaved);
   })
       ->UseRealTime()
       ->Unit(benchmark::kMicrosecond)
@@ -182,6 +196,19 @@ const bool kRegistered = [] {
                        fornace::block_format(type).name + variant_suffix(rounding) + "/cached",
                    kShapes[0], 1, 1, type, rounding, true);
     }
+  }
+  for (BlockType type : types) {
+    if (!fornace::cpu::has_interleaved_kernels(type, 896, fornace::cpu::active_isa())) continue;
+    const std::string name = std::string("/") + fornace::block_format(type).name + "/interleaved";
+    for (const Shape& shape : kShapes) {
+      for (int threads : {1, 2}) {
+        register_run(std::string("Quant/") + shape.name + "/rows:1/threads:" +
+                         std::to_string(threads) + name,
+                     shape, 1, threads, type, fornace::InputRounding::int8, false, true);
+      }
+    }
+    register_run("Quant/q_proj/rows:1/threads:1" + name + "/cached", kShapes[0], 1, 1, type,
+                 fornace::InputRounding::int8, true, true);
   }
   return true;
 }();
