@@ -1,6 +1,8 @@
 // Picks the block kernels of a type for an ISA.
 #include "cpu/quant.h"
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 
 #include "core/error.h"
@@ -20,6 +22,14 @@ const BlockKernels& block_kernels(BlockType type) { return block_kernels(type, a
 bool has_interleaved_kernels(BlockType type, int64_t columns, Isa isa) {
   return isa == Isa::avx512 && legacy::avx512::interleaved_kernels(type) != nullptr &&
          columns > 0 && columns % (4 * legacy::kBlockElements) == 0;
+}
+
+bool has_interleaved_kernels(Isa isa) {
+  const BlockType legacy_types[] = {BlockType::q4_0, BlockType::q4_1, BlockType::q5_0,
+                                    BlockType::q5_1, BlockType::q8_0};
+  return std::any_of(std::begin(legacy_types), std::end(legacy_types), [isa](BlockType type) {
+    return has_interleaved_kernels(type, 4 * legacy::kBlockElements, isa);
+  });
 }
 
 const BlockKernels& interleaved_block_kernels(BlockType type, Isa isa) {

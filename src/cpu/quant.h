@@ -57,6 +57,8 @@ const BlockKernels& block_kernels(BlockType type);
 // kernels so arranged at `isa`: Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 with AVX-512 VNNI, rows of whole
 // quads (a multiple of 128).
 bool has_interleaved_kernels(BlockType type, int64_t columns, Isa isa);
+// Whether `isa` has interleaved kernels for any format (those above).
+bool has_interleaved_kernels(Isa isa);
 // Rearranges `rows` rows of `columns` (block_row_bytes apart, in and out) into interleaved quads;
 // throws Error where has_interleaved_kernels is false at the active ISA.
 void interleave_rows(BlockType type, const void* in, void* out, int64_t rows, int64_t columns);

@@ -65,19 +65,27 @@ struct QuadWeights {
   __m512 mins;
 };
 
-// The f16 scales of a quad's 4 blocks (`bytes` apart) as f32 lanes, 4 per block.
-inline __m512 scale_lanes(const uint8_t* first, size_t bytes) {
-  uint64_t bits = 0;
-  if (bytes == 2) {
-    std::memcpy(&bits, first, sizeof bits);
-  } else {
-    for (int index = 0; index < 4; ++index) {
-      bits |= static_cast<uint64_t>(load_u16(first + index * bytes)) << (16 * index);
-    }
-  }
+// Four f16 values (bits 16i to 16i + 15 of `bits`) as f32 lanes, 4 per value.
+inline __m512 lanes_of_four_halves(uint64_t bits) {
   const __m128 four = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(bits)));
   const __m512i lanes = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
   return _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(four));
+}
+
+// The f16 scales of a quad's 4 stored blocks (`bytes` apart) as f32 lanes, 4 per block.
+inline __m512 scale_lanes(const uint8_t* first, size_t bytes) {
+  uint64_t bits = 0;
+  for (int index = 0; index < 4; ++index) {
+    bits |= static_cast<uint64_t>(load_u16(first + index * bytes)) << (16 * index);
+  }
+  return lanes_of_four_halves(bits);
+}
+
+// The 4 adjacent f16 values of an interleaved quad's scales (or mins) as f32 lanes, 4 per block.
+inline __m512 adjacent_scale_lanes(const uint8_t* scales) {
+  uint64_t bits;
+  std::memcpy(&bits, scales, sizeof bits);
+  return lanes_of_four_halves(bits);
 }
 
 inline __mmask64 load_mask(const uint8_t* source) {
@@ -95,7 +103,7 @@ inline QuadWeights unpack_quad(const uint8_t* quad) {
     // Every field loads whole (InterleavedQuad); Q8_0's values flipped to value + 128; a nibble
     // format's q = (nibble & 0x0f) + 16 where the fifth bit is set.
     using Quad = InterleavedQuad<Layout>;
-    q.scales = scale_lanes(quad + Quad::kScalesAt, 2);
+    q.scales = adjacent_scale_lanes(quad + Quad::kScalesAt);
     if constexpr (Layout.bits == 8) {
       const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
       q.low = _mm512_xor_si512(_mm512_loadu_si512(quad), flip);
@@ -111,7 +119,7 @@ inline QuadWeights unpack_quad(const uint8_t* quad) {
       q.low = _mm512_mask_add_epi8(q.low, load_mask(quad + Quad::kLowBitsAt), q.low, fifth);
       q.high = _mm512_mask_add_epi8(q.high, load_mask(quad + Quad::kHighBitsAt), q.high, fifth);
     }
-    if constexpr (has_min(Layout)) q.mins = scale_lanes(quad + Quad::kMinsAt, 2);
+    if constexpr (has_min(Layout)) q.mins = adjacent_scale_lanes(quad + Quad::kMinsAt);
     return q;
   } else if constexpr (Layout.bits == 8) {
     // Each block's 32 values in a 256-bit half, then their 128-bit halves interleaved.

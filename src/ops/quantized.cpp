@@ -109,9 +109,8 @@ QuantizedMatrix packed_for_int8_input(const QuantizedMatrix& matrix, PackedWeigh
     return setting && std::string_view(setting) == "0";
   };
   const cpu::Isa isa = cpu::active_isa();
-  // Q8_0 has interleaved kernels wherever any format has them: the ISA's test.
   if (matrix.interleaved || off("FORNACE_PACKED_WEIGHTS") || off("FORNACE_INTERLEAVED_QUADS") ||
-      !cpu::has_interleaved_kernels(BlockType::q8_0, 128, isa)) {
+      !cpu::has_interleaved_kernels(isa)) {
     return matrix;
   }
   const bool interleave = cpu::has_interleaved_kernels(matrix.type, matrix.columns, isa) &&

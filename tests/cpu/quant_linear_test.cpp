@@ -267,6 +267,9 @@ TEST(QuantizedLinear, InterleavedRowsGiveExactlyWhatTheStoredRowsGive) {
   if (!cpu::has_interleaved_kernels(BlockType::q5_0, 896, cpu::detected_isa())) {
     GTEST_SKIP() << "no interleaved kernels on " << cpu::isa_name(cpu::detected_isa());
   }
+  EXPECT_TRUE(cpu::has_interleaved_kernels(cpu::detected_isa()));
+  EXPECT_FALSE(cpu::has_interleaved_kernels(cpu::Isa::avx2));
+  EXPECT_FALSE(cpu::has_interleaved_kernels(cpu::Isa::portable));
   EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q5_0, 896, cpu::Isa::avx2));
   EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q5_0, 96, cpu::Isa::avx512));
   EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q6_k, 1024, cpu::Isa::avx512));

@@ -184,7 +184,7 @@ TEST(QuantizedModels, GreedyTokensMatchTheDequantizedModelWithF32Activations) {
 // short prompt (decode's integer dot products) and a long one (prefill's widened GEMM), every
 // legacy format and the K-quants on rows of whole quads.
 TEST(QuantizedModels, PackedWeightsGiveTheLogitsOfTheMappedOnesExactly) {
-  if (!cpu::has_interleaved_kernels(BlockType::q8_0, 128, cpu::active_isa())) {
+  if (!cpu::has_interleaved_kernels(cpu::active_isa())) {
     GTEST_SKIP() << "no interleaved kernels at " << cpu::isa_name(cpu::active_isa());
   }
   std::string wide = wide_model("tiny");
