@@ -302,33 +302,69 @@ class IntegerTile : public TileBase<Rows, Columns> {
   __m512 chains_[kChains];
 };
 
-// One block widened to f32 in registers, exactly as dequantize_row gives it: elements 0-15 in
-// `low`, 16-31 in `high`.
+// The fields of one block, wherever its layout keeps them: 16 bytes of nibbles (element j < 16
+// the low nibble of byte j, j + 16 its high nibble) or 32 int8 values, the fifth bits (bit j is
+// element j's), the scale and the min.
+struct BlockFields {
+  const uint8_t* values;
+  uint32_t high_bits = 0;
+  float scale;
+  float min = 0.0f;
+};
+
+// A stored block's fields.
 template <const BlockLayout& Layout>
-inline void widen_block(const uint8_t* block, __m512& low, __m512& high) {
-  const float scale_value = _cvtsh_ss(load_u16(block));
-  const __m512 scale = _mm512_set1_ps(scale_value);
+inline BlockFields stored_fields(const uint8_t* block) {
+  BlockFields fields{block + Layout.values_at, 0, _cvtsh_ss(load_u16(block))};
+  if constexpr (Layout.bits == 5) fields.high_bits = load_u32(block + Layout.high_bits_at);
+  if constexpr (has_min(Layout)) fields.min = _cvtsh_ss(load_u16(block + Layout.min_at));
+  return fields;
+}
+
+// The fields of block `index` of an interleaved quad (InterleavedQuad): Q8_0's values as stored
+// (elements 0-15 at byte 16 index, 16-31 at 64 + 16 index), a nibble block's 16 bytes at 16 index.
+template <const BlockLayout& Layout>
+inline BlockFields interleaved_fields(const uint8_t* quad, int index) {
+  using Quad = InterleavedQuad<Layout>;
+  BlockFields fields{quad + 16 * index, 0, _cvtsh_ss(load_u16(quad + Quad::kScalesAt + 2 * index))};
+  if constexpr (Layout.bits == 5) {
+    uint64_t low_bits, high_bits;
+    std::memcpy(&low_bits, quad + Quad::kLowBitsAt, sizeof low_bits);
+    std::memcpy(&high_bits, quad + Quad::kHighBitsAt, sizeof high_bits);
+    fields.high_bits = static_cast<uint32_t>((low_bits >> (16 * index)) & 0xffff) |
+                       static_cast<uint32_t>((high_bits >> (16 * index)) & 0xffff) << 16;
+  }
+  if constexpr (has_min(Layout)) {
+    fields.min = _cvtsh_ss(load_u16(quad + Quad::kMinsAt + 2 * index));
+  }
+  return fields;
+}
+
+// One block widened to f32 in registers, exactly as dequantize_row gives it: elements 0-15 in
+// `low`, 16-31 in `high`. `high_half` is how far Q8_0's elements 16-31 sit from 0-15.
+template <const BlockLayout& Layout>
+inline void widen_block(const BlockFields& fields, int high_half, __m512& low, __m512& high) {
+  const __m512 scale = _mm512_set1_ps(fields.scale);
   if constexpr (Layout.bits == 8) {
-    low = _mm512_mul_ps(
-        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(load_128(block + Layout.values_at))), scale);
+    low = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(load_128(fields.values))), scale);
     high = _mm512_mul_ps(
-        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(load_128(block + Layout.values_at + 16))), scale);
+        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(load_128(fields.values + high_half))), scale);
     return;
   }
-  const __m128i packed = load_128(block + Layout.values_at);
+  const __m128i packed = load_128(fields.values);
   const __m128i nibble = _mm_set1_epi8(0x0f);
   __m512i low_q = _mm512_cvtepu8_epi32(_mm_and_si128(packed, nibble));
   __m512i high_q = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(packed, 4), nibble));
   if constexpr (Layout.bits == 5) {
-    const uint32_t high_bits = load_u32(block + Layout.high_bits_at);
     const __m512i fifth = _mm512_set1_epi32(16);
-    low_q = _mm512_mask_add_epi32(low_q, static_cast<__mmask16>(high_bits), low_q, fifth);
-    high_q = _mm512_mask_add_epi32(high_q, static_cast<__mmask16>(high_bits >> 16), high_q, fifth);
+    low_q = _mm512_mask_add_epi32(low_q, static_cast<__mmask16>(fields.high_bits), low_q, fifth);
+    high_q = _mm512_mask_add_epi32(high_q, static_cast<__mmask16>(fields.high_bits >> 16),
+                                   high_q, fifth);
   }
   // scale * q + (min, or -offset * scale, which is exact): one rounding, as dequantize_row.
   const __m512 shift = has_min(Layout)
-                           ? _mm512_set1_ps(_cvtsh_ss(load_u16(block + Layout.min_at)))
-                           : _mm512_set1_ps(-static_cast<float>(Layout.offset) * scale_value);
+                           ? _mm512_set1_ps(fields.min)
+                           : _mm512_set1_ps(-static_cast<float>(Layout.offset) * fields.scale);
   low = _mm512_fmadd_ps(_mm512_cvtepi32_ps(low_q), scale, shift);
   high = _mm512_fmadd_ps(_mm512_cvtepi32_ps(high_q), scale, shift);
 }
@@ -343,7 +379,7 @@ class FloatTile : public TileBase<Rows, Columns> {
     this->template run_blocks<Layout.bytes>(
         n, [this](int row, const uint8_t* weights, int64_t block) {
           __m512 low, high;
-          widen_block<Layout>(weights, low, high);
+          widen_block<Layout>(stored_fields<Layout>(weights), 16, low, high);
           for (int column = 0; column < Columns; ++column) {
             const float* x = reinterpret_cast<const float*>(this->activation_row(column)) +
                              block * kBlockElements;
@@ -381,14 +417,33 @@ void RoundActivations<Layout>::run(const float* in, void* out, int64_t n) {
   finish_activation_row(quads, block_count(n));
 }
 
-// A row widened block by block (widen_block), rounded to bf16 (vcvtne2ps2bf16: nearest even).
+// A block widened (widen_block) and rounded to bf16 (vcvtne2ps2bf16: nearest even) into `out`.
+template <const BlockLayout& Layout>
+inline void widen_block_bf16(const BlockFields& fields, int high_half, uint16_t* out) {
+  __m512 low, high;
+  widen_block<Layout>(fields, high_half, low, high);
+  _mm512_storeu_si512(out, (__m512i)_mm512_cvtne2ps_pbh(high, low));
+}
+
+// A stored row widened to bf16 block by block.
 template <const BlockLayout& Layout>
 void widen_row_bf16(const void* blocks, uint16_t* out, int64_t n) {
   const auto* bytes = static_cast<const uint8_t*>(blocks);
   for (int64_t block = 0; block < block_count(n); ++block) {
-    __m512 low, high;
-    widen_block<Layout>(bytes + block * Layout.bytes, low, high);
-    _mm512_storeu_si512(out + block * kBlockElements, (__m512i)_mm512_cvtne2ps_pbh(high, low));
+    widen_block_bf16<Layout>(stored_fields<Layout>(bytes + block * Layout.bytes), 16,
+                             out + block * kBlockElements);
+  }
+}
+
+// An interleaved row widened to bf16 block by block, each quad's fields read where they are.
+template <const BlockLayout& Layout>
+void widen_interleaved_row_bf16(const void* quads, uint16_t* out, int64_t n) {
+  const auto* bytes = static_cast<const uint8_t*>(quads);
+  for (int64_t block = 0; block < block_count(n); ++block) {
+    const uint8_t* quad = bytes + block / kQuadBlocks * (kQuadBlocks * Layout.bytes);
+    widen_block_bf16<Layout>(
+        interleaved_fields<Layout>(quad, static_cast<int>(block % kQuadBlocks)), 64,
+        out + block * kBlockElements);
   }
 }
 
@@ -399,8 +454,8 @@ BlockKernels kernels_with_widening(BlockType type) {
   return kernels;
 }
 
-// The kernels of interleaved rows of `Layout`: the integer tiles on the quads as they are, the
-// rest on quads put back as stored (prefill's widening, tests); no f32-input kernel (a layer
+// The kernels of interleaved rows of `Layout`: the integer tiles and prefill's widening on the
+// quads as they are, dequantize_row on quads put back as stored; no f32-input kernel (a layer
 // with f32 input keeps its rows as stored).
 template <BlockType Type, const BlockLayout& Layout, const BlockLayout& Interleaved>
 BlockKernels interleaved_kernels_of() {
@@ -408,9 +463,7 @@ BlockKernels interleaved_kernels_of() {
   kernels.dequantize_row = [](const void* quads, float* out, int64_t n) {
     for_each_deinterleaved_quad<Layout>(quads, out, n, portable::kernels(Type)->dequantize_row);
   };
-  kernels.widen_row_bf16 = [](const void* quads, uint16_t* out, int64_t n) {
-    for_each_deinterleaved_quad<Layout>(quads, out, n, widen_row_bf16<Layout>);
-  };
+  kernels.widen_row_bf16 = widen_interleaved_row_bf16<Layout>;
   kernels.quantize_row = nullptr;
   kernels.dot_rows = [](const void* weights, size_t weight_row_bytes, int64_t rows,
                         const void* activations, size_t activation_row_bytes, int64_t columns,
