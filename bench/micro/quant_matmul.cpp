@@ -28,8 +28,13 @@ struct Shape {
   const char* name;
   int64_t outputs;  // N
   int64_t depth;    // K
+  bool decode_only = false;
 };
-constexpr Shape kShapes[] = {{"q_proj", 896, 896}, {"gate_proj", 4864, 896}, {"down_proj", 896, 4864}};
+// The tied lm_head, one 145 MB call at Q8_0, beside the layers' calls of 1-9 MB: decode only.
+constexpr Shape kShapes[] = {{"q_proj", 896, 896},
+                             {"gate_proj", 4864, 896},
+                             {"down_proj", 896, 4864},
+                             {"lm_head", 151936, 896, true}};
 constexpr int64_t kPrefillRows = 512;
 // Decode weights cycle through copies that together exceed the last-level cache.
 constexpr int64_t kDecodeFootprint = int64_t{256} << 20;
@@ -150,11 +155,12 @@ std::string variant_suffix(fornace::InputRounding rounding) {
   }
 }
 
-// Quant/<shape>/rows:<M>/threads:<T>/<type>[/f32-input|/int8x2] for M in {1, 512}, T in {1, 2},
-// the legacy types and bf16; the f32-input and int8x2 (the rounding's residual rounded again)
-// variants at decode only; Quant/q_proj/rows:1/threads:1/<type>[/int8x2]/cached, its weights in
-// L2; and, where the CPU has the kernels, decode on rows interleaved as the model packs them:
-// Quant/<shape>/rows:1/threads:<T>/<type>/interleaved and .../threads:1/<type>/interleaved/cached.
+// Quant/<shape>/rows:<M>/threads:<T>/<type>[/f32-input|/int8x2] for M in {1, 512} (1 for the
+// lm_head), T in {1, 2}, the legacy types and bf16; the f32-input and int8x2 (the rounding's
+// residual rounded again) variants at decode only; Quant/q_proj/rows:1/threads:1/<type>[/int8x2]
+// /cached, its weights in L2; and, where the CPU has the kernels, decode on rows interleaved as
+// the model packs them: Quant/<shape>/rows:1/threads:<T>/<type>/interleaved and
+// .../threads:1/<type>/interleaved/cached.
 void register_run(const std::string& name, const Shape& shape, int64_t rows, int threads,
                   BlockType type, fornace::InputRounding rounding, bool cached,
                   bool interleaved = false) {
@@ -172,6 +178,7 @@ const bool kRegistered = [] {
                              BlockType::q5_0, BlockType::q5_1};
   for (const Shape& shape : kShapes) {
     for (int64_t rows : {int64_t{1}, kPrefillRows}) {
+      if (rows > 1 && shape.decode_only) continue;
       for (int threads : {1, 2}) {
         for (BlockType type : types) {
           for (fornace::InputRounding rounding : kRoundings) {
