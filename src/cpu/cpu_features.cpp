@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "core/error.h"
 
@@ -106,6 +107,11 @@ Isa parse_isa(const char* name) {
   if (std::strcmp(name, "avx2") == 0) return Isa::avx2;
   if (std::strcmp(name, "avx512") == 0) return Isa::avx512;
   fail("FORNACE_ISA: unknown level '", name, "' (expected portable, avx2 or avx512)");
+}
+
+bool setting_is_off(const char* name) {
+  const char* setting = std::getenv(name);
+  return setting && std::string_view(setting) == "0";
 }
 
 }  // namespace fornace::cpu

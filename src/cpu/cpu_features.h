@@ -33,6 +33,8 @@ void set_isa(Isa isa);
 void reset_isa();
 
 const char* isa_name(Isa isa);
+// Whether the environment variable `name` is set to "0" (a switch that turns a choice off).
+bool setting_is_off(const char* name);
 // Parses "portable", "avx2" or "avx512"; throws Error otherwise.
 Isa parse_isa(const char* name);
 

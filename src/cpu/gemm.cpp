@@ -3,10 +3,8 @@
 #include "cpu/gemm.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <string_view>
 #include <vector>
 
 #include "core/error.h"
@@ -280,8 +278,7 @@ void fill_with_bias(const LinearProblem& problem) {
 }  // namespace
 
 bool packs_bf16_weights() {
-  const char* setting = std::getenv("FORNACE_PACKED_WEIGHTS");
-  return active_isa() == Isa::avx512 && !(setting && std::string_view(setting) == "0");
+  return active_isa() == Isa::avx512 && !setting_is_off("FORNACE_PACKED_WEIGHTS");
 }
 
 int64_t packed_bf16_panel_bytes(int64_t depth) { return divide_up(depth, 2) * kPackedPairBytes; }

@@ -24,6 +24,11 @@ bool has_interleaved_kernels(BlockType type, int64_t columns, Isa isa) {
          columns > 0 && columns % (4 * legacy::kBlockElements) == 0;
 }
 
+bool interleaves_quantized_rows() {
+  return has_interleaved_kernels(active_isa()) && !setting_is_off("FORNACE_PACKED_WEIGHTS") &&
+         !setting_is_off("FORNACE_INTERLEAVED_QUADS");
+}
+
 bool has_interleaved_kernels(Isa isa) {
   const BlockType legacy_types[] = {BlockType::q4_0, BlockType::q4_1, BlockType::q5_0,
                                     BlockType::q5_1, BlockType::q8_0};

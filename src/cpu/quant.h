@@ -59,6 +59,9 @@ const BlockKernels& block_kernels(BlockType type);
 bool has_interleaved_kernels(BlockType type, int64_t columns, Isa isa);
 // Whether `isa` has interleaved kernels for any format (those above).
 bool has_interleaved_kernels(Isa isa);
+// Whether the model packs interleaved rows at load: the active ISA has the kernels, and neither
+// FORNACE_PACKED_WEIGHTS=0 nor FORNACE_INTERLEAVED_QUADS=0 is set.
+bool interleaves_quantized_rows();
 // Rearranges `rows` rows of `columns` (block_row_bytes apart, in and out) into interleaved quads;
 // throws Error where has_interleaved_kernels is false at the active ISA.
 void interleave_rows(BlockType type, const void* in, void* out, int64_t rows, int64_t columns);

@@ -4,9 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
-#include <string_view>
 #include <vector>
 
 #include "core/error.h"
@@ -104,16 +102,9 @@ void quantized_rows_into(const Tensor& output, const QuantizedMatrix& table, con
 }
 
 QuantizedMatrix packed_for_int8_input(const QuantizedMatrix& matrix, PackedWeights& packed) {
-  auto off = [](const char* name) {
-    const char* setting = std::getenv(name);
-    return setting && std::string_view(setting) == "0";
-  };
-  const cpu::Isa isa = cpu::active_isa();
-  if (matrix.interleaved || off("FORNACE_PACKED_WEIGHTS") || off("FORNACE_INTERLEAVED_QUADS") ||
-      !cpu::has_interleaved_kernels(isa)) {
-    return matrix;
-  }
-  const bool interleave = cpu::has_interleaved_kernels(matrix.type, matrix.columns, isa) &&
+  if (matrix.interleaved || !cpu::interleaves_quantized_rows()) return matrix;
+  const bool interleave =
+      cpu::has_interleaved_kernels(matrix.type, matrix.columns, cpu::active_isa()) &&
                           matrix.row_bytes == block_row_bytes(matrix.type, matrix.columns);
   // Rows kept as stored are copied only to let the mapping go: a weight read at every step would
   // otherwise map back the 2 MiB pages around it, released rows and all.

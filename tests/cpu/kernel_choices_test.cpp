@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cpu/cpu_features.h"
+#include "cpu/quant.h"
 
 namespace fornace {
 namespace {
@@ -35,6 +36,16 @@ TEST(KernelChoices, NameTheActiveLevelAndTheKernelsItPicks) {
     expect_contains(avx512, "gemv bf16: bf16 dot over the packed weights, 1-8 rows a pass");
     expect_contains(avx512, "gemm bf16: 12x32 bf16 pairs, panels of 2048 k, weights packed at load");
     expect_contains(avx512, "weights widened to bf16");
+    expect_contains(avx512, "quads interleaved at load");
+    // Either switch keeps the quantized rows as stored, and the words say so.
+    for (const char* name : {"FORNACE_INTERLEAVED_QUADS", "FORNACE_PACKED_WEIGHTS"}) {
+      ::setenv(name, "0", 1);
+      std::string as_stored = cpu::kernel_choices();
+      EXPECT_FALSE(cpu::interleaves_quantized_rows()) << name;
+      ::unsetenv(name);
+      EXPECT_EQ(as_stored.find("interleaved"), std::string::npos) << name << ": " << as_stored;
+    }
+    EXPECT_TRUE(cpu::interleaves_quantized_rows());
     // Without packed weights the GEMV reads the stored rows, in tiles for several rows.
     ::setenv("FORNACE_PACKED_WEIGHTS", "0", 1);
     std::string stored = cpu::kernel_choices();
