@@ -303,10 +303,11 @@ class IntegerTile : public TileBase<Rows, Columns> {
 };
 
 // The fields of one block, wherever its layout keeps them: 16 bytes of nibbles (element j < 16
-// the low nibble of byte j, j + 16 its high nibble) or 32 int8 values, the fifth bits (bit j is
-// element j's), the scale and the min.
+// the low nibble of byte j, j + 16 its high nibble) or Q8_0's int8 elements 0-15 and 16-31, the
+// fifth bits (bit j is element j's), the scale and the min.
 struct BlockFields {
   const uint8_t* values;
+  const uint8_t* high_values;  // Q8_0's elements 16-31
   uint32_t high_bits = 0;
   float scale;
   float min = 0.0f;
@@ -315,7 +316,8 @@ struct BlockFields {
 // A stored block's fields.
 template <const BlockLayout& Layout>
 inline BlockFields stored_fields(const uint8_t* block) {
-  BlockFields fields{block + Layout.values_at, 0, _cvtsh_ss(load_u16(block))};
+  const uint8_t* values = block + Layout.values_at;
+  BlockFields fields{values, values + 16, 0, _cvtsh_ss(load_u16(block))};
   if constexpr (Layout.bits == 5) fields.high_bits = load_u32(block + Layout.high_bits_at);
   if constexpr (has_min(Layout)) fields.min = _cvtsh_ss(load_u16(block + Layout.min_at));
   return fields;
@@ -326,7 +328,9 @@ inline BlockFields stored_fields(const uint8_t* block) {
 template <const BlockLayout& Layout>
 inline BlockFields interleaved_fields(const uint8_t* quad, int index) {
   using Quad = InterleavedQuad<Layout>;
-  BlockFields fields{quad + 16 * index, 0, _cvtsh_ss(load_u16(quad + Quad::kScalesAt + 2 * index))};
+  const uint8_t* values = quad + 16 * index;
+  BlockFields fields{values, values + 64, 0,
+                     _cvtsh_ss(load_u16(quad + Quad::kScalesAt + 2 * index))};
   if constexpr (Layout.bits == 5) {
     uint64_t low_bits, high_bits;
     std::memcpy(&low_bits, quad + Quad::kLowBitsAt, sizeof low_bits);
@@ -341,14 +345,14 @@ inline BlockFields interleaved_fields(const uint8_t* quad, int index) {
 }
 
 // One block widened to f32 in registers, exactly as dequantize_row gives it: elements 0-15 in
-// `low`, 16-31 in `high`. `high_half` is how far Q8_0's elements 16-31 sit from 0-15.
+// `low`, 16-31 in `high`.
 template <const BlockLayout& Layout>
-inline void widen_block(const BlockFields& fields, int high_half, __m512& low, __m512& high) {
+inline void widen_block(const BlockFields& fields, __m512& low, __m512& high) {
   const __m512 scale = _mm512_set1_ps(fields.scale);
   if constexpr (Layout.bits == 8) {
     low = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(load_128(fields.values))), scale);
     high = _mm512_mul_ps(
-        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(load_128(fields.values + high_half))), scale);
+        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(load_128(fields.high_values))), scale);
     return;
   }
   const __m128i packed = load_128(fields.values);
@@ -379,7 +383,7 @@ class FloatTile : public TileBase<Rows, Columns> {
     this->template run_blocks<Layout.bytes>(
         n, [this](int row, const uint8_t* weights, int64_t block) {
           __m512 low, high;
-          widen_block<Layout>(stored_fields<Layout>(weights), 16, low, high);
+          widen_block<Layout>(stored_fields<Layout>(weights), low, high);
           for (int column = 0; column < Columns; ++column) {
             const float* x = reinterpret_cast<const float*>(this->activation_row(column)) +
                              block * kBlockElements;
@@ -419,9 +423,9 @@ void RoundActivations<Layout>::run(const float* in, void* out, int64_t n) {
 
 // A block widened (widen_block) and rounded to bf16 (vcvtne2ps2bf16: nearest even) into `out`.
 template <const BlockLayout& Layout>
-inline void widen_block_bf16(const BlockFields& fields, int high_half, uint16_t* out) {
+inline void widen_block_bf16(const BlockFields& fields, uint16_t* out) {
   __m512 low, high;
-  widen_block<Layout>(fields, high_half, low, high);
+  widen_block<Layout>(fields, low, high);
   _mm512_storeu_si512(out, (__m512i)_mm512_cvtne2ps_pbh(high, low));
 }
 
@@ -430,7 +434,7 @@ template <const BlockLayout& Layout>
 void widen_row_bf16(const void* blocks, uint16_t* out, int64_t n) {
   const auto* bytes = static_cast<const uint8_t*>(blocks);
   for (int64_t block = 0; block < block_count(n); ++block) {
-    widen_block_bf16<Layout>(stored_fields<Layout>(bytes + block * Layout.bytes), 16,
+    widen_block_bf16<Layout>(stored_fields<Layout>(bytes + block * Layout.bytes),
                              out + block * kBlockElements);
   }
 }
@@ -442,7 +446,7 @@ void widen_interleaved_row_bf16(const void* quads, uint16_t* out, int64_t n) {
   for (int64_t block = 0; block < block_count(n); ++block) {
     const uint8_t* quad = bytes + block / kQuadBlocks * (kQuadBlocks * Layout.bytes);
     widen_block_bf16<Layout>(
-        interleaved_fields<Layout>(quad, static_cast<int>(block % kQuadBlocks)), 64,
+        interleaved_fields<Layout>(quad, static_cast<int>(block % kQuadBlocks)),
         out + block * kBlockElements);
   }
 }
