@@ -8,6 +8,9 @@
 namespace fornace::cpu {
 
 enum class BinaryOp { add, mul };
+// The activation of a gated MLP: SwiGLU (silu) or GeGLU with the tanh GELU (Gemma's
+// gelu_pytorch_tanh).
+enum class GateActivation { silu, gelu_tanh };
 
 // out[i] = left[i] op right[i]; out may alias left or right.
 void binary_run(BinaryOp op, const float* left, const float* right, float* out, int64_t count);
@@ -36,6 +39,12 @@ void weighted_row_sum(const float* weights, const void* rows, bool rows_are_bf16
                       int64_t row_stride, int64_t count, int64_t width, float* out);
 // out[i] = f32_to_bf16(input[i]) (round to nearest even, NaN kept quiet), bit for bit.
 void round_to_bf16_run(const float* input, uint16_t* out, int64_t count);
+// out[r][i] = activation(gate[r][i]) * up[r][i] for r < rows, i < count: bit for bit what
+// silu_run or gelu_tanh_run, then binary_run's product give. `out` is f32, or bf16 (`out_is_bf16`)
+// rounded as round_to_bf16_run. Strides are in elements.
+void gated_product_rows(GateActivation activation, const float* gate, int64_t gate_stride,
+                        const float* up, int64_t up_stride, int64_t rows, int64_t count, void* out,
+                        bool out_is_bf16, int64_t out_stride);
 
 // One ISA's versions of the functions above.
 struct ElementwiseKernels {
@@ -50,6 +59,8 @@ struct ElementwiseKernels {
   int64_t (*argmax_row)(const float*, int64_t);
   void (*weighted_row_sum)(const float*, const void*, bool, int64_t, int64_t, int64_t, float*);
   void (*round_to_bf16_run)(const float*, uint16_t*, int64_t);
+  void (*gated_product_rows)(GateActivation, const float*, int64_t, const float*, int64_t, int64_t,
+                             int64_t, void*, bool, int64_t);
 };
 namespace portable {
 extern const ElementwiseKernels elementwise_kernels;

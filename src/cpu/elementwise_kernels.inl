@@ -3,6 +3,7 @@
 // this file.
 
 #include <cmath>
+#include <cstring>
 
 #include "core/dtype.h"
 #include "cpu/elementwise.h"
@@ -21,22 +22,27 @@ void binary_run(BinaryOp op, const float* left, const float* right, float* out, 
   }
 }
 
+// x / (1 + e^-x).
+inline Vec silu(Vec x) {
+  return simd::divide(
+      x, simd::add(simd::broadcast(1.0f), simd::exp(simd::subtract(simd::broadcast(0.0f), x))));
+}
+
+// x / (1 + e^(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+inline Vec gelu_tanh(Vec x) {
+  const Vec minus_two_c = simd::broadcast(-2.0f * 0.7978845608028654f);  // -2 sqrt(2/pi)
+  Vec inner =
+      simd::multiply_add(simd::multiply(simd::broadcast(0.044715f), x), simd::multiply(x, x), x);
+  return simd::divide(
+      x, simd::add(simd::broadcast(1.0f), simd::exp(simd::multiply(minus_two_c, inner))));
+}
+
 void silu_run(const float* input, float* out, int64_t count) {
-  const Vec one = simd::broadcast(1.0f);
-  const Vec zero = simd::broadcast(0.0f);
-  simd::transform(input, out, count, [&](Vec x) {
-    return simd::divide(x, simd::add(one, simd::exp(simd::subtract(zero, x))));
-  });
+  simd::transform(input, out, count, [](Vec x) { return silu(x); });
 }
 
 void gelu_tanh_run(const float* input, float* out, int64_t count) {
-  const Vec one = simd::broadcast(1.0f);
-  const Vec minus_two_c = simd::broadcast(-2.0f * 0.7978845608028654f);  // -2 sqrt(2/pi)
-  const Vec cubic = simd::broadcast(0.044715f);
-  simd::transform(input, out, count, [&](Vec x) {
-    Vec inner = simd::multiply_add(simd::multiply(cubic, x), simd::multiply(x, x), x);
-    return simd::divide(x, simd::add(one, simd::exp(simd::multiply(minus_two_c, inner))));
-  });
+  simd::transform(input, out, count, [](Vec x) { return gelu_tanh(x); });
 }
 
 void soft_cap_run(const float* input, float cap, float* out, int64_t count) {
@@ -166,10 +172,58 @@ void round_to_bf16_run(const float* input, uint16_t* out, int64_t count) {
   for (; i < count; ++i) out[i] = f32_to_bf16(input[i]);
 }
 
+template <typename Activation>
+void gated_rows(Activation activation, const float* gate, int64_t gate_stride, const float* up,
+                int64_t up_stride, int64_t rows, int64_t count, void* out, bool out_is_bf16,
+                int64_t out_stride) {
+  constexpr int64_t kPiece = 256;
+  alignas(64) float piece[kPiece + simd::kWidth];
+  for (int64_t row = 0; row < rows; ++row) {
+    const float* gate_row = gate + row * gate_stride;
+    const float* up_row = up + row * up_stride;
+    for (int64_t done = 0; done < count; done += kPiece) {
+      const int64_t length = count - done < kPiece ? count - done : kPiece;
+      const int64_t out_offset = row * out_stride + done;
+      float* product = out_is_bf16 ? piece : static_cast<float*>(out) + out_offset;
+      int64_t i = 0;
+      for (; i + simd::kWidth <= length; i += simd::kWidth) {
+        simd::store(product + i, simd::multiply(activation(simd::load(gate_row + done + i)),
+                                                simd::load(up_row + done + i)));
+      }
+      if (i < length) {  // The last values through zero-padded lanes.
+        alignas(64) float gate_tail[simd::kWidth] = {};
+        alignas(64) float up_tail[simd::kWidth] = {};
+        std::memcpy(gate_tail, gate_row + done + i, (length - i) * sizeof(float));
+        std::memcpy(up_tail, up_row + done + i, (length - i) * sizeof(float));
+        simd::store(gate_tail,
+                    simd::multiply(activation(simd::load(gate_tail)), simd::load(up_tail)));
+        std::memcpy(product + i, gate_tail, (length - i) * sizeof(float));
+      }
+      if (out_is_bf16) {
+        // Qualified: the portable instance also sees cpu::round_to_bf16_run.
+        fornace::cpu::FORNACE_KERNEL_NAMESPACE::round_to_bf16_run(
+            product, static_cast<uint16_t*>(out) + out_offset, length);
+      }
+    }
+  }
+}
+
+void gated_product_rows(GateActivation activation, const float* gate, int64_t gate_stride,
+                        const float* up, int64_t up_stride, int64_t rows, int64_t count, void* out,
+                        bool out_is_bf16, int64_t out_stride) {
+  if (activation == GateActivation::silu) {
+    gated_rows([](Vec x) { return silu(x); }, gate, gate_stride, up, up_stride, rows, count, out,
+               out_is_bf16, out_stride);
+  } else {
+    gated_rows([](Vec x) { return gelu_tanh(x); }, gate, gate_stride, up, up_stride, rows, count,
+               out, out_is_bf16, out_stride);
+  }
+}
+
 }  // namespace
 
 const ElementwiseKernels elementwise_kernels{
-    binary_run,   silu_run, gelu_tanh_run, soft_cap_run,     scale_run,        softmax_row,
-    rms_norm_row, rope_row, argmax_row,    weighted_row_sum, round_to_bf16_run};
+    binary_run,   silu_run, gelu_tanh_run, soft_cap_run,     scale_run,         softmax_row,
+    rms_norm_row, rope_row, argmax_row,    weighted_row_sum, round_to_bf16_run, gated_product_rows};
 
 }  // namespace fornace::cpu::FORNACE_KERNEL_NAMESPACE

@@ -305,13 +305,29 @@ void unpack_bf16_row(const void* packed, int64_t depth, int64_t row, uint16_t* o
   if (depth % 2 != 0) std::memcpy(out + depth - 1, lane + depth / 2 * kPackedPairBytes, 2);
 }
 
-void gemm(const LinearProblem& problem) { gemm_group(&problem, 1); }
+namespace {
 
-void gemm_group(const LinearProblem* problems, int count) {
+// gated_product_rows over `rows` rows of gate and up (from their first value on) into the
+// product's rows from (row, column) on.
+void write_gated_product(const GatedProduct& gated, const float* gate, int64_t gate_stride,
+                         const float* up, int64_t up_stride, int64_t row, int64_t column,
+                         int64_t rows, int64_t columns) {
+  const int64_t offset = (row * gated.stride + column) * dtype_size(gated.dtype);
+  gated_product_rows(gated.activation, gate, gate_stride, up, up_stride, rows, columns,
+                     static_cast<char*>(gated.output) + offset, gated.dtype == DType::bf16,
+                     gated.stride);
+}
+
+// gemm_group's work, and with `gated` (over gate and up) linear_gated's.
+void gemm_layers(const LinearProblem* problems, int count, const GatedProduct* gated) {
   const LinearProblem& problem = problems[0];  // Input, rows, depth and dtype of every layer.
   if (problem.rows <= 0) return;
   if (problem.depth <= 0) {
     for (int index = 0; index < count; ++index) fill_with_bias(problems[index]);
+    if (gated) {
+      write_gated_product(*gated, problems[0].output, problems[0].output_stride, problems[1].output,
+                          problems[1].output_stride, 0, 0, problem.rows, problem.outputs);
+    }
     return;
   }
   const GemmKernel kernel = select_kernel(problem.weight_dtype);
@@ -340,11 +356,19 @@ void gemm_group(const LinearProblem* problems, int count) {
   const int64_t block_rows = round_up(divide_up(problem.rows, row_blocks), kernel.rows);
   const int64_t block_panels = block_rows / kernel.rows;
 
-  // The layers' weight panels, one after another.
+  // The layers' weight panels, one after another; for a gated product, gate's and up's panels
+  // in turns, so that each up panel follows the gate panel of its columns in a chunk.
   std::vector<WeightPanel> panels;
-  for (int index = 0; index < count; ++index) {
-    for (int64_t column = 0; column < problems[index].outputs; column += kernel.columns) {
-      panels.push_back({&problems[index], column});
+  if (gated) {
+    for (int64_t column = 0; column < problem.outputs; column += kernel.columns) {
+      panels.push_back({&problems[0], column});
+      panels.push_back({&problems[1], column});
+    }
+  } else {
+    for (int index = 0; index < count; ++index) {
+      for (int64_t column = 0; column < problems[index].outputs; column += kernel.columns) {
+        panels.push_back({&problems[index], column});
+      }
     }
   }
   const int64_t column_panels = static_cast<int64_t>(panels.size());
@@ -352,9 +376,13 @@ void gemm_group(const LinearProblem* problems, int count) {
   const int64_t block_column_panels = std::max<int64_t>(1, kColumnBlock / kernel.columns);
   ThreadPool& pool = ThreadPool::global();
   // Column chunks of whole panels, claimed by threads as they finish: at least four per thread
-  // where the width allows, at most one packed block each.
-  const int64_t chunk_panels =
+  // where the width allows, at most one packed block each; whole (gate, up) pairs when gated.
+  int64_t chunk_panels =
       std::clamp<int64_t>(column_panels / (4 * pool.threads()), 1, block_column_panels);
+  if (gated) chunk_panels = round_up(chunk_panels, 2);
+  // With one depth block, a gated product's gate and up tiles go to a tile of the thread's and
+  // never to memory.
+  const bool tiles_in_scratch = gated != nullptr && depth_blocks == 1;
   const int64_t column_chunks = divide_up(column_panels, chunk_panels);
   // bf16 input rows of an even depth are read in place, all but a last, partial panel: they are
   // the panels' rows already, at the input's stride.
@@ -398,6 +426,11 @@ void gemm_group(const LinearProblem* problems, int count) {
                                  : static_cast<char*>(thread_scratch(
                                        ScratchSlot::gemm_weight_panels,
                                        chunk_panels * weight_panel_bytes));
+      float* tile_pair =
+          tiles_in_scratch
+              ? static_cast<float*>(thread_scratch(ScratchSlot::gemm_gated_tiles,
+                                                   2 * kMaxKernelRows * kMaxKernelColumns * 4))
+              : nullptr;
       const int64_t chunk_end = divide_up(item_end, row_groups);
       for (int64_t chunk = item_begin / row_groups; chunk < chunk_end; ++chunk) {
         // The input panels of this chunk that the part covers.
@@ -449,15 +482,26 @@ void gemm_group(const LinearProblem* problems, int count) {
                   packed ? packed_panel(layer, column, packed_panel_bytes) +
                                k_begin / 2 * kPackedPairBytes
                          : weight_pack + (panel - block) * weight_panel_bytes;
-              float* c = layer.output + row * layer.output_stride + column;
+              // Up's tile is the second of the pair (gate's is the first).
+              const bool up_tile = gated != nullptr && (panel - block) % 2 == 1;
+              float* c = tile_pair ? tile_pair + (up_tile ? kMaxKernelRows * kernel.columns : 0)
+                                   : layer.output + row * layer.output_stride + column;
+              const int64_t c_stride = tile_pair ? kernel.columns : layer.output_stride;
               const float* bias = !accumulate && layer.bias ? layer.bias + column : nullptr;
               if (rows_valid == kernel.rows && columns_valid == kernel.columns) {
                 kernel.multiply(steps, input_panel_data, input_row_stride, packed_weight, c,
-                                layer.output_stride, accumulate, bias);
+                                c_stride, accumulate, bias);
               } else {
                 multiply_edge_tile(kernel, steps, input_panel_data, input_row_stride,
-                                   packed_weight, c, layer.output_stride, rows_valid,
-                                   columns_valid, accumulate, bias);
+                                   packed_weight, c, c_stride, rows_valid, columns_valid,
+                                   accumulate, bias);
+              }
+              if (up_tile && last_depth) {
+                const LinearProblem& gate = problems[0];
+                const float* gate_tile =
+                    tile_pair ? tile_pair : gate.output + row * gate.output_stride + column;
+                write_gated_product(*gated, gate_tile, tile_pair ? c_stride : gate.output_stride,
+                                    c, c_stride, row, column, rows_valid, columns_valid);
               }
             }
           }
@@ -467,10 +511,8 @@ void gemm_group(const LinearProblem* problems, int count) {
   }
 }
 
-void linear(const LinearProblem& problem) { linear_group(&problem, 1); }
-
-void linear_group(const LinearProblem* problems, int count) {
-  if (count <= 0) return;
+// Throws Error unless the layers share input, input stride, rows, depth and dtypes.
+void require_shared_input(const LinearProblem* problems, int count) {
   const LinearProblem& first = problems[0];
   for (int index = 1; index < count; ++index) {
     const LinearProblem& other = problems[index];
@@ -481,11 +523,43 @@ void linear_group(const LinearProblem* problems, int count) {
            "dtype of layer 0");
     }
   }
+}
+
+}  // namespace
+
+void gemm(const LinearProblem& problem) { gemm_group(&problem, 1); }
+
+void gemm_group(const LinearProblem* problems, int count) { gemm_layers(problems, count, nullptr); }
+
+void linear(const LinearProblem& problem) { linear_group(&problem, 1); }
+
+void linear_group(const LinearProblem* problems, int count) {
+  if (count <= 0) return;
+  require_shared_input(problems, count);
+  const LinearProblem& first = problems[0];
   if (first.rows <= kGemvPreferredMaxRows) {
     gemv_group(problems, count);
   } else {
     gemm_group(problems, count);
   }
+}
+
+void linear_gated(const LinearProblem& gate, const LinearProblem& up, const GatedProduct& product) {
+  const LinearProblem layers[2] = {gate, up};
+  require_shared_input(layers, 2);
+  if (gate.outputs != up.outputs) {
+    fail("linear_gated: gate has ", gate.outputs, " outputs and up ", up.outputs);
+  }
+  if (product.dtype != DType::f32 && product.dtype != DType::bf16) {
+    fail("linear_gated: the product must be f32 or bf16, not ", dtype_name(product.dtype));
+  }
+  if (gate.rows > kGemvPreferredMaxRows) {
+    gemm_layers(layers, 2, &product);
+    return;
+  }
+  gemv_group(layers, 2);
+  write_gated_product(product, gate.output, gate.output_stride, up.output, up.output_stride, 0, 0,
+                      gate.rows, gate.outputs);
 }
 
 std::string gemm_kernel_name(DType weight_dtype) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/dtype.h"
+#include "cpu/elementwise.h"
 
 namespace fornace::cpu {
 
@@ -65,6 +66,21 @@ void linear(const LinearProblem& problem);
 void linear_group(const LinearProblem* problems, int count);
 void gemv_group(const LinearProblem* problems, int count);
 void gemm_group(const LinearProblem* problems, int count);
+
+// Where linear_gated writes activation(gate) * up: [rows][outputs] at `stride` elements, f32 or
+// bf16 (rounded as round_to_bf16_run).
+struct GatedProduct {
+  GateActivation activation = GateActivation::silu;
+  void* output = nullptr;
+  DType dtype = DType::f32;
+  int64_t stride = 0;
+};
+// The gate and up layers of a gated MLP (linear_group's conditions, and equal outputs), then
+// gated_product_rows over them into `product`: bit for bit what linear_group and
+// gated_product_rows give one after the other. The GEMM takes each tile's product while gate and
+// up are in L1, instead of in a pass of its own; gate's and up's outputs serve as its scratch
+// (what they hold after the call is unspecified). `product.output` may be gate's output.
+void linear_gated(const LinearProblem& gate, const LinearProblem& up, const GatedProduct& product);
 // Streams the weight once, in blocks of rows that stay in L2 while each group of kGemvMaxRows
 // input rows passes over them; weight rows split across threads.
 // With AVX512_BF16 and bf16 weights, the input is rounded to bf16 (nearest even) first.

@@ -9,6 +9,7 @@ namespace fornace::cpu {
 enum class ScratchSlot {
   gemv_input,
   gemm_weight_panels,
+  gemm_gated_tiles,  // a gate and an up tile of linear_gated's GEMM
   quantized_input,
   widened_weight,  // quantized weight rows widened to bf16 for a GEMM
   rounding_residual,       // an input row less its 8-bit rounding

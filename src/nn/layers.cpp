@@ -77,6 +77,26 @@ void Linear::forward_into(const Tensor& output, const Tensor& input) const {
   }
 }
 
+namespace {
+
+LinearLayerInto float_layer_into(const Linear& layer, const Tensor* output) {
+  return LinearLayerInto{output, &layer.weight(), &layer.bias(), layer.packed_weight().get()};
+}
+
+}  // namespace
+
+void forward_gated(const Tensor& input, const Linear& gate, const Linear& up,
+                   const Tensor& gate_output, const Tensor& up_output, const Tensor& gated,
+                   GateActivation activation) {
+  if (gate.quantized_weight() || up.quantized_weight()) {
+    forward_together(input, {{&gate, &gate_output}, {&up, &up_output}});
+    gated_activation_into(gated, gate_output, up_output, activation);
+    return;
+  }
+  linear_gated_into(gated, input, float_layer_into(gate, &gate_output),
+                    float_layer_into(up, &up_output), activation);
+}
+
 void forward_together(const Tensor& input,
                       std::initializer_list<std::pair<const Linear*, const Tensor*>> layers) {
   constexpr size_t kMaxLayers = 8;
@@ -89,10 +109,7 @@ void forward_together(const Tensor& input,
   if (quantized == 0) {
     std::array<LinearLayerInto, kMaxLayers> targets;
     size_t count = 0;
-    for (const auto& [layer, output] : layers) {
-      targets[count++] =
-          LinearLayerInto{output, &layer->weight(), &layer->bias(), layer->packed_weight().get()};
-    }
+    for (const auto& [layer, output] : layers) targets[count++] = float_layer_into(*layer, output);
     linear_group_into(input, std::span<const LinearLayerInto>(targets.data(), count));
     return;
   }

@@ -11,6 +11,7 @@
 #include "core/quantized_matrix.h"
 #include "core/tensor.h"
 #include "io/config.h"
+#include "ops/math.h"
 
 namespace fornace {
 
@@ -79,6 +80,12 @@ class Linear {
 // quantized_linear_group_into when every layer is quantized alike).
 void forward_together(const Tensor& input,
                       std::initializer_list<std::pair<const Linear*, const Tensor*>> layers);
+// Gate and up over `input`, and activation(gate) * up into `gated`: in one pass where both are
+// float layers (ops linear_gated_into: gate_output and up_output are its scratch), else
+// forward_together into them, then gated_activation_into.
+void forward_gated(const Tensor& input, const Linear& gate, const Linear& up,
+                   const Tensor& gate_output, const Tensor& up_output, const Tensor& gated,
+                   GateActivation activation);
 
 class RmsNorm {
  public:

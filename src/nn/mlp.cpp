@@ -1,4 +1,4 @@
-// The gated MLP: gate and up in one pass over the input, the activation in place, then down.
+// The gated MLP: gate, up and the activation in one pass over the input, then down.
 #include "nn/mlp.h"
 
 namespace fornace {
@@ -24,13 +24,12 @@ Tensor GatedMlp::forward(const Tensor& input, Activations& activations) const {
   Dims shape{1, input.dim(1), gate_.outputs()};
   Tensor gate = activations.get(Slot::gate, shape, "linear");
   Tensor up = activations.get(Slot::up, shape, "linear");
-  forward_together(input, {{&gate_, &gate}, {&up_, &up}});
   // In place over the gate, or into a tensor of the dtype down takes as it is.
   Tensor gated = down_.input_dtype() == DType::f32
                      ? gate
                      : activations.get(Slot::gated, shape, gated_op_name(activation_),
                                        down_.input_dtype());
-  gated_activation_into(gated, gate, up, activation_);
+  forward_gated(input, gate_, up_, gate, up, gated, activation_);
   Tensor output =
       activations.get(Slot::projected, {1, input.dim(1), down_.outputs()}, "linear");
   down_.forward_into(output, gated);

@@ -162,12 +162,11 @@ void check_gated(const Tensor& gate, const Tensor& up, GateActivation activation
 
 void gated_kernel_into(const Tensor& result, const Tensor& gate, const Tensor& up,
                        GateActivation activation) {
-  auto run = activation == GateActivation::silu ? cpu::silu_run : cpu::gelu_tanh_run;
   map_elements_into<2>(result, {&gate, &up},
-                       [run](const std::array<const float*, 2>& values, float* out,
-                             int64_t count) {
-                         run(values[0], out, count);
-                         cpu::binary_run(cpu::BinaryOp::mul, out, values[1], out, count);
+                       [activation](const std::array<const float*, 2>& values, float* out,
+                                    int64_t count) {
+                         cpu::gated_product_rows(activation, values[0], 0, values[1], 0, 1, count,
+                                                 out, false, 0);
                        });
 }
 

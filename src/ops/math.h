@@ -10,8 +10,12 @@
 
 #include "core/storage.h"
 #include "core/tensor.h"
+#include "cpu/elementwise.h"
 
 namespace fornace {
+
+// The activation of a gated MLP (silu or gelu_tanh).
+using cpu::GateActivation;
 
 // [..., M, K] x [..., K, N] -> [..., M, N]; batch dims broadcast. Both inputs share a float
 // dtype (f32, bf16 or f16), or the left is f32 and the right any float dtype (a bf16 right then
@@ -57,6 +61,13 @@ DType linear_input_dtype(DType weight_dtype);
 // hand-off for all the layers. The weights must share a dtype; at most 8 layers. The same
 // results as linear_into layer by layer, bit for bit.
 void linear_group_into(const Tensor& input, std::span<const LinearLayerInto> layers);
+// The gate and up layers of a gated MLP as linear_group_into runs them, and activation(gate) *
+// up into `output` (f32 or bf16, their shape): bit for bit linear_group_into, then
+// gated_activation_into. The GEMM takes the product tile by tile while gate and up are in L1; it
+// may use their outputs as scratch (what they hold after the call is unspecified), and `output`
+// may be gate's output.
+void linear_gated_into(const Tensor& output, const Tensor& input, const LinearLayerInto& gate,
+                       const LinearLayerInto& up, GateActivation activation);
 
 // x [..., K] times weight [N, K] transposed, plus bias [N]: [..., N] in x's dtype. The weight
 // and bias may have another float dtype than x (bf16 weights with f32 activations).
@@ -91,9 +102,6 @@ void scale_into(const Tensor& output, const Tensor& input, double factor);
 // silu(gate) * up, the SwiGLU activation, in one pass.
 Tensor silu_mul(const Tensor& gate, const Tensor& up);
 void silu_mul_into(const Tensor& output, const Tensor& gate, const Tensor& up);
-// The activation of a gated MLP: SwiGLU (silu) or GeGLU with the tanh GELU (Gemma's
-// gelu_pytorch_tanh).
-enum class GateActivation { silu, gelu_tanh };
 // The op's name in traces: silu_mul or gelu_tanh_mul.
 const char* gated_op_name(GateActivation activation);
 // activation(gate) * up into `output`, which may alias gate or up, of any float dtype (computed

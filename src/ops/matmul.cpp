@@ -188,31 +188,69 @@ void linear_into(const Tensor& output, const Tensor& input, const Tensor& weight
   linear_f32(output.data<float>(), input, weight, bias, packed);
 }
 
-void linear_group_into(const Tensor& input, std::span<const LinearLayerInto> layers) {
-  if (layers.empty()) return;
-  if (layers.size() > kMaxGroupLayers) {
-    fail("linear_group_into: ", layers.size(), " layers, at most ", kMaxGroupLayers);
-  }
-  if (input.dtype() != DType::f32 && input.dtype() != DType::bf16) {
-    fail("linear_group_into: input ", input.describe(), " must be f32 or bf16");
-  }
-  memory::OpScope scope("linear");
-  Tensor rows = kernel_input(input, layers[0].weight->dtype());
+namespace {
+
+// The kernels' problems of linear_group_into's layers (checked; named `op` in errors); `rows`
+// and `weights` hold what the problems point to.
+struct GroupProblems {
+  Tensor rows;
   std::array<Tensor, kMaxGroupLayers> weights;
   std::array<cpu::LinearProblem, kMaxGroupLayers> problems;
+};
+
+void prepare_group(const char* op, const Tensor& input, std::span<const LinearLayerInto> layers,
+                   GroupProblems& group) {
+  if (layers.size() > kMaxGroupLayers) {
+    fail(op, ": ", layers.size(), " layers, at most ", kMaxGroupLayers);
+  }
+  if (input.dtype() != DType::f32 && input.dtype() != DType::bf16) {
+    fail(op, ": input ", input.describe(), " must be f32 or bf16");
+  }
+  group.rows = kernel_input(input, layers[0].weight->dtype());
   for (size_t index = 0; index < layers.size(); ++index) {
     const LinearLayerInto& layer = layers[index];
     const Dims output_shape = linear_output_shape(input, *layer.weight, *layer.bias);
-    require_output(*layer.output, output_shape, DType::f32, "linear_group_into");
+    require_output(*layer.output, output_shape, DType::f32, op);
     if (layer.weight->dtype() != layers[0].weight->dtype()) {
-      fail("linear_group_into: weight ", layer.weight->describe(), " and weight ",
-           layers[0].weight->describe(), " differ in dtype");
+      fail(op, ": weight ", layer.weight->describe(), " and weight ", layers[0].weight->describe(),
+           " differ in dtype");
     }
-    weights[index] = layer.packed ? *layer.weight : contiguous(*layer.weight);
-    problems[index] = linear_problem(layer.output->data<float>(), rows, weights[index],
-                                     *layer.bias, index, layer.packed);
+    group.weights[index] = layer.packed ? *layer.weight : contiguous(*layer.weight);
+    group.problems[index] = linear_problem(layer.output->data<float>(), group.rows,
+                                           group.weights[index], *layer.bias, index, layer.packed);
   }
-  cpu::linear_group(problems.data(), static_cast<int>(layers.size()));
+}
+
+}  // namespace
+
+void linear_group_into(const Tensor& input, std::span<const LinearLayerInto> layers) {
+  if (layers.empty()) return;
+  memory::OpScope scope("linear");
+  GroupProblems group;
+  prepare_group("linear_group_into", input, layers, group);
+  cpu::linear_group(group.problems.data(), static_cast<int>(layers.size()));
+}
+
+void linear_gated_into(const Tensor& output, const Tensor& input, const LinearLayerInto& gate,
+                       const LinearLayerInto& up, GateActivation activation) {
+  const LinearLayerInto layers[2] = {gate, up};
+  memory::OpScope scope("linear");
+  GroupProblems group;
+  prepare_group("linear_gated_into", input, layers, group);
+  if (!(gate.output->shape() == up.output->shape())) {
+    fail("linear_gated_into: gate ", gate.output->describe(), " and up ", up.output->describe(),
+         " differ in shape");
+  }
+  if (output.dtype() != DType::f32 && output.dtype() != DType::bf16) {
+    fail("linear_gated_into: output ", output.describe(), " must be f32 or bf16");
+  }
+  require_output(output, gate.output->shape(), output.dtype(), "linear_gated_into");
+  cpu::GatedProduct product;
+  product.activation = activation;
+  product.output = output.raw();
+  product.dtype = output.dtype();
+  product.stride = gate.output->dim(-1);
+  cpu::linear_gated(group.problems[0], group.problems[1], product);
 }
 
 Tensor matmul(const Tensor& left, const Tensor& right) {

@@ -268,6 +268,58 @@ TEST_P(KernelPathTest, PackedBf16WeightsHoldThePanelLayoutAndMatchTheDoubleLoop)
   }
 }
 
+// Gate, up and activation(gate) * up in one pass give bit for bit what linear_group_into, then
+// gated_activation_into give: at GEMV and GEMM row counts (a partial last row panel), one depth
+// block and several (2,100 k), widths that leave a partial column panel, f32 and bf16 products
+// (the f32 one also in place over gate's output), f32 and bf16 weights, stored and packed.
+TEST_P(KernelPathTest, LinearGatedGivesExactlyTheGroupThenTheActivation) {
+  PackedWeights packer;
+  uint64_t seed = 900;
+  for (int64_t rows : {1, 5, 16, 17, 40}) {
+    for (int64_t depth : {37, 2100}) {
+      for (DType weight_dtype : {DType::f32, DType::bf16}) {
+        for (GateActivation activation : {GateActivation::silu, GateActivation::gelu_tanh}) {
+          const int64_t width = rows == 40 ? 90 : 70;
+          Tensor input = randn({1, rows, depth}, seed++);
+          Tensor gate_weight = randn({width, depth}, seed++, 0.2, weight_dtype);
+          Tensor up_weight = randn({width, depth}, seed++, 0.2, weight_dtype);
+          std::shared_ptr<const Storage> gate_packed = packer.pack(gate_weight);
+          std::shared_ptr<const Storage> up_packed = packer.pack(up_weight);
+          const std::optional<Tensor> no_bias;
+          Tensor gate = full({1, rows, width}, std::nanf(""));
+          Tensor up = full({1, rows, width}, std::nanf(""));
+          LinearLayerInto gate_layer{&gate, &gate_weight, &no_bias, gate_packed.get()};
+          LinearLayerInto up_layer{&up, &up_weight, &no_bias, up_packed.get()};
+          const LinearLayerInto group[2] = {gate_layer, up_layer};
+          linear_group_into(input, group);
+          for (DType product_dtype : {DType::f32, DType::bf16}) {
+            Tensor expected = Tensor::empty({1, rows, width}, product_dtype);
+            gated_activation_into(expected, gate, up, activation);
+            const std::string context = std::string(gated_op_name(activation)) + " of " +
+                                        gate_weight.describe() + (gate_packed ? " packed" : "") +
+                                        " into " + dtype_name(product_dtype) + ", rows " +
+                                        std::to_string(rows);
+            Tensor gate_scratch = full({1, rows, width}, std::nanf(""));
+            Tensor up_scratch = full({1, rows, width}, std::nanf(""));
+            Tensor product = full({1, rows, width}, std::nanf(""), product_dtype);
+            linear_gated_into(product, input,
+                              {&gate_scratch, &gate_weight, &no_bias, gate_packed.get()},
+                              {&up_scratch, &up_weight, &no_bias, up_packed.get()}, activation);
+            EXPECT_EQ(to_f32_vector(product), to_f32_vector(expected)) << context;
+            if (product_dtype != DType::f32) continue;
+            // In place over gate's output, as an f32 model's MLP runs it.
+            linear_gated_into(gate_scratch, input,
+                              {&gate_scratch, &gate_weight, &no_bias, gate_packed.get()},
+                              {&up_scratch, &up_weight, &no_bias, up_packed.get()}, activation);
+            EXPECT_EQ(to_f32_vector(gate_scratch), to_f32_vector(expected))
+                << context << ", in place";
+          }
+        }
+      }
+    }
+  }
+}
+
 // A bf16 input (as a bf16 model's norms and SwiGLU hand it on) gives bit for bit what its f32
 // widening gives, through the weights as stored and packed, alone and in a group: where the
 // kernels round to bf16 they read such rows in place (even depths; a last partial panel of rows
@@ -558,6 +610,29 @@ TEST(LinearErrors, ShapeMismatchNamesTheOpAndBothShapes) {
   message = error_message([&] { linear(zeros({2, 4}, DType::i32), weight); });
   EXPECT_NE(message.find("linear"), std::string::npos) << message;
   EXPECT_NE(message.find("i32[2, 4]"), std::string::npos) << message;
+}
+
+TEST(LinearErrors, GatedLayersMustMatchInWidthAndTakeAFloatProduct) {
+  Tensor input = randn({2, 8}, 1);
+  Tensor gate_weight = randn({6, 8}, 2);
+  Tensor up_weight = randn({5, 8}, 3);
+  const std::optional<Tensor> no_bias;
+  Tensor gate = Tensor::empty({2, 6}, DType::f32);
+  Tensor up = Tensor::empty({2, 5}, DType::f32);
+  EXPECT_NE(error_message([&] {
+              linear_gated_into(Tensor::empty({2, 6}, DType::f32), input,
+                                {&gate, &gate_weight, &no_bias}, {&up, &up_weight, &no_bias},
+                                GateActivation::silu);
+            }).find("linear_gated_into: gate"),
+            std::string::npos);
+  Tensor same_width_up = randn({6, 8}, 4);
+  Tensor up6 = Tensor::empty({2, 6}, DType::f32);
+  EXPECT_NE(error_message([&] {
+              linear_gated_into(Tensor::empty({2, 6}, DType::u32), input,
+                                {&gate, &gate_weight, &no_bias}, {&up6, &same_width_up, &no_bias},
+                                GateActivation::silu);
+            }).find("must be f32 or bf16"),
+            std::string::npos);
 }
 
 TEST(LinearErrors, GroupLayersMustShareTheInputAndTheWeightDtype) {
