@@ -143,26 +143,40 @@ void weighted_row_sum(const float* weights, const void* rows, bool rows_are_bf16
   }
 }
 
+#if defined(__AVX512BF16__)
+// Whether any lane is NaN (above the infinity) or subnormal (exponent 0, not zero): there
+// vcvtneps2bf16 differs from f32_to_bf16.
+inline bool has_special_lanes(__m512 values) {
+  const __m512i exponent = _mm512_set1_epi32(0x7f800000);
+  __m512i bits = _mm512_and_si512(_mm512_castps_si512(values), _mm512_set1_epi32(0x7fffffff));
+  __mmask16 nan = _mm512_cmpgt_epu32_mask(bits, exponent);
+  __mmask16 subnormal = _mm512_mask_cmpneq_epu32_mask(_mm512_testn_epi32_mask(bits, exponent),
+                                                      bits, _mm512_setzero_si512());
+  return (nan | subnormal) != 0;
+}
+
+// f32_to_bf16 of the 16 lanes of `values` into out[0, 16).
+inline void store_bf16(__m512 values, uint16_t* out) {
+  if (!has_special_lanes(values)) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), (__m256i)_mm512_cvtneps_pbh(values));
+    return;
+  }
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, values);
+  for (int lane = 0; lane < 16; ++lane) out[lane] = f32_to_bf16(lanes[lane]);
+}
+#endif
+
 // f32_to_bf16 on every element, in a loop the compiler vectorizes for the ISA. With
 // AVX512_BF16, runs of 32 normal values (zero, normal or infinite: no subnormal, no NaN, where
 // the instruction differs from f32_to_bf16) take vcvtne2ps2bf16.
 void round_to_bf16_run(const float* input, uint16_t* out, int64_t count) {
   int64_t i = 0;
 #if defined(__AVX512BF16__)
-  const __m512i exponent = _mm512_set1_epi32(0x7f800000);
-  const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
-  // A lane is special when NaN (above the infinity), or subnormal (exponent 0, not zero).
-  auto special = [&](__m512 values) {
-    __m512i bits = _mm512_and_si512(_mm512_castps_si512(values), magnitude);
-    __mmask16 nan = _mm512_cmpgt_epu32_mask(bits, exponent);
-    __mmask16 subnormal = _mm512_mask_cmpneq_epu32_mask(
-        _mm512_testn_epi32_mask(bits, exponent), bits, _mm512_setzero_si512());
-    return static_cast<__mmask16>(nan | subnormal);
-  };
   for (; i + 32 <= count; i += 32) {
     __m512 low = _mm512_loadu_ps(input + i);
     __m512 high = _mm512_loadu_ps(input + i + 16);
-    if (special(low) | special(high)) {
+    if (has_special_lanes(low) || has_special_lanes(high)) {
       for (int64_t j = i; j < i + 32; ++j) out[j] = f32_to_bf16(input[j]);
       continue;
     }
@@ -186,6 +200,15 @@ void gated_rows(Activation activation, const float* gate, int64_t gate_stride, c
       const int64_t out_offset = row * out_stride + done;
       float* product = out_is_bf16 ? piece : static_cast<float*>(out) + out_offset;
       int64_t i = 0;
+#if defined(__AVX512BF16__)
+      // Whole vectors go to bf16 from the registers.
+      for (; out_is_bf16 && i + simd::kWidth <= length; i += simd::kWidth) {
+        store_bf16(simd::multiply(activation(simd::load(gate_row + done + i)),
+                                  simd::load(up_row + done + i)),
+                   static_cast<uint16_t*>(out) + out_offset + i);
+      }
+#endif
+      const int64_t rounded_from = i;
       for (; i + simd::kWidth <= length; i += simd::kWidth) {
         simd::store(product + i, simd::multiply(activation(simd::load(gate_row + done + i)),
                                                 simd::load(up_row + done + i)));
@@ -199,10 +222,11 @@ void gated_rows(Activation activation, const float* gate, int64_t gate_stride, c
                     simd::multiply(activation(simd::load(gate_tail)), simd::load(up_tail)));
         std::memcpy(product + i, gate_tail, (length - i) * sizeof(float));
       }
-      if (out_is_bf16) {
+      if (out_is_bf16 && rounded_from < length) {
         // Qualified: the portable instance also sees cpu::round_to_bf16_run.
         fornace::cpu::FORNACE_KERNEL_NAMESPACE::round_to_bf16_run(
-            product, static_cast<uint16_t*>(out) + out_offset, length);
+            product + rounded_from, static_cast<uint16_t*>(out) + out_offset + rounded_from,
+            length - rounded_from);
       }
     }
   }

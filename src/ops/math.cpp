@@ -60,10 +60,16 @@ void map_rows_into(const Tensor& result, const Tensor& input, Body&& body) {
   DType dtype = input.dtype();
   DType out_dtype = result.dtype();
   void* out_base = result.raw();
+  // Rows along the second-to-last dim are a stride apart: the layout is walked once per run.
+  const int64_t run_rows = input.rank() >= 2 ? input.shape()[input.rank() - 2] : 1;
+  const int64_t row_stride = input.rank() >= 2 ? input.strides()[input.rank() - 2] : 0;
   parallel_for(rows, length, [&](int64_t begin, int64_t end) {
+    int64_t offset = 0;
     for (int64_t row = begin; row < end; ++row) {
-      const float* in = cpu::read_f32(base, dtype, cpu::row_offset(input.layout(), row), stride,
-                                      length, scratch(0, length));
+      offset = row == begin || row % run_rows == 0 ? cpu::row_offset(input.layout(), row)
+                                                   : offset + row_stride;
+      const float* in =
+          cpu::read_f32(base, dtype, offset, stride, length, scratch(0, length));
       float* out = out_dtype == DType::f32 ? static_cast<float*>(out_base) + row * length
                                            : scratch(1, length);
       body(in, out, row);

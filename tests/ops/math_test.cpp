@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "cpu/cpu_features.h"
+#include "cpu/elementwise.h"
 #include "ops/math.h"
 #include "test_tensors.h"
 
@@ -283,6 +284,47 @@ TEST(RmsNorm, MatchesTheDoubleReferenceWithWeightsOfAnotherDtype) {
       }
     }
   }
+}
+
+// The product kernel the GEMM's epilogue calls, into bf16 rows at a stride, on every ISA: each
+// value is f32_to_bf16 of its f32 product (the same call into f32), also where the product is
+// NaN, infinite or subnormal (where vcvtneps2bf16 differs), in whole vectors and in the tail.
+TEST(GatedActivation, ProductRowsInBf16AreTheirF32ProductsRoundedEvenAtNanAndSubnormals) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  constexpr int64_t kRows = 3, kCount = 37, kStride = 40;
+  std::vector<float> gate = random_values(kRows * kStride, 31, -4, 4);
+  std::vector<float> up = random_values(kRows * kStride, 32, -2, 2);
+  gate[1] = nan;                     // NaN in a whole vector
+  gate[kStride + 3] = 1.0f;          // silu(1) * 1e-38: subnormal
+  up[kStride + 3] = 1e-38f;
+  gate[2 * kStride + 20] = 90.0f;    // silu(90) * 1e38 overflows to infinity
+  up[2 * kStride + 20] = 1e38f;
+  gate[2 * kStride + 35] = nan;      // NaN in the tail
+  for (cpu::Isa isa : {cpu::Isa::portable, cpu::Isa::avx2, cpu::Isa::avx512}) {
+    if (static_cast<int>(isa) > static_cast<int>(cpu::detected_isa())) continue;
+    cpu::set_isa(isa);
+    for (GateActivation activation : {GateActivation::silu, GateActivation::gelu_tanh}) {
+      std::vector<float> exact(kRows * kStride, 0.0f);
+      std::vector<uint16_t> rounded(kRows * kStride, 0);
+      cpu::gated_product_rows(activation, gate.data(), kStride, up.data(), kStride, kRows, kCount,
+                              exact.data(), false, kStride);
+      cpu::gated_product_rows(activation, gate.data(), kStride, up.data(), kStride, kRows, kCount,
+                              rounded.data(), true, kStride);
+      EXPECT_TRUE(std::isnan(exact[1]));
+      EXPECT_EQ(std::fpclassify(exact[kStride + 3]), FP_SUBNORMAL);
+      EXPECT_EQ(exact[2 * kStride + 20], inf);
+      for (int64_t row = 0; row < kRows; ++row) {
+        for (int64_t i = 0; i < kStride; ++i) {
+          const int64_t at = row * kStride + i;
+          ASSERT_EQ(rounded[at], i < kCount ? f32_to_bf16(exact[at]) : 0)
+              << cpu::isa_name(isa) << " activation " << static_cast<int>(activation) << " row "
+              << row << " value " << i;
+        }
+      }
+    }
+  }
+  cpu::reset_isa();
 }
 
 // A bf16 model's norms and SwiGLU hand bf16 to the linear layers: from f32 inputs, a bf16
