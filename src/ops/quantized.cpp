@@ -105,7 +105,7 @@ QuantizedMatrix packed_for_int8_input(const QuantizedMatrix& matrix, PackedWeigh
   if (matrix.interleaved || !cpu::interleaves_quantized_rows()) return matrix;
   const bool interleave =
       cpu::has_interleaved_kernels(matrix.type, matrix.columns, cpu::active_isa()) &&
-                          matrix.row_bytes == block_row_bytes(matrix.type, matrix.columns);
+      matrix.row_bytes == block_row_bytes(matrix.type, matrix.columns);
   // Rows kept as stored are copied only to let the mapping go: a weight read at every step would
   // otherwise map back the 2 MiB pages around it, released rows and all.
   if (!interleave && !matrix.release_pages) return matrix;
