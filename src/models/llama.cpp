@@ -64,13 +64,19 @@ class LlamaModel : public DecoderModel {
  private:
   void forward_layers(const Tensor& hidden, const Tensor& normed, const Sequences& sequences,
                       Activations& activations) const override {
+    // Each residual add runs in one pass with the norm after it (the next layer's input norm).
+    if (!layers_.empty()) layers_.front().input_norm.forward_into(normed, hidden);
     for (size_t index = 0; index < layers_.size(); ++index) {
       const LlamaLayer& layer = layers_[index];
-      layer.input_norm.forward_into(normed, hidden);
-      add_into(hidden, hidden,
-               layer.attention.forward(normed, sequences, static_cast<int64_t>(index), activations));
-      layer.post_attention_norm.forward_into(normed, hidden);
-      add_into(hidden, hidden, layer.mlp.forward(normed, activations));
+      Tensor attended =
+          layer.attention.forward(normed, sequences, static_cast<int64_t>(index), activations);
+      layer.post_attention_norm.add_then_forward_into(normed, hidden, attended);
+      Tensor transformed = layer.mlp.forward(normed, activations);
+      if (index + 1 < layers_.size()) {
+        layers_[index + 1].input_norm.add_then_forward_into(normed, hidden, transformed);
+      } else {
+        add_into(hidden, hidden, transformed);
+      }
     }
   }
 

@@ -136,6 +136,11 @@ void RmsNorm::forward_into(const Tensor& output, const Tensor& input) const {
   rms_norm_into(output, input, weight_, eps_);
 }
 
+void RmsNorm::add_then_forward_into(const Tensor& output, const Tensor& hidden,
+                                    const Tensor& update) const {
+  add_rms_norm_into(output, hidden, update, weight_, eps_);
+}
+
 std::vector<double> rope_inverse_frequencies(int64_t head_dim, double theta,
                                              const std::optional<RopeScaling>& scaling,
                                              const std::vector<double>& divisors) {

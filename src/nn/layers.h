@@ -93,6 +93,9 @@ class RmsNorm {
   RmsNorm(Tensor weight, double eps) : weight_(std::move(weight)), eps_(eps) {}
   Tensor forward(const Tensor& input) const;
   void forward_into(const Tensor& output, const Tensor& input) const;
+  // hidden += update, then the norm of hidden into `output`, in one pass (ops add_rms_norm_into).
+  void add_then_forward_into(const Tensor& output, const Tensor& hidden,
+                             const Tensor& update) const;
 
  private:
   Tensor weight_;

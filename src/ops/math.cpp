@@ -272,7 +272,11 @@ Tensor softmax(const Tensor& input) {
   });
 }
 
-void rms_norm_into(const Tensor& output, const Tensor& input, const Tensor& weight, double eps) {
+namespace {
+
+// Checks rms_norm's operands and output; returns the weight as f32 values (the calling thread's
+// scratch).
+const float* rms_norm_weight(const Tensor& output, const Tensor& input, const Tensor& weight) {
   require_float(input, "rms_norm", "input");
   require_float(weight, "rms_norm", "weight");
   if (input.rank() < 1 || weight.rank() != 1 || weight.dim(0) != input.dim(-1)) {
@@ -281,14 +285,50 @@ void rms_norm_into(const Tensor& output, const Tensor& input, const Tensor& weig
   }
   require_float(output, "rms_norm", "output");
   require_output(output, input.shape(), output.dtype(), "rms_norm");
+  return cpu::read_f32(weight.storage()->data(), weight.dtype(), weight.layout().offset,
+                       weight.strides()[0], weight.dim(0), scratch(3, weight.dim(0)));
+}
+
+}  // namespace
+
+void rms_norm_into(const Tensor& output, const Tensor& input, const Tensor& weight, double eps) {
+  const float* weight_values = rms_norm_weight(output, input, weight);
   memory::OpScope scope("rms_norm");
-  int64_t length = input.dim(-1);
-  const float* weight_values =
-      cpu::read_f32(weight.storage()->data(), weight.dtype(), weight.layout().offset,
-                    weight.strides()[0], length, scratch(3, length));
-  float epsilon = static_cast<float>(eps);
+  const int64_t length = input.dim(-1);
+  const float epsilon = static_cast<float>(eps);
   map_rows_into(output, input, [=](const float* in, float* out, int64_t) {
     cpu::rms_norm_row(in, weight_values, epsilon, out, length);
+  });
+}
+
+void add_rms_norm_into(const Tensor& output, const Tensor& hidden, const Tensor& update,
+                       const Tensor& weight, double eps) {
+  const bool rows_in_place = hidden.dtype() == DType::f32 && update.dtype() == DType::f32 &&
+                             hidden.is_contiguous() && update.is_contiguous() &&
+                             hidden.shape() == update.shape() && !hidden.storage()->read_only() &&
+                             hidden.numel() > 0;
+  if (!rows_in_place) {
+    add_into(hidden, hidden, update);
+    rms_norm_into(output, hidden, weight, eps);
+    return;
+  }
+  const float* weight_values = rms_norm_weight(output, hidden, weight);
+  memory::OpScope scope("add_rms_norm");
+  const int64_t length = hidden.dim(-1);
+  const float epsilon = static_cast<float>(eps);
+  float* sums = hidden.data<float>();
+  const float* updates = update.data<float>();
+  const DType out_dtype = output.dtype();
+  void* out_base = output.raw();
+  parallel_for(hidden.numel() / length, length, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      float* sum = sums + row * length;
+      cpu::binary_run(cpu::BinaryOp::add, sum, updates + row * length, sum, length);
+      float* out = out_dtype == DType::f32 ? static_cast<float*>(out_base) + row * length
+                                           : scratch(1, length);
+      cpu::rms_norm_row(sum, weight_values, epsilon, out, length);
+      if (out_dtype != DType::f32) cpu::store_f32(out_base, out_dtype, row * length, out, length);
+    }
   });
 }
 

@@ -81,6 +81,11 @@ void linear_into(const Tensor& output, const Tensor& input, const Tensor& weight
 // an output of any float dtype (computed in f32, then rounded).
 Tensor rms_norm(const Tensor& input, const Tensor& weight, double eps);
 void rms_norm_into(const Tensor& output, const Tensor& input, const Tensor& weight, double eps);
+// The residual step before a norm, in one pass over the rows: hidden += update in place, then
+// rms_norm_into(output, hidden, weight, eps); bit for bit add_into, then rms_norm_into, which it
+// runs when hidden and update are not contiguous f32 of one shape.
+void add_rms_norm_into(const Tensor& output, const Tensor& hidden, const Tensor& update,
+                       const Tensor& weight, double eps);
 
 // Rotary embedding in the half-split form of HF's Qwen2 and Llama (rotate_half): for x
 // [B, H, S, D], with cos and sin [S, D/2] for the positions of the S rows:

@@ -364,6 +364,39 @@ TEST(OutputDtype, NormAndGatedActivationWriteBf16AsTheirF32ResultsRounded) {
             std::string::npos);
 }
 
+// The residual step before a norm in one pass: the sum left in `hidden` and the norm of it are
+// bit for bit add_into, then rms_norm_into, into f32 and bf16 outputs; operands that are not
+// contiguous f32 (a transposed update, a bf16 residual) take the two ops themselves.
+TEST(RmsNorm, AddedInOnePassGivesExactlyTheAddThenTheNorm) {
+  const Dims shape{1, 37, 96};
+  Tensor weight = to_dtype(from_vector(random_values(96, 41), {96}), DType::bf16);
+  const std::vector<float> start = random_values(shape.product(), 42, -3, 3);
+  const std::vector<float> step = random_values(shape.product(), 43, -3, 3);
+  struct Case {
+    DType hidden_dtype;
+    Tensor update;
+  };
+  const std::vector<Case> cases = {
+      {DType::f32, from_vector(step, shape)},
+      {DType::f32, from_vector(step, {1, 96, 37}).transpose(1, 2)},
+      {DType::bf16, to_dtype(from_vector(step, shape), DType::bf16)}};
+  for (const Case& each : cases) {
+    for (DType output_dtype : {DType::f32, DType::bf16}) {
+      Tensor expected_hidden = to_dtype(from_vector(start, shape), each.hidden_dtype);
+      Tensor expected = Tensor::empty(shape, output_dtype);
+      add_into(expected_hidden, expected_hidden, each.update);
+      rms_norm_into(expected, expected_hidden, weight, 1e-6);
+      Tensor hidden = to_dtype(from_vector(start, shape), each.hidden_dtype);
+      Tensor output = Tensor::empty(shape, output_dtype);
+      add_rms_norm_into(output, hidden, each.update, weight, 1e-6);
+      const std::string context =
+          hidden.describe() + " + " + each.update.describe() + " into " + output.describe();
+      EXPECT_EQ(to_f32_vector(hidden), to_f32_vector(expected_hidden)) << context;
+      EXPECT_EQ(to_f32_vector(output), to_f32_vector(expected)) << context;
+    }
+  }
+}
+
 TEST(RmsNorm, RejectsAWeightOfTheWrongLength) {
   std::string message =
       test::error_message([] { rms_norm(zeros({2, 8}), zeros({7}, DType::bf16), 1e-6); });
