@@ -357,14 +357,24 @@ void rope_into(const Tensor& output, const Tensor& input, const Tensor& cos, con
   require_output(output, input.shape(), is_float(output.dtype()) ? output.dtype() : input.dtype(),
                  "rope");
   memory::OpScope scope("rope");
+  // The model's tables are contiguous f32 rows, read in place.
+  auto in_place = [](const Tensor& table) {
+    return table.dtype() == DType::f32 && table.is_contiguous() ? table.data<float>() : nullptr;
+  };
+  const float* cos_rows = in_place(cos);
+  const float* sin_rows = in_place(sin);
   map_rows_into(output, input, [&, length, half](const float* in, float* out, int64_t row) {
     int64_t position = row % length;
     const float* cos_row =
-        cpu::read_f32(cos.storage()->data(), cos.dtype(), cpu::row_offset(cos.layout(), position),
-                      cos.strides()[1], half, scratch(2, half));
+        cos_rows ? cos_rows + position * half
+                 : cpu::read_f32(cos.storage()->data(), cos.dtype(),
+                                 cpu::row_offset(cos.layout(), position), cos.strides()[1], half,
+                                 scratch(2, half));
     const float* sin_row =
-        cpu::read_f32(sin.storage()->data(), sin.dtype(), cpu::row_offset(sin.layout(), position),
-                      sin.strides()[1], half, scratch(3, half));
+        sin_rows ? sin_rows + position * half
+                 : cpu::read_f32(sin.storage()->data(), sin.dtype(),
+                                 cpu::row_offset(sin.layout(), position), sin.strides()[1], half,
+                                 scratch(3, half));
     cpu::rope_row(in, cos_row, sin_row, out, half);
   });
 }
