@@ -444,6 +444,17 @@ TEST(Rope, RotatesHalvesOfTransposedQueriesWithANarrowedTable) {
     }
     expect_close(to_f64_vector(result), expected, 1e-6, 1e-5,
                  concat("rope of ", input.describe()));
+    // The same tables as strided views (read through a copy, not in place): the same result.
+    auto strided = [&](const std::vector<float>& table) {
+      std::vector<float> by_column(table.size());
+      for (int64_t p = 0; p < table_length; ++p) {
+        for (int64_t i = 0; i < half; ++i) by_column[i * table_length + p] = table[p * half + i];
+      }
+      return from_vector(by_column, {half, table_length}).transpose(0, 1).narrow(0, first, length);
+    };
+    EXPECT_EQ(to_f32_vector(rope(input, strided(cos_table), strided(sin_table))),
+              to_f32_vector(result))
+        << "rope with strided tables, head_dim " << head_dim;
   }
 }
 
