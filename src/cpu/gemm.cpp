@@ -558,8 +558,12 @@ void linear_gated(const LinearProblem& gate, const LinearProblem& up, const Gate
     return;
   }
   gemv_group(layers, 2);
-  write_gated_product(product, gate.output, gate.output_stride, up.output, up.output_stride, 0, 0,
-                      gate.rows, gate.outputs);
+  // Rows split across the threads (a batched decode step's).
+  ThreadPool::global().run(gate.rows, 1, [&](int64_t begin, int64_t end) {
+    write_gated_product(product, gate.output + begin * gate.output_stride, gate.output_stride,
+                        up.output + begin * up.output_stride, up.output_stride, begin, 0,
+                        end - begin, gate.outputs);
+  });
 }
 
 std::string gemm_kernel_name(DType weight_dtype) {
