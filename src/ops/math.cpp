@@ -318,17 +318,11 @@ void add_rms_norm_into(const Tensor& output, const Tensor& hidden, const Tensor&
   const float epsilon = static_cast<float>(eps);
   float* sums = hidden.data<float>();
   const float* updates = update.data<float>();
-  const DType out_dtype = output.dtype();
-  void* out_base = output.raw();
-  parallel_for(hidden.numel() / length, length, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      float* sum = sums + row * length;
-      cpu::binary_run(cpu::BinaryOp::add, sum, updates + row * length, sum, length);
-      float* out = out_dtype == DType::f32 ? static_cast<float*>(out_base) + row * length
-                                           : scratch(1, length);
-      cpu::rms_norm_row(sum, weight_values, epsilon, out, length);
-      if (out_dtype != DType::f32) cpu::store_f32(out_base, out_dtype, row * length, out, length);
-    }
+  // The rows of `hidden` are read in place (contiguous f32): each becomes its sum first.
+  map_rows_into(output, hidden, [=](const float*, float* out, int64_t row) {
+    float* sum = sums + row * length;
+    cpu::binary_run(cpu::BinaryOp::add, sum, updates + row * length, sum, length);
+    cpu::rms_norm_row(sum, weight_values, epsilon, out, length);
   });
 }
 
