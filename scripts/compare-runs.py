@@ -15,9 +15,9 @@ run another build's binary in place of the command's first word, to pair two bui
 
 The command runs with --json --quiet added, A then B in every round, so that a drift in the
 machine's speed falls on both.
-Prints, per setting, the median and range of decode and prefill tok/s, and the median and range
-of the per-round ratio A/B: on a machine whose speed drifts, the paired ratio is the steady
-figure.
+Prints, per setting, the median and range of decode and prefill tok/s and of the load's
+milliseconds, and the median and range of the per-round ratio A/B: on a machine whose speed
+drifts, the paired ratio is the steady figure.
 """
 import argparse
 import json
@@ -86,17 +86,24 @@ def main():
             results[name].append(summary)
             print(f"round {round_number + 1}/{options.rounds} {name}: "
                   f"decode {summary['decode_tok_s']:.1f} tok/s, "
-                  f"prefill {summary['prefill_tok_s']:.1f} tok/s", file=sys.stderr)
+                  f"prefill {summary['prefill_tok_s']:.1f} tok/s, "
+                  f"load {summary['load_ms']:.0f} ms", file=sys.stderr)
     for name in ("A", "B"):
         decode = [summary["decode_tok_s"] for summary in results[name]]
         prefill = [summary["prefill_tok_s"] for summary in results[name]]
-        print(f"{name} ({labels[name]}): decode tok/s {describe(decode)}, prefill tok/s {describe(prefill)}")
-    for key in ("decode_tok_s", "prefill_tok_s"):
+        load = [summary["load_ms"] for summary in results[name]]
+        print(f"{name} ({labels[name]}): decode tok/s {describe(decode)}, prefill tok/s "
+              f"{describe(prefill)}, load ms {describe(load)}")
+    # Speeds are faster when larger, the load when smaller.
+    for key, name, larger_is_faster in (("decode_tok_s", "decode", True),
+                                        ("prefill_tok_s", "prefill", True),
+                                        ("load_ms", "load time", False)):
         ratios = [a[key] / b[key] for a, b in zip(results["A"], results["B"]) if b[key] > 0]
         if ratios:
-            print(f"A/B {key.replace('_tok_s', '')}, per round: median {statistics.median(ratios):.3f}"
+            faster = sum((ratio > 1) == larger_is_faster and ratio != 1 for ratio in ratios)
+            print(f"A/B {name}, per round: median {statistics.median(ratios):.3f}"
                   f" ({min(ratios):.3f}-{max(ratios):.3f}), A faster in "
-                  f"{sum(ratio > 1 for ratio in ratios)} of {len(ratios)} rounds")
+                  f"{faster} of {len(ratios)} rounds")
 
 
 if __name__ == "__main__":

@@ -192,10 +192,20 @@ void record_attention_read(int64_t bytes) {
 
 int64_t attention_read_bytes() { return counters().attention_read_bytes.load(); }
 
-void record_packing(int64_t bytes, double ms) {
+void record_packing(int64_t bytes, double ms, bool stored) {
   std::lock_guard<std::mutex> lock(counters().mutex);
   counters().mapped.packed += bytes;
   counters().mapped.pack_ms += ms;
+  if (stored) counters().mapped.packed_stored += bytes;
+}
+
+void record_packed_cache(const std::string& path, int64_t written, double write_ms,
+                         const std::string& problem) {
+  std::lock_guard<std::mutex> lock(counters().mutex);
+  counters().mapped.packed_cache = path;
+  counters().mapped.packed_cache_written += written;
+  counters().mapped.packed_cache_write_ms += write_ms;
+  counters().mapped.packed_cache_problem = problem;
 }
 
 MappedBytes mapped_bytes() {

@@ -60,6 +60,14 @@ struct MappedBytes {
   // quantized rows), whose mapped pages were then released, and the milliseconds it took.
   int64_t packed = 0;
   double pack_ms = 0;
+  // Of the packed bytes, those handed out from forms an earlier load stored (io/packed_cache.h),
+  // and what happened to the cache: its file, bytes written to it and how long that took, or
+  // why it was not used.
+  int64_t packed_stored = 0;
+  std::string packed_cache;
+  int64_t packed_cache_written = 0;
+  double packed_cache_write_ms = 0;
+  std::string packed_cache_problem;
 };
 
 struct CopyBytes {
@@ -83,7 +91,12 @@ void record_release(Device device, int64_t bytes);
 // `runs`: the unbroken stretches a strided copy moved `bytes` in (ignored for contiguous copies).
 void record_copy(int64_t bytes, bool strided, int64_t runs = 1);
 void record_mapping(const MappedBytes& mapped);
-void record_packing(int64_t bytes, double ms);
+// `stored`: handed out from stored forms rather than packed.
+void record_packing(int64_t bytes, double ms, bool stored = false);
+// The packed-weights cache of a load: its file, the bytes written there (0: none) and the time,
+// or the problem that kept it from being read or written.
+void record_packed_cache(const std::string& path, int64_t written, double write_ms,
+                         const std::string& problem);
 // Bytes of keys and values that attention read (what the KV cache hands it).
 void record_attention_read(int64_t bytes);
 int64_t attention_read_bytes();

@@ -90,8 +90,18 @@ std::string format_trace(const GenerationResult& result) {
                mapped.reread_ms, mapped.copied / kMiB, mapped.copy_ms);
   if (mapped.packed > 0) {
     text += line("trace: weights packed for the kernels (bf16 panels, interleaved quads) %.1f MiB "
-                 "in %.1f ms (their mapped pages released)\n",
-                 mapped.packed / kMiB, mapped.pack_ms);
+                 "in %.1f ms, %.1f MiB of them mapped from the packed cache (their mapped pages "
+                 "released)\n",
+                 mapped.packed / kMiB, mapped.pack_ms, mapped.packed_stored / kMiB);
+  }
+  if (!mapped.packed_cache.empty()) {
+    text += "trace: packed cache " + mapped.packed_cache;
+    if (mapped.packed_cache_written > 0) {
+      text += line(": %.1f MiB written in %.1f ms", mapped.packed_cache_written / kMiB,
+                   mapped.packed_cache_write_ms);
+    }
+    if (!mapped.packed_cache_problem.empty()) text += ": " + mapped.packed_cache_problem;
+    text += "\n";
   }
   std::string formats;
   for (const auto& [format, bytes] : result.weights_read_per_token.bytes) {

@@ -31,7 +31,8 @@ class DecoderModel : public Model {
   // A reader of `source` with the options' dtype and activation rounding, counting into
   // weights_read_per_token().
   WeightReader weight_reader(const WeightSource& source) {
-    return WeightReader(source, options_.dtype, options_.activation_rounding, &weights_read_);
+    return WeightReader(source, options_.dtype, options_.activation_rounding, &weights_read_,
+                        options_.packed_weights);
   }
   // Reads model.embed_tokens.weight and the lm_head (the embedding when tied), takes the final
   // norm, and makes the buffers around the layers. `embedding_scale` multiplies the embedded

@@ -62,6 +62,9 @@ struct ModelOptions {
   InputRounding activation_rounding = InputRounding::int8;
   // The KV cache's dtype; default: the weights' float dtype (bf16 for quantized weights).
   std::optional<DType> kv_dtype;
+  // Where this load's weights are packed for the kernels, and what it packed: load_model sets it
+  // to hand out the forms an earlier load stored and to store this one's (null: packed anew).
+  std::shared_ptr<PackedWeights> packed_weights;
 };
 
 // Loads the checkpoint in `directory` (the architecture from config.json's model_type), or the

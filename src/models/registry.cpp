@@ -1,8 +1,11 @@
 // The model registry: model_type -> loader. A new architecture adds one file and one line here.
+#include <chrono>
 #include <filesystem>
 #include <functional>
 
 #include "core/error.h"
+#include "cpu/kernel_choices.h"
+#include "io/packed_cache.h"
 #include "io/safetensors.h"
 #include "models/model.h"
 #include "models/architectures.h"
@@ -41,6 +44,49 @@ const Architecture& architecture_of(const ModelConfig& config, const std::string
        "' (supported: ", supported, ")");
 }
 
+// Runs `load` with the packed-weights cache (io/packed_cache.h) of the model's `files`: it hands
+// out the forms an earlier load stored, and this load's forms are stored when it packed any anew.
+// A cache that cannot be read or written costs load time only; --trace says why.
+std::unique_ptr<Model> load_with_packed_cache(
+    const std::vector<std::string>& files, const ModelOptions& options,
+    const std::function<std::unique_ptr<Model>(const ModelOptions&)>& load) {
+  std::optional<std::string> directory = packed_cache_directory();
+  if (!directory || options.packed_weights) return load(options);
+  const std::string signature =
+      concat(cpu::kernel_choices(), "; dtype ",
+             options.dtype ? dtype_name(*options.dtype) : "as stored", "; activations ",
+             input_rounding_name(options.activation_rounding));
+  std::optional<PackedCache> cache;
+  std::optional<StoredPackedForms> stored;
+  std::string problem;
+  try {
+    cache.emplace(*directory, PackedCacheKey{files, signature});
+    stored = cache->read();
+  } catch (const Error& error) {
+    problem = error.what();
+  }
+  ModelOptions cached = options;
+  cached.packed_weights = stored ? std::make_shared<PackedWeights>(std::move(*stored))
+                                 : std::make_shared<PackedWeights>();
+  std::unique_ptr<Model> model = load(cached);
+  const PackedWeights& packed = *cached.packed_weights;
+  int64_t written = 0;
+  const auto start = std::chrono::steady_clock::now();
+  if (cache && packed.stored_forms_used() < packed.forms().size()) {
+    try {
+      cache->write(packed.forms());
+      for (const auto& form : packed.forms()) written += static_cast<int64_t>(form->bytes());
+    } catch (const Error& error) {
+      problem = error.what();
+    }
+  }
+  memory::record_packed_cache(
+      cache ? cache->path() : *directory, written,
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
+      problem);
+  return model;
+}
+
 }  // namespace
 
 KvCacheShape Model::kv_cache_shape(int64_t max_length) const {
@@ -66,14 +112,22 @@ std::unique_ptr<Model> load_model(const std::string& directory, const ModelOptio
     std::shared_ptr<const GgufFile> file = GgufFile::open(directory);
     ModelConfig config = model_config_from_gguf(*file);
     GgufWeights weights(file, config);
-    std::unique_ptr<Model> model = architecture_of(config, directory).load(config, weights, options);
+    const Architecture& architecture = architecture_of(config, directory);
+    std::unique_ptr<Model> model =
+        load_with_packed_cache({directory}, options, [&](const ModelOptions& cached) {
+          return architecture.load(config, weights, cached);
+        });
     model->keep_source(file);
     return model;
   }
   ModelConfig config = load_model_config(directory);
   const Architecture& architecture = architecture_of(config, directory);
   Checkpoint checkpoint = Checkpoint::open_directory(directory);
-  return architecture.load(config, checkpoint, options);
+  std::vector<std::string> files;
+  for (const auto& file : checkpoint.files()) files.push_back(file->path());
+  return load_with_packed_cache(files, options, [&](const ModelOptions& cached) {
+    return architecture.load(config, checkpoint, cached);
+  });
 }
 
 ModelConfig model_config_at(const std::string& path) {

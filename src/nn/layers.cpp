@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <span>
 #include <vector>
@@ -46,13 +45,8 @@ void Embedding::forward_into(const Tensor& output, const Tensor& ids) const {
 
 void Linear::pack_weight(PackedWeights& packed) {
   if (quantized_ || packed_) return;
-  auto start = std::chrono::steady_clock::now();
   // The kernels read the packed copy from now on: the stored weight's mapped pages go.
   packed_ = packed.pack(weight_, true);
-  if (!packed_) return;
-  memory::record_packing(
-      static_cast<int64_t>(packed_->bytes()),
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
 }
 
 Tensor Linear::forward(const Tensor& input) const {

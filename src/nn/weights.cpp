@@ -98,13 +98,13 @@ Linear WeightReader::linear(const std::string& name, int64_t outputs, int64_t in
   StoredWeight weight = checked(name + ".weight", {outputs, inputs});
   if (weight.quantized) {
     QuantizedMatrix matrix = packs_quantized(input_rounding_)
-                                 ? packed_for_int8_input(*weight.quantized, packed_)
+                                 ? packed_for_int8_input(*weight.quantized, *packed_)
                                  : *weight.quantized;
     count(matrix);
     return Linear(std::move(matrix), bias_values, input_rounding_);
   }
   Linear layer(weight.tensor, bias_values);
-  layer.pack_weight(packed_);
+  layer.pack_weight(*packed_);
   count(weight.tensor, layer.packed_weight());
   return layer;
 }
@@ -122,13 +122,13 @@ Linear WeightReader::linear_of(Embedding& embedding) const {
     // as stored, and the copy would only cost load time.
     if (packs_quantized(input_rounding_) &&
         embedding.quantized_table()->type != BlockType::q8_0) {
-      embedding.read_rows_from(packed_for_int8_input(*embedding.quantized_table(), packed_));
+      embedding.read_rows_from(packed_for_int8_input(*embedding.quantized_table(), *packed_));
     }
     count(*embedding.quantized_table());
     return Linear(*embedding.quantized_table(), std::nullopt, input_rounding_);
   }
   Linear layer(embedding.table(), std::nullopt);
-  layer.pack_weight(packed_);
+  layer.pack_weight(*packed_);
   embedding.read_rows_from(layer.packed_weight());
   count(embedding.table(), layer.packed_weight());
   return layer;

@@ -37,9 +37,16 @@ class WeightReader {
   // `input_rounding`: how quantized linear layers take their input.
   // `tally`, when given, counts what each layer's forward pass reads: every linear and norm
   // weight, and the embedding only when it is also the lm_head (otherwise decode reads a row).
+  // `packed`: where linear() and the embeddings pack weights for the kernels (new buffers when
+  // null).
   WeightReader(const WeightSource& source, std::optional<DType> dtype,
-               InputRounding input_rounding = InputRounding::int8, WeightTally* tally = nullptr)
-      : source_(source), dtype_(dtype), input_rounding_(input_rounding), tally_(tally) {}
+               InputRounding input_rounding = InputRounding::int8, WeightTally* tally = nullptr,
+               std::shared_ptr<PackedWeights> packed = nullptr)
+      : source_(source),
+        dtype_(dtype),
+        input_rounding_(input_rounding),
+        tally_(tally),
+        packed_(packed ? std::move(packed) : std::make_shared<PackedWeights>()) {}
 
   // Throws Error naming the checkpoint and the tensor when it is missing, has another shape
   // than `shape`, or is not a float tensor. A quantized tensor is widened (to f32 by default).
@@ -72,7 +79,7 @@ class WeightReader {
   std::optional<DType> dtype_;
   InputRounding input_rounding_ = InputRounding::int8;
   WeightTally* tally_ = nullptr;
-  mutable PackedWeights packed_;  // Where linear() packs float weights for the kernels.
+  std::shared_ptr<PackedWeights> packed_;
 };
 
 }  // namespace fornace

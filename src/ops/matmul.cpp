@@ -1,6 +1,9 @@
 // matmul and linear over the CPU GEMV/GEMM kernels (cpu/gemm.h).
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <cstring>
+#include <new>
 #include <memory>
 
 #include "core/error.h"
@@ -129,39 +132,84 @@ std::shared_ptr<const Storage> PackedWeights::pack(const Tensor& weight, bool re
       weight.numel() == 0 || !cpu::packs_bf16_weights()) {
     return nullptr;
   }
-  const auto bytes = static_cast<size_t>(cpu::packed_bf16_bytes(weight.dim(0), weight.dim(1)));
-  std::shared_ptr<Storage> placed = place(bytes);
-  char* data = static_cast<char*>(placed->data());
-  // Slices of about 8 MiB of the weight: a 272 MB tied embedding packed whole would hold both
-  // copies at once.
-  const int64_t panels = (weight.dim(0) + 31) / 32;
-  const int64_t panel_source_bytes = 32 * weight.dim(1) * 2;
-  const int64_t slice_panels = std::max<int64_t>(1, (int64_t{8} << 20) / panel_source_bytes);
-  for (int64_t panel = 0; panel < panels; panel += slice_panels) {
-    const int64_t end = std::min(panels, panel + slice_panels);
-    cpu::pack_bf16_weight(weight.data<uint16_t>(), weight.dim(0), weight.dim(1), data, panel, end);
-    if (release_source) {
-      const int64_t first_row = panel * 32;
-      const int64_t row_count = std::min(weight.dim(0), end * 32) - first_row;
-      weight.storage()->release_pages(weight.data<uint16_t>() + first_row * weight.dim(1),
-                                      static_cast<size_t>(row_count * weight.dim(1) * 2));
+  const int64_t outputs = weight.dim(0);
+  const int64_t depth = weight.dim(1);
+  const auto* source = weight.data<uint16_t>();
+  auto write = [&](char* data) {
+    // Slices of about 8 MiB of the weight: a 272 MB tied embedding packed whole would hold both
+    // copies at once.
+    const int64_t panels = (outputs + 31) / 32;
+    const int64_t slice_panels = std::max<int64_t>(1, (int64_t{8} << 20) / (32 * depth * 2));
+    for (int64_t panel = 0; panel < panels; panel += slice_panels) {
+      const int64_t end = std::min(panels, panel + slice_panels);
+      cpu::pack_bf16_weight(source, outputs, depth, data, panel, end);
+      if (release_source) {
+        const int64_t first_row = panel * 32;
+        const int64_t row_count = std::min(outputs, end * 32) - first_row;
+        weight.storage()->release_pages(source + first_row * depth,
+                                        static_cast<size_t>(row_count * depth * 2));
+      }
     }
-  }
-  // Pages that straddle two slices went with neither.
+  };
+  auto write_first_panel = [&](char* data) {
+    cpu::pack_bf16_weight(source, outputs, depth, data, 0, 1);
+  };
+  std::shared_ptr<const Storage> packed =
+      place(static_cast<size_t>(cpu::packed_bf16_bytes(outputs, depth)),
+            static_cast<size_t>(cpu::packed_bf16_panel_bytes(depth)), write, write_first_panel);
+  // Pages that straddle two slices went with neither (and a stored form's source went whole).
   if (release_source) weight.storage()->release_pages();
-  return placed;
+  return packed;
 }
 
-std::shared_ptr<Storage> PackedWeights::place(size_t bytes) {
-  constexpr size_t kBufferBytes = size_t{32} << 20;
-  if (!buffer_ || used_ + bytes > buffer_->bytes()) {
-    memory::OpScope scope("pack_weight");
-    buffer_ = Storage::allocate(std::max(kBufferBytes, bytes));
-    used_ = 0;
+std::shared_ptr<const Storage> PackedWeights::next_stored(size_t bytes, size_t head_bytes,
+                                                          const Write& write_head) {
+  const size_t index = stored_used_;
+  if (stored_differ_ || !stored_.bytes || index >= stored_.sizes.size() ||
+      stored_.sizes[index] != bytes || stored_offset_ + bytes > stored_.bytes->bytes()) {
+    stored_differ_ = true;
+    return nullptr;
   }
-  char* data = static_cast<char*>(buffer_->data()) + used_;
-  used_ += (bytes + 63) / 64 * 64;
-  return Storage::borrow(buffer_, data, bytes);
+  const char* data = static_cast<const char*>(stored_.bytes->data()) + stored_offset_;
+  head_bytes = std::min(head_bytes, bytes);
+  struct AlignedDelete {
+    void operator()(char* head) const { ::operator delete(head, std::align_val_t{64}); }
+  };
+  std::unique_ptr<char, AlignedDelete> head(
+      static_cast<char*>(::operator new(std::max<size_t>(head_bytes, 64), std::align_val_t{64})));
+  write_head(head.get());
+  if (std::memcmp(head.get(), data, head_bytes) != 0) {
+    stored_differ_ = true;
+    return nullptr;
+  }
+  stored_offset_ += (bytes + 63) / 64 * 64;
+  ++stored_used_;
+  return Storage::borrow(stored_.bytes, data, bytes);
+}
+
+std::shared_ptr<const Storage> PackedWeights::place(size_t bytes, size_t head_bytes,
+                                                    const Write& write, const Write& write_head) {
+  const auto start = std::chrono::steady_clock::now();
+  std::shared_ptr<const Storage> form = next_stored(bytes, head_bytes, write_head);
+  const bool stored = form != nullptr;
+  if (!stored) {
+    constexpr size_t kBufferBytes = size_t{32} << 20;
+    if (!buffer_ || used_ + bytes > buffer_->bytes()) {
+      memory::OpScope scope("pack_weight");
+      buffer_ = Storage::allocate(std::max(kBufferBytes, bytes));
+      used_ = 0;
+    }
+    char* data = static_cast<char*>(buffer_->data()) + used_;
+    used_ += (bytes + 63) / 64 * 64;
+    write(data);
+    form = Storage::borrow(buffer_, data, bytes);
+  }
+  forms_.push_back(form);
+  memory::record_packing(
+      static_cast<int64_t>(bytes),
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
+      stored);
+  return form;
 }
 
 DType linear_input_dtype(DType weight_dtype) {

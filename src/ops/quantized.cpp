@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -109,15 +108,11 @@ QuantizedMatrix packed_for_int8_input(const QuantizedMatrix& matrix, PackedWeigh
   // Rows kept as stored are copied only to let the mapping go: a weight read at every step would
   // otherwise map back the 2 MiB pages around it, released rows and all.
   if (!interleave && !matrix.release_pages) return matrix;
-  const auto start = std::chrono::steady_clock::now();
-  std::shared_ptr<Storage> copy = packed.place(matrix.bytes());
-  auto* out = static_cast<uint8_t*>(copy->data());
   // Slices of about 8 MiB, each slice's mapped pages released once it is copied, so that a large
   // table is never held twice; then the pages that straddled two slices.
   const int64_t slice_rows =
       std::max<int64_t>(1, (int64_t{8} << 20) / static_cast<int64_t>(matrix.row_bytes));
-  for (int64_t first = 0; first < matrix.rows; first += slice_rows) {
-    const int64_t count = std::min(slice_rows, matrix.rows - first);
+  auto write_rows = [&](uint8_t* out, int64_t first, int64_t count) {
     ThreadPool::global().run(count, 64, [&](int64_t begin, int64_t end) {
       uint8_t* destination = out + (first + begin) * matrix.row_bytes;
       if (interleave) {
@@ -127,14 +122,24 @@ QuantizedMatrix packed_for_int8_input(const QuantizedMatrix& matrix, PackedWeigh
         std::memcpy(destination, matrix.row(first + begin), (end - begin) * matrix.row_bytes);
       }
     });
-    if (matrix.release_pages) {
-      matrix.release_pages(matrix.owner.get(), matrix.row(first), count * matrix.row_bytes);
+  };
+  auto write = [&](char* data) {
+    auto* out = reinterpret_cast<uint8_t*>(data);
+    for (int64_t first = 0; first < matrix.rows; first += slice_rows) {
+      const int64_t count = std::min(slice_rows, matrix.rows - first);
+      write_rows(out, first, count);
+      if (matrix.release_pages) {
+        matrix.release_pages(matrix.owner.get(), matrix.row(first), count * matrix.row_bytes);
+      }
     }
-  }
+  };
+  // The first 64 rows (whole groups of interleaved rows), or the first slice's when it is shorter.
+  const int64_t head_rows = std::min({int64_t{64}, matrix.rows, slice_rows});
+  auto write_head = [&](char* data) { write_rows(reinterpret_cast<uint8_t*>(data), 0, head_rows); };
+  std::shared_ptr<const Storage> copy = packed.place(
+      matrix.bytes(), static_cast<size_t>(head_rows) * matrix.row_bytes, write, write_head);
+  const auto* out = static_cast<const uint8_t*>(copy->data());
   if (matrix.release_pages) matrix.release_pages(matrix.owner.get(), matrix.data, matrix.bytes());
-  memory::record_packing(
-      static_cast<int64_t>(matrix.bytes()),
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   QuantizedMatrix result = matrix;
   result.data = out;
   result.owner = copy;

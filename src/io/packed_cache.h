@@ -1,0 +1,46 @@
+// A model's weights as packed for the kernels at one load, kept in a file for later loads to map.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ops/math.h"
+
+namespace fornace {
+
+// What a cache entry's forms depend on.
+struct PackedCacheKey {
+  std::vector<std::string> files;  // The model's files (checkpoint shards, or the GGUF file).
+  std::string signature;           // The rest: kernels, dtype, activation rounding.
+};
+
+// The cache's directory: FORNACE_PACKED_CACHE ("0" or "off": no cache), else
+// $XDG_CACHE_HOME/fornace, else $HOME/.cache/fornace; none when none of them is set.
+std::optional<std::string> packed_cache_directory();
+
+// One entry per model path and signature: a header that names the model's files as they were
+// packed (path, size, modification time, device, inode), then the forms, as PackedWeights
+// handed them out. Mapped from the page cache, a later load's forms cost no fresh memory: in a
+// VM whose host takes freed pages back, fresh memory costs about 1.8 s a GB (see finding 0008).
+class PackedCache {
+ public:
+  // Throws Error naming a model file that cannot be found.
+  PackedCache(const std::string& directory, const PackedCacheKey& key);
+  const std::string& path() const { return path_; }
+  // The entry's forms, mapped, when it exists, is whole, and names the model files as they are
+  // now; else nothing.
+  std::optional<StoredPackedForms> read() const;
+  // Stores `forms` as the entry (through a temporary and a rename), making the directory if
+  // needed, then removes the directory's entries whose model files are gone or changed. Throws
+  // Error when it cannot write the entry.
+  void write(const std::vector<std::shared_ptr<const Storage>>& forms) const;
+
+ private:
+  std::string directory_;
+  std::string path_;
+  std::string identity_;  // The header's first lines: format, signature, files as they are now.
+};
+
+}  // namespace fornace
