@@ -64,6 +64,8 @@ class FileMapping {
   // [data, data + bytes) that map the file (anonymous copies keep theirs); the next access reads
   // them back from the page cache.
   static void release_pages(const void* mapping, const void* data, size_t bytes);
+  // The same over the whole file.
+  void release_all_pages() const { release_pages(this, data_, size_); }
   // Bytes re-read and copied, the milliseconds each took, and the whole set-up's (mapping,
   // populating, re-reading, copying).
   size_t copied_bytes() const { return copied_bytes_; }

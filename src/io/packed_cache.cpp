@@ -120,7 +120,8 @@ PackedCache::PackedCache(const std::string& directory, const PackedCacheKey& key
   path_ = (fs::path(directory) / name).string();
 }
 
-std::optional<StoredPackedForms> PackedCache::read() const {
+std::optional<StoredPackedForms> PackedCache::read(
+    const std::function<void()>& before_mapping) const {
   int descriptor = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (descriptor < 0) return std::nullopt;
   struct Closer {
@@ -151,6 +152,7 @@ std::optional<StoredPackedForms> PackedCache::read() const {
   if (::fstat(descriptor, &status) != 0 || static_cast<size_t>(status.st_size) != offset + total) {
     return std::nullopt;
   }
+  if (before_mapping) before_mapping();
   std::shared_ptr<const FileMapping> mapping =
       FileMapping::shared(descriptor, static_cast<size_t>(status.st_size), path_.c_str());
   stored.bytes = Storage::borrow(mapping, mapping->data() + offset, total);

@@ -1,6 +1,7 @@
 // A model's weights as packed for the kernels at one load, kept in a file for later loads to map.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,8 +31,9 @@ class PackedCache {
   PackedCache(const std::string& directory, const PackedCacheKey& key);
   const std::string& path() const { return path_; }
   // The entry's forms, mapped, when it exists, is whole, and names the model files as they are
-  // now; else nothing.
-  std::optional<StoredPackedForms> read() const;
+  // now; else nothing. `before_mapping`, when given, runs once the entry is found good, before
+  // its pages are mapped.
+  std::optional<StoredPackedForms> read(const std::function<void()>& before_mapping = {}) const;
   // Stores `forms` as the entry (through a temporary and a rename), making the directory if
   // needed, then removes the directory's entries whose model files are gone or changed. Throws
   // Error when it cannot write the entry.

@@ -47,6 +47,11 @@ class SafetensorsFile {
   void check_unchanged() const;
   // The whole mapped file, for checks that tensors point into it.
   const void* mapped_data() const { return mapping_.get(); }
+  // Drops the mapping's pages from resident memory (FileMapping::release_pages); the next access
+  // reads them back from the page cache.
+  void release_pages() const {
+    if (file_mapping_) file_mapping_->release_all_pages();
+  }
   size_t mapped_size() const { return file_size_; }
 
  private:

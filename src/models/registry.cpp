@@ -46,9 +46,12 @@ const Architecture& architecture_of(const ModelConfig& config, const std::string
 
 // Runs `load` with the packed-weights cache (io/packed_cache.h) of the model's `files`: it hands
 // out the forms an earlier load stored, and this load's forms are stored when it packed any anew.
+// Before the stored forms are mapped, `release_files` drops the files' mapped pages, so that the
+// weights are not resident twice (what the load reads of them comes back from the page cache).
 // A cache that cannot be read or written costs load time only; --trace says why.
 std::unique_ptr<Model> load_with_packed_cache(
     const std::vector<std::string>& files, const ModelOptions& options,
+    const std::function<void()>& release_files,
     const std::function<std::unique_ptr<Model>(const ModelOptions&)>& load) {
   std::optional<std::string> directory = packed_cache_directory();
   if (!directory || options.packed_weights) return load(options);
@@ -61,7 +64,7 @@ std::unique_ptr<Model> load_with_packed_cache(
   std::string problem;
   try {
     cache.emplace(*directory, PackedCacheKey{files, signature});
-    stored = cache->read();
+    stored = cache->read(release_files);
   } catch (const Error& error) {
     problem = error.what();
   }
@@ -114,9 +117,12 @@ std::unique_ptr<Model> load_model(const std::string& directory, const ModelOptio
     GgufWeights weights(file, config);
     const Architecture& architecture = architecture_of(config, directory);
     std::unique_ptr<Model> model =
-        load_with_packed_cache({directory}, options, [&](const ModelOptions& cached) {
-          return architecture.load(config, weights, cached);
-        });
+        load_with_packed_cache(
+            {directory}, options,
+            [&] {
+              if (file->file_mapping()) file->file_mapping()->release_all_pages();
+            },
+            [&](const ModelOptions& cached) { return architecture.load(config, weights, cached); });
     model->keep_source(file);
     return model;
   }
@@ -125,7 +131,10 @@ std::unique_ptr<Model> load_model(const std::string& directory, const ModelOptio
   Checkpoint checkpoint = Checkpoint::open_directory(directory);
   std::vector<std::string> files;
   for (const auto& file : checkpoint.files()) files.push_back(file->path());
-  return load_with_packed_cache(files, options, [&](const ModelOptions& cached) {
+  auto release_files = [&] {
+    for (const auto& file : checkpoint.files()) file->release_pages();
+  };
+  return load_with_packed_cache(files, options, release_files, [&](const ModelOptions& cached) {
     return architecture.load(config, checkpoint, cached);
   });
 }
