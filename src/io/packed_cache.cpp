@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -163,6 +164,15 @@ void PackedCache::write(const std::vector<std::shared_ptr<const Storage>>& forms
   std::error_code error;
   fs::create_directories(directory_, error);
   if (error) fail(directory_, ": cannot make the directory: ", error.message());
+  size_t payload = 0;
+  for (const auto& form : forms) payload += round_up(form->bytes(), kFormAlignment);
+  // Not where the entry would take more than half the space left.
+  struct statvfs space {};
+  if (::statvfs(directory_.c_str(), &space) == 0 &&
+      static_cast<size_t>(space.f_bavail) * space.f_frsize < 2 * payload) {
+    fail(directory_, ": not written, ", payload >> 20, " MiB would take more than half the ",
+         (static_cast<size_t>(space.f_bavail) * space.f_frsize) >> 20, " MiB left");
+  }
   std::string header = identity_ + concat("forms ", forms.size(), "\n");
   for (const auto& form : forms) header += concat(form->bytes(), " ");
   header += "\npayload ";

@@ -36,7 +36,8 @@ class PackedCache {
   std::optional<StoredPackedForms> read(const std::function<void()>& before_mapping = {}) const;
   // Stores `forms` as the entry (through a temporary and a rename), making the directory if
   // needed, then removes the directory's entries whose model files are gone or changed. Throws
-  // Error when it cannot write the entry.
+  // Error when it cannot write the entry, or when the entry would take more than half the space
+  // left on the directory's file system.
   void write(const std::vector<std::shared_ptr<const Storage>>& forms) const;
 
  private:
