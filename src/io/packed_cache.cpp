@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "io/file_mapping.h"
 #include "io/files.h"
 
@@ -114,8 +115,7 @@ PackedCache::PackedCache(const std::string& directory, const PackedCacheKey& key
     identity_ += line;
     name_key += "\n" + canonical;
   }
-  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a of the signature and the paths.
-  for (unsigned char character : name_key) hash = (hash ^ character) * 0x100000001b3ull;
+  const uint64_t hash = fnv1a_hash(name_key);  // Of the signature and the paths.
   char name[40];
   std::snprintf(name, sizeof name, "packed-%016llx.bin", static_cast<unsigned long long>(hash));
   path_ = (fs::path(directory) / name).string();

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "cpu/thread_pool.h"
 #include "io/files.h"
 
@@ -145,12 +146,6 @@ inline uint64_t mix64(uint64_t value) {
   value = (value ^ (value >> 30)) * 0xbf58476d1ce4e5b9ull;
   value = (value ^ (value >> 27)) * 0x94d049bb133111ebull;
   return value ^ (value >> 31);
-}
-
-uint64_t name_hash(const std::string& name) {
-  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a.
-  for (unsigned char character : name) hash = (hash ^ character) * 0x100000001b3ull;
-  return hash;
 }
 
 // A standard normal draw for element `index` of the stream `key`. The splitmix64 sequence is
@@ -314,7 +309,7 @@ Tensor synthetic_tensor(const TensorSpec& spec, uint64_t seed, double norm_mean)
   auto [mean_value, stddev_value] = distribution_of(spec, norm_mean);
   float mean = static_cast<float>(mean_value);
   float stddev = static_cast<float>(stddev_value);
-  uint64_t key = mix64(seed ^ mix64(name_hash(spec.name)));
+  uint64_t key = mix64(seed ^ mix64(fnv1a_hash(spec.name)));
   Tensor result = Tensor::empty(spec.shape, spec.dtype);
   int64_t count = result.numel();
   switch (spec.dtype) {
