@@ -70,6 +70,7 @@ struct GemmKernel {
   int64_t input_row_stride;  // Elements from one input panel row to the next.
   bool bf16_pairs;           // Panels hold bf16 k pairs (else f32).
   kernels::MicroKernel multiply;
+  kernels::WeightPanelPacker pack_f32 = nullptr;  // Packs f32 panels (null: the scalar packer).
 };
 
 GemmKernel select_kernel(DType weight_dtype) {
@@ -79,9 +80,11 @@ GemmKernel select_kernel(DType weight_dtype) {
         return {12, 32, kPanelDepthBf16, kInputRowStrideBf16, true,
                 kernels::gemm_bf16_12x32_avx512};
       }
-      return {12, 32, kPanelDepthF32, kInputRowStrideF32, false, kernels::gemm_f32_12x32_avx512};
+      return {12, 32, kPanelDepthF32, kInputRowStrideF32, false, kernels::gemm_f32_12x32_avx512,
+              kernels::pack_f32_columns_avx512};
     case Isa::avx2:
-      return {6, 16, kPanelDepthF32, kInputRowStrideF32, false, kernels::gemm_f32_6x16_avx2};
+      return {6, 16, kPanelDepthF32, kInputRowStrideF32, false, kernels::gemm_f32_6x16_avx2,
+              kernels::pack_f32_columns_avx2};
     default:
       return {4, 16, kPanelDepthF32, kInputRowStrideF32, false, gemm_f32_4x16_portable};
   }
@@ -123,12 +126,6 @@ void pack_input_panel(const GemmKernel& kernel, const void* input, DType input_d
   }
 }
 
-template <typename Convert, typename Element>
-void transpose_into_f32(const Element* row, int64_t k_count, int64_t columns, float* destination,
-                        Convert convert) {
-  for (int64_t k = 0; k < k_count; ++k) destination[k * columns] = convert(row[k]);
-}
-
 // Packs the weight rows [column_begin, column_begin + kernel.columns) (rows past the weight are
 // zero), k in [k_begin, k_begin + k_count), transposed into the kernel's panel format.
 void pack_weight_panel(const GemmKernel& kernel, const LinearProblem& problem, int64_t column_begin,
@@ -140,36 +137,17 @@ void pack_weight_panel(const GemmKernel& kernel, const LinearProblem& problem, i
                                     problem.weight_stride, columns_valid, k_count, panel);
     return;
   }
-  if (kernel.columns == 32) {  // The AVX-512 f32 kernel.
-    kernels::pack_f32_columns_avx512(
-        static_cast<const char*>(problem.weight) +
-            (column_begin * problem.weight_stride + k_begin) * dtype_size(problem.weight_dtype),
-        problem.weight_dtype, problem.weight_stride, columns_valid, k_count, panel);
+  const void* rows = static_cast<const char*>(problem.weight) +
+                     (column_begin * problem.weight_stride + k_begin) *
+                         dtype_size(problem.weight_dtype);
+  if (kernel.pack_f32) {
+    kernel.pack_f32(rows, problem.weight_dtype, problem.weight_stride, columns_valid, k_count,
+                    panel);
     return;
   }
-  float* destination = static_cast<float*>(panel);
-  for (int column = 0; column < kernel.columns; ++column) {
-    float* target = destination + column;
-    if (column >= columns_valid) {
-      for (int64_t k = 0; k < k_count; ++k) target[k * kernel.columns] = 0.0f;
-      continue;
-    }
-    int64_t start = (column_begin + column) * problem.weight_stride + k_begin;
-    switch (problem.weight_dtype) {
-      case DType::bf16:
-        transpose_into_f32(static_cast<const uint16_t*>(problem.weight) + start, k_count,
-                           kernel.columns, target, bf16_to_f32);
-        break;
-      case DType::f16:
-        transpose_into_f32(static_cast<const uint16_t*>(problem.weight) + start, k_count,
-                           kernel.columns, target, f16_to_f32);
-        break;
-      default:
-        transpose_into_f32(static_cast<const float*>(problem.weight) + start, k_count,
-                           kernel.columns, target, [](float value) { return value; });
-        break;
-    }
-  }
+  kernels::pack_f32_columns_scalar(rows, problem.weight_dtype, problem.weight_stride,
+                                   columns_valid, kernel.columns, 0, k_count,
+                                   static_cast<float*>(panel));
 }
 
 // Runs the kernel on a tile that may be cut by the matrix edge, through a full-size buffer.
@@ -417,10 +395,12 @@ void gemm_layers(const LinearProblem* problems, int count, const GatedProduct* g
       }
     });
     // Work items are (column chunk, row group): a part that threads claim late in the job can be
-    // a few input panels of one chunk, so the thread that finishes first waits on little.
+    // a few input panels of one chunk, so the thread that finishes first waits on little. Weights
+    // packed here are packed once an item, so there an item is a whole chunk.
     const int64_t row_groups =
-        std::clamp<int64_t>(divide_up(kItemsPerThread * pool.threads(), column_chunks), 1,
-                            panels_here);
+        packed ? std::clamp<int64_t>(divide_up(kItemsPerThread * pool.threads(), column_chunks),
+                                     1, panels_here)
+               : 1;
     pool.run_balanced(column_chunks * row_groups, 1, [&](int64_t item_begin, int64_t item_end) {
       char* weight_pack = packed ? nullptr
                                  : static_cast<char*>(thread_scratch(

@@ -130,26 +130,8 @@ void pack_f32_columns_avx512(const void* weight, DType weight_dtype, int64_t wei
       }
     }
   }
-  for (int column = 0; column < kColumns; ++column) {
-    for (int64_t tail = k; tail < k_count; ++tail) {
-      float value = 0.0f;
-      if (column < columns_valid) {
-        int64_t index = column * weight_stride + tail;
-        switch (weight_dtype) {
-          case DType::f32:
-            value = static_cast<const float*>(weight)[index];
-            break;
-          case DType::f16:
-            value = f16_to_f32(static_cast<const uint16_t*>(weight)[index]);
-            break;
-          default:
-            value = bf16_to_f32(static_cast<const uint16_t*>(weight)[index]);
-            break;
-        }
-      }
-      destination[tail * kColumns + column] = value;
-    }
-  }
+  pack_f32_columns_scalar(weight, weight_dtype, weight_stride, columns_valid, kColumns, k, k_count,
+                          destination);
 }
 
 void gemm_bf16_12x32_avx512(int64_t steps, const void* input_panel, int64_t input_row_stride,

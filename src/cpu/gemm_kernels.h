@@ -46,6 +46,38 @@ void pack_bf16_pairs_avx512(const uint16_t* weight, int64_t weight_stride, int64
 void pack_f32_columns_avx512(const void* weight, DType weight_dtype, int64_t weight_stride,
                              int64_t columns_valid, int64_t k_count, void* panel);
 
+// The same for gemm_f32_6x16_avx2: 16 weight rows as [k][16].
+void pack_f32_columns_avx2(const void* weight, DType weight_dtype, int64_t weight_stride,
+                           int64_t columns_valid, int64_t k_count, void* panel);
+using WeightPanelPacker = void (*)(const void* weight, DType weight_dtype, int64_t weight_stride,
+                                   int64_t columns_valid, int64_t k_count, void* panel);
+
+// The scalar form of those packers, for k in [k_begin, k_count) of a panel `columns` wide.
+inline void pack_f32_columns_scalar(const void* weight, DType weight_dtype, int64_t weight_stride,
+                                    int64_t columns_valid, int columns, int64_t k_begin,
+                                    int64_t k_count, float* destination) {
+  for (int column = 0; column < columns; ++column) {
+    for (int64_t k = k_begin; k < k_count; ++k) {
+      float value = 0.0f;
+      if (column < columns_valid) {
+        const int64_t index = column * weight_stride + k;
+        switch (weight_dtype) {
+          case DType::f32:
+            value = static_cast<const float*>(weight)[index];
+            break;
+          case DType::f16:
+            value = f16_to_f32(static_cast<const uint16_t*>(weight)[index]);
+            break;
+          default:
+            value = bf16_to_f32(static_cast<const uint16_t*>(weight)[index]);
+            break;
+        }
+      }
+      destination[k * columns + column] = value;
+    }
+  }
+}
+
 // f32 -> bf16, round to nearest even (NaN stays NaN).
 void convert_f32_to_bf16_avx512(const float* source, uint16_t* destination, int64_t count);
 
