@@ -14,7 +14,7 @@ namespace fornace::cpu::kernels {
 // input are zero. A weight panel holds kernel-columns weight rows, transposed: for the f32
 // kernels [k][column], for the bf16 kernel [k / 2][column][2] (the pairs vdpbf16ps multiplies).
 constexpr int64_t kPanelDepthBf16 = 2048;
-constexpr int64_t kPanelDepthF32 = 256;
+constexpr int64_t kPanelDepthF32 = 1024;
 constexpr int64_t kInputRowStrideBf16 = kPanelDepthBf16 + 32;
 constexpr int64_t kInputRowStrideF32 = kPanelDepthF32 + 16;
 
