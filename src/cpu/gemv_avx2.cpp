@@ -38,33 +38,53 @@ inline float reduce(__m256 value) {
   return _mm_cvtss_f32(sum);
 }
 
+// Each row's sum runs in kChains independent chains of FMAs over successive 8-value slices, so
+// that one or two rows (decode) do not wait on the FMA latency; three or four rows have chains
+// enough across the rows (and the registers allow no more).
 template <int Rows, typename Load>
 void fma_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
   using Element = typename Load::Element;
+  constexpr int kChains = Rows <= 2 ? 4 : 2;
+  constexpr int kStep = 8 * kChains;
   const float* input = static_cast<const float*>(arguments.input);
   const int64_t depth = arguments.depth;
   for (int64_t column = begin; column < end; ++column) {
     const Element* weight =
         static_cast<const Element*>(arguments.weight) + column * arguments.weight_stride;
-    __m256 acc[Rows][2];
-    for (int row = 0; row < Rows; ++row) acc[row][0] = acc[row][1] = _mm256_setzero_ps();
+    __m256 acc[Rows][kChains];
+    for (int row = 0; row < Rows; ++row) {
+      for (int chain = 0; chain < kChains; ++chain) acc[row][chain] = _mm256_setzero_ps();
+    }
     int64_t k = 0;
-    for (; k + 16 <= depth; k += 16) {
+    for (; k + kStep <= depth; k += kStep) {
       const char* ahead = reinterpret_cast<const char*>(weight + k) + kPrefetchBytes;
-      for (int offset = 0; offset < static_cast<int>(16 * sizeof(Element)); offset += 64) {
+      for (int offset = 0; offset < static_cast<int>(kStep * sizeof(Element)); offset += 64) {
         _mm_prefetch(ahead + offset, _MM_HINT_T2);
       }
-      __m256 low = Load::full(weight + k);
-      __m256 high = Load::full(weight + k + 8);
+      __m256 slices[kChains];
+      for (int chain = 0; chain < kChains; ++chain) {
+        slices[chain] = Load::full(weight + k + 8 * chain);
+      }
       for (int row = 0; row < Rows; ++row) {
         const float* input_row = input + row * arguments.input_stride + k;
-        acc[row][0] = _mm256_fmadd_ps(_mm256_loadu_ps(input_row), low, acc[row][0]);
-        acc[row][1] = _mm256_fmadd_ps(_mm256_loadu_ps(input_row + 8), high, acc[row][1]);
+        for (int chain = 0; chain < kChains; ++chain) {
+          acc[row][chain] = _mm256_fmadd_ps(_mm256_loadu_ps(input_row + 8 * chain),
+                                            slices[chain], acc[row][chain]);
+        }
+      }
+    }
+    for (; k + 8 <= depth; k += 8) {
+      __m256 slice = Load::full(weight + k);
+      for (int row = 0; row < Rows; ++row) {
+        acc[row][0] = _mm256_fmadd_ps(_mm256_loadu_ps(input + row * arguments.input_stride + k),
+                                      slice, acc[row][0]);
       }
     }
     for (int row = 0; row < Rows; ++row) {
       const float* input_row = input + row * arguments.input_stride;
-      float sum = reduce(_mm256_add_ps(acc[row][0], acc[row][1]));
+      __m256 total = acc[row][0];
+      for (int chain = 1; chain < kChains; ++chain) total = _mm256_add_ps(total, acc[row][chain]);
+      float sum = reduce(total);
       for (int64_t tail = k; tail < depth; ++tail) sum += input_row[tail] * Load::one(weight[tail]);
       if (arguments.bias) sum += arguments.bias[column];
       arguments.output[row * arguments.output_stride + column] = sum;
