@@ -52,12 +52,12 @@ void pack_f32_columns_avx2(const void* weight, DType weight_dtype, int64_t weigh
 using WeightPanelPacker = void (*)(const void* weight, DType weight_dtype, int64_t weight_stride,
                                    int64_t columns_valid, int64_t k_count, void* panel);
 
-// The scalar form of those packers, for k in [k_begin, k_count) of a panel `columns` wide.
+// The scalar form of those packers, for k in [k_begin, k_end) of a panel `columns` wide.
 inline void pack_f32_columns_scalar(const void* weight, DType weight_dtype, int64_t weight_stride,
                                     int64_t columns_valid, int columns, int64_t k_begin,
-                                    int64_t k_count, float* destination) {
+                                    int64_t k_end, float* destination) {
   for (int column = 0; column < columns; ++column) {
-    for (int64_t k = k_begin; k < k_count; ++k) {
+    for (int64_t k = k_begin; k < k_end; ++k) {
       float value = 0.0f;
       if (column < columns_valid) {
         const int64_t index = column * weight_stride + k;
