@@ -5,12 +5,13 @@
 // A tile holds up to kAttentionTileRows query rows that share one kv head (the heads of a GQA
 // group, for one or more positions), so every K and V row is read once for all of them. The tile
 // walks its key range in blocks of kAttentionBlockKeys, flash-attention style:
-//   1. the block's K rows are transposed into a [D, block keys] scratch (always, whatever the
-//      layout, so the arithmetic never depends on where K came from);
+//   1. the block's K rows are transposed into a [D, block keys] f32 scratch (always, whatever
+//      the layout, so the arithmetic never depends on where K came from; bf16 widened on the way);
 //   2. scores = Q · K^T by a register-blocked product: a few rows by a few vectors of keys,
 //      vertical FMAs only, with no horizontal sums;
 //   3. an online softmax per row (running max and sum) turns the scores into weights;
-//   4. accumulators += weights · V by the same register-blocked product, V rows read in place.
+//   4. accumulators += weights · V by the same register-blocked product, V rows read in place
+//      (bf16 rows widened as they are loaded).
 // No [Sq, Skv] matrix is ever formed, and keys past a row's causal limit are masked or skipped.
 // With AVX512_BF16 and bf16 K and V (a bf16 KV cache), both products run on vdpbf16ps instead:
 // Q, K, V and the softmax weights as bf16 pairs, f32 sums, twice the FMA path's arithmetic rate.
@@ -115,14 +116,50 @@ inline const float* kv_rows(const StridedInput& input, int64_t batch, int64_t he
   return buffer;
 }
 
-// Transposes the kWidth x kWidth block at `source` (rows `source_stride` apart) into
-// `destination` (rows `destination_stride` apart).
-inline void transpose_block(const float* source, int64_t source_stride, float* destination,
-                            int64_t destination_stride) {
+// kWidth elements of a K row as f32: f32 as it is, bf16 widened.
+inline Vec load_row(const float* source) { return simd::load(source); }
+inline Vec load_row(const uint16_t* source) { return simd::load_bf16(source); }
+inline float element_f32(float value) { return value; }
+inline float element_f32(uint16_t value) { return bf16_to_f32(value); }
+
+// Row `position` of kv head (batch, head) of a bf16 operand, in place.
+inline const uint16_t* bf16_rows(const StridedInput& input, int64_t batch, int64_t head,
+                                 int64_t position) {
+  return static_cast<const uint16_t*>(input.base) +
+         attention_row_offset(input.layout, batch, head, position);
+}
+
+// Decode reads the cache once, from memory: the K and V rows of the block after the next are
+// prefetched while this one is worked on.
+inline void prefetch_block_after_next(const AttentionPlan& plan, int64_t batch, int64_t head,
+                                      int64_t block) {
+  int64_t next = block + 2 * kBlockKeys;
+  if (next >= plan.kv_length) return;
+  int64_t keys = std::min(kBlockKeys, plan.kv_length - next);
+  for (const StridedInput* input : {&plan.key, &plan.value}) {
+    const Layout& layout = input->layout;
+    if (layout.strides[3] != 1) continue;
+    const int64_t element_bytes = dtype_size(input->dtype);
+    const int64_t row_bytes = plan.head_dim * element_bytes;
+    const char* row = static_cast<const char*>(input->base) +
+                      attention_row_offset(layout, batch, head, next) * element_bytes;
+    for (int64_t j = 0; j < keys; ++j, row += layout.strides[2] * element_bytes) {
+      for (int64_t offset = 0; offset < row_bytes; offset += 64) {
+        __builtin_prefetch(row + offset, 0, 3);
+      }
+    }
+  }
+}
+
+// Transposes the kWidth x kWidth block at `source` (rows `source_stride` apart; f32, or bf16
+// widened on the way) into `destination` (f32 rows `destination_stride` apart).
+template <typename Element>
+void transpose_block(const Element* source, int64_t source_stride, float* destination,
+                     int64_t destination_stride) {
 #if defined(__AVX512F__)
   __m512 rows[16];
   __m512 pairs[16];
-  for (int i = 0; i < 16; ++i) rows[i] = _mm512_loadu_ps(source + i * source_stride);
+  for (int i = 0; i < 16; ++i) rows[i] = load_row(source + i * source_stride);
   // Interleave neighbouring rows, then pairs of rows: rows[4i + c] holds, in 128-bit lane l,
   // element 4l + c of rows 4i..4i+3.
   for (int i = 0; i < 8; ++i) {
@@ -156,7 +193,7 @@ inline void transpose_block(const float* source, int64_t source_stride, float* d
 #elif defined(__AVX2__)
   __m256 rows[8];
   __m256 pairs[8];
-  for (int i = 0; i < 8; ++i) rows[i] = _mm256_loadu_ps(source + i * source_stride);
+  for (int i = 0; i < 8; ++i) rows[i] = load_row(source + i * source_stride);
   for (int i = 0; i < 4; ++i) {
     pairs[2 * i] = _mm256_unpacklo_ps(rows[2 * i], rows[2 * i + 1]);
     pairs[2 * i + 1] = _mm256_unpackhi_ps(rows[2 * i], rows[2 * i + 1]);
@@ -176,10 +213,10 @@ inline void transpose_block(const float* source, int64_t source_stride, float* d
                      _mm256_permute2f128_ps(rows[c], rows[4 + c], 0x31));
   }
 #elif defined(__SSE2__)
-  __m128 row0 = _mm_loadu_ps(source);
-  __m128 row1 = _mm_loadu_ps(source + source_stride);
-  __m128 row2 = _mm_loadu_ps(source + 2 * source_stride);
-  __m128 row3 = _mm_loadu_ps(source + 3 * source_stride);
+  __m128 row0 = load_row(source);
+  __m128 row1 = load_row(source + source_stride);
+  __m128 row2 = load_row(source + 2 * source_stride);
+  __m128 row3 = load_row(source + 3 * source_stride);
   _MM_TRANSPOSE4_PS(row0, row1, row2, row3);
   _mm_storeu_ps(destination, row0);
   _mm_storeu_ps(destination + destination_stride, row1);
@@ -188,13 +225,14 @@ inline void transpose_block(const float* source, int64_t source_stride, float* d
 #else
   (void)source_stride;
   (void)destination_stride;
-  *destination = *source;
+  *destination = load_row(source);
 #endif
 }
 
 // keys_by_dim[d * kBlockKeys + j] = keys[j * key_stride + d] for j < count, and 0 for
 // count <= j < round_up(count, kWidth).
-void transpose_keys(const float* keys, int64_t key_stride, int64_t count, int64_t head_dim,
+template <typename Element>
+void transpose_keys(const Element* keys, int64_t key_stride, int64_t count, int64_t head_dim,
                     float* keys_by_dim) {
   constexpr int64_t width = simd::kWidth;
   const int64_t full_keys = count / width * width;
@@ -214,14 +252,14 @@ void transpose_keys(const float* keys, int64_t key_stride, int64_t count, int64_
     for (int64_t d = 0; d < full_dims; d += width) {
       for (int64_t r = 0; r < width; ++r) {
         int64_t j = full_keys + r;
-        simd::store(padded + r * width, j < count ? simd::load(keys + j * key_stride + d) : zero);
+        simd::store(padded + r * width, j < count ? load_row(keys + j * key_stride + d) : zero);
       }
       transpose_block(padded, width, keys_by_dim + d * kBlockKeys + full_keys, kBlockKeys);
     }
   }
   for (int64_t d = full_dims; d < head_dim; ++d) {
     for (int64_t j = 0; j < columns; ++j) {
-      keys_by_dim[d * kBlockKeys + j] = j < count ? keys[j * key_stride + d] : 0.0f;
+      keys_by_dim[d * kBlockKeys + j] = j < count ? element_f32(keys[j * key_stride + d]) : 0.0f;
     }
   }
 }
@@ -239,6 +277,11 @@ struct F32Product {
   static Vec multiply_add(Factor factor, Column column, Vec sum) {
     return simd::multiply_add(factor, column, sum);
   }
+};
+// F32Product with bf16 right rows, widened as they are loaded (V read in place from a bf16 cache).
+struct Bf16RightProduct : F32Product {
+  using Right = uint16_t;
+  static Column load(const Right* source) { return simd::load_bf16(source); }
 };
 #if defined(__AVX512BF16__)
 struct PairProduct {
@@ -432,12 +475,23 @@ class F32Operands {
 
   void load_block(int64_t batch, int64_t kv_head, int64_t block, int64_t block_keys) {
     const int64_t head_dim = plan_.head_dim;
-    int64_t key_stride = 0;
-    const float* keys = kv_rows(plan_.key, batch, kv_head, block, block_keys, head_dim, head_dim,
-                                scratch_.keys.data(), &key_stride);
-    transpose_keys(keys, key_stride, block_keys, head_dim, scratch_.keys_by_dim.data());
-    values_ = kv_rows(plan_.value, batch, kv_head, block, block_keys, head_dim,
-                      round_up(head_dim, simd::kWidth), scratch_.values.data(), &value_stride_);
+    prefetch_block_after_next(plan_, batch, kv_head, block);
+    if (unit_stride_bf16(plan_.key)) {
+      transpose_keys(bf16_rows(plan_.key, batch, kv_head, block), plan_.key.layout.strides[2],
+                     block_keys, head_dim, scratch_.keys_by_dim.data());
+    } else {
+      int64_t key_stride = 0;
+      const float* keys = kv_rows(plan_.key, batch, kv_head, block, block_keys, head_dim,
+                                  head_dim, scratch_.keys.data(), &key_stride);
+      transpose_keys(keys, key_stride, block_keys, head_dim, scratch_.keys_by_dim.data());
+    }
+    if (bf16_values_) {
+      bf16_values_rows_ = bf16_rows(plan_.value, batch, kv_head, block);
+      value_stride_ = plan_.value.layout.strides[2];
+    } else {
+      values_ = kv_rows(plan_.value, batch, kv_head, block, block_keys, head_dim,
+                        round_up(head_dim, simd::kWidth), scratch_.values.data(), &value_stride_);
+    }
   }
 
   // scores[first, first + count) = Q · K^T over the block's `columns` keys.
@@ -453,15 +507,29 @@ class F32Operands {
   void accumulate(int64_t first, int64_t count, int64_t block_keys, int64_t columns) {
     (void)columns;
     const int64_t padded_dim = round_up(plan_.head_dim, simd::kWidth);
-    multiply<F32Product>(scratch_.scores.data() + first * kBlockKeys, kBlockKeys, values_,
-                         value_stride_, block_keys, scratch_.accumulators.data() + first * padded_dim,
-                         padded_dim, count, padded_dim, true);
+    const float* weights = scratch_.scores.data() + first * kBlockKeys;
+    float* sums = scratch_.accumulators.data() + first * padded_dim;
+    if (bf16_values_) {
+      multiply<Bf16RightProduct>(weights, kBlockKeys, bf16_values_rows_, value_stride_,
+                                 block_keys, sums, padded_dim, count, padded_dim, true);
+    } else {
+      multiply<F32Product>(weights, kBlockKeys, values_, value_stride_, block_keys, sums,
+                           padded_dim, count, padded_dim, true);
+    }
   }
 
  private:
+  static bool unit_stride_bf16(const StridedInput& input) {
+    return input.dtype == DType::bf16 && input.layout.strides[3] == 1;
+  }
+
   const AttentionPlan& plan_;
   TileScratch& scratch_;
+  // bf16 V rows are read in place (widened by the product) when a row is whole vectors.
+  const bool bf16_values_ =
+      unit_stride_bf16(plan_.value) && plan_.head_dim % simd::kWidth == 0;
   const float* values_ = nullptr;
+  const uint16_t* bf16_values_rows_ = nullptr;
   int64_t value_stride_ = 0;
 };
 
@@ -499,13 +567,7 @@ class PairOperands {
   }
 
   void load_block(int64_t batch, int64_t kv_head, int64_t block, int64_t block_keys) {
-    // Decode reads the cache once, from memory: start on the next block's rows now.
-    int64_t next = block + 2 * kBlockKeys;
-    if (next < plan_.kv_length) {
-      int64_t keys = std::min(kBlockKeys, plan_.kv_length - next);
-      prefetch_rows(plan_.key, batch, kv_head, next, keys);
-      prefetch_rows(plan_.value, batch, kv_head, next, keys);
-    }
+    prefetch_block_after_next(plan_, batch, kv_head, block);
     pack_keys(batch, kv_head, block, block_keys);
     pack_values(batch, kv_head, block, block_keys);
   }
@@ -532,28 +594,10 @@ class PairOperands {
   }
 
  private:
-  const uint16_t* rows_of(const StridedInput& input, int64_t batch, int64_t kv_head,
-                          int64_t position) const {
-    return static_cast<const uint16_t*>(input.base) +
-           attention_row_offset(input.layout, batch, kv_head, position);
-  }
-
-  void prefetch_rows(const StridedInput& input, int64_t batch, int64_t kv_head, int64_t first,
-                     int64_t count) const {
-    const char* row = reinterpret_cast<const char*>(rows_of(input, batch, kv_head, first));
-    const int64_t row_bytes = plan_.head_dim * 2;
-    const int64_t stride = input.layout.strides[2] * 2;
-    for (int64_t j = 0; j < count; ++j, row += stride) {
-      for (int64_t offset = 0; offset < row_bytes; offset += 64) {
-        _mm_prefetch(row + offset, _MM_HINT_T0);
-      }
-    }
-  }
-
   // key_pairs[w * kBlockKeys + j] = word w of key j, zero for keys past block_keys up to the
   // next 16. The words move through the f32 transpose as bits.
   void pack_keys(int64_t batch, int64_t kv_head, int64_t block, int64_t block_keys) {
-    const auto* keys = reinterpret_cast<const float*>(rows_of(plan_.key, batch, kv_head, block));
+    const auto* keys = reinterpret_cast<const float*>(bf16_rows(plan_.key, batch, kv_head, block));
     const int64_t key_stride = plan_.key.layout.strides[2] / 2;
     auto* destination = reinterpret_cast<float*>(scratch_.key_pairs.data());
     float* padded = scratch_.keys.data();  // [16, words]
@@ -581,7 +625,7 @@ class PairOperands {
   // value_pairs[p * D + d] = V[2p][d] in the low half, V[2p + 1][d] (or 0) in the high half.
   void pack_values(int64_t batch, int64_t kv_head, int64_t block, int64_t block_keys) {
     const int64_t head_dim = plan_.head_dim;
-    const uint16_t* values = rows_of(plan_.value, batch, kv_head, block);
+    const uint16_t* values = bf16_rows(plan_.value, batch, kv_head, block);
     const int64_t value_stride = plan_.value.layout.strides[2];
     // Lane 2i takes dim i of the first row, lane 2i + 1 dim i of the second (index + 32).
     alignas(64) static constexpr auto kIndices = [] {
