@@ -20,6 +20,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -129,27 +130,57 @@ inline const uint16_t* bf16_rows(const StridedInput& input, int64_t batch, int64
          attention_row_offset(input.layout, batch, head, position);
 }
 
-// Decode reads the cache once, from memory: the K and V rows of the block after the next are
-// prefetched while this one is worked on.
-inline void prefetch_block_after_next(const AttentionPlan& plan, int64_t batch, int64_t head,
-                                      int64_t block) {
-  int64_t next = block + 2 * kBlockKeys;
-  if (next >= plan.kv_length) return;
-  int64_t keys = std::min(kBlockKeys, plan.kv_length - next);
-  for (const StridedInput* input : {&plan.key, &plan.value}) {
-    const Layout& layout = input->layout;
-    if (layout.strides[3] != 1) continue;
-    const int64_t element_bytes = dtype_size(input->dtype);
-    const int64_t row_bytes = plan.head_dim * element_bytes;
-    const char* row = static_cast<const char*>(input->base) +
-                      attention_row_offset(layout, batch, head, next) * element_bytes;
-    for (int64_t j = 0; j < keys; ++j, row += layout.strides[2] * element_bytes) {
-      for (int64_t offset = 0; offset < row_bytes; offset += 64) {
-        __builtin_prefetch(row + offset, 0, 3);
-      }
+// Decode reads the cache once, from memory. The next block's K and V lines are prefetched a few
+// at a time between pieces of this block's work: a burst of hundreds would wait on the core's
+// few outstanding misses and stall the work behind it.
+class PrefetchStream {
+ public:
+  PrefetchStream(const AttentionPlan& plan, int64_t batch, int64_t head, int64_t first,
+                 int64_t keys, int64_t lines_per_step)
+      : plan_(plan), lines_per_step_(lines_per_step), batch_(batch), head_(head), first_(first),
+        keys_(std::max<int64_t>(0, std::min(keys, plan.kv_length - first))) {
+    start_operand();
+  }
+
+  // Prefetches the next lines_per_step lines, if any are left.
+  void step() {
+    for (int64_t line = 0; line < lines_per_step_ && row_ != nullptr; ++line) {
+      __builtin_prefetch(row_ + offset_, 0, 3);
+      offset_ += 64;
+      if (offset_ < row_bytes_) continue;
+      offset_ = 0;
+      row_ += row_stride_;
+      if (++key_ < keys_) continue;
+      ++operand_;
+      start_operand();
     }
   }
-}
+
+ private:
+  // Points at the first row of the current operand (K, then V), or at nothing when done.
+  void start_operand() {
+    row_ = nullptr;
+    for (; operand_ < 2; ++operand_) {
+      const StridedInput& input = operand_ == 0 ? plan_.key : plan_.value;
+      if (input.layout.strides[3] != 1 || keys_ == 0) continue;
+      const int64_t element_bytes = dtype_size(input.dtype);
+      row_bytes_ = plan_.head_dim * element_bytes;
+      row_stride_ = input.layout.strides[2] * element_bytes;
+      row_ = static_cast<const char*>(input.base) +
+             attention_row_offset(input.layout, batch_, head_, first_) * element_bytes;
+      key_ = 0;
+      offset_ = 0;
+      return;
+    }
+  }
+
+  const AttentionPlan& plan_;
+  int64_t lines_per_step_;
+  int64_t batch_, head_, first_, keys_;
+  int operand_ = 0;
+  const char* row_ = nullptr;
+  int64_t row_bytes_ = 0, row_stride_ = 0, key_ = 0, offset_ = 0;
+};
 
 // Transposes the kWidth x kWidth block at `source` (rows `source_stride` apart; f32, or bf16
 // widened on the way) into `destination` (f32 rows `destination_stride` apart).
@@ -233,12 +264,13 @@ void transpose_block(const Element* source, int64_t source_stride, float* destin
 // count <= j < round_up(count, kWidth).
 template <typename Element>
 void transpose_keys(const Element* keys, int64_t key_stride, int64_t count, int64_t head_dim,
-                    float* keys_by_dim) {
+                    float* keys_by_dim, PrefetchStream* prefetch = nullptr) {
   constexpr int64_t width = simd::kWidth;
   const int64_t full_keys = count / width * width;
   const int64_t full_dims = head_dim / width * width;
   const int64_t columns = round_up(count, width);
   for (int64_t j = 0; j < full_keys; j += width) {
+    if (prefetch) prefetch->step();
     for (int64_t d = 0; d < full_dims; d += width) {
       transpose_block(keys + j * key_stride + d, key_stride, keys_by_dim + d * kBlockKeys + j,
                       kBlockKeys);
@@ -362,8 +394,10 @@ struct Tiles {
 template <typename Product>
 void multiply(const typename Product::Left* left, int64_t left_stride,
               const typename Product::Right* right, int64_t right_stride, int64_t depth,
-              float* out, int64_t out_stride, int64_t rows, int64_t columns, bool accumulate) {
+              float* out, int64_t out_stride, int64_t rows, int64_t columns, bool accumulate,
+              PrefetchStream* prefetch = nullptr) {
   for (int64_t column = 0; column < columns; column += kColumns) {
+    if (prefetch) prefetch->step();
     int64_t vectors = std::min<int64_t>(kColumnVectors, (columns - column) / simd::kWidth);
     Tiles<Product>::table[vectors - 1][rows - 1](left, left_stride, right + column, right_stride,
                                                  depth, out + column, out_stride, accumulate);
@@ -475,15 +509,18 @@ class F32Operands {
 
   void load_block(int64_t batch, int64_t kv_head, int64_t block, int64_t block_keys) {
     const int64_t head_dim = plan_.head_dim;
-    prefetch_block_after_next(plan_, batch, kv_head, block);
+    // With AVX2, 16 key groups transposed and 8 register-tile calls a product (a GQA group of
+    // 7 rows, 64 dims): 32 steps cover the 512 lines of 128 keys of a bf16 cache.
+    prefetch_.emplace(plan_, batch, kv_head, block + kBlockKeys, kBlockKeys, 16);
     if (unit_stride_bf16(plan_.key)) {
       transpose_keys(bf16_rows(plan_.key, batch, kv_head, block), plan_.key.layout.strides[2],
-                     block_keys, head_dim, scratch_.keys_by_dim.data());
+                     block_keys, head_dim, scratch_.keys_by_dim.data(), &*prefetch_);
     } else {
       int64_t key_stride = 0;
       const float* keys = kv_rows(plan_.key, batch, kv_head, block, block_keys, head_dim,
                                   head_dim, scratch_.keys.data(), &key_stride);
-      transpose_keys(keys, key_stride, block_keys, head_dim, scratch_.keys_by_dim.data());
+      transpose_keys(keys, key_stride, block_keys, head_dim, scratch_.keys_by_dim.data(),
+                     &*prefetch_);
     }
     if (bf16_values_) {
       bf16_values_rows_ = bf16_rows(plan_.value, batch, kv_head, block);
@@ -500,7 +537,7 @@ class F32Operands {
     multiply<F32Product>(scratch_.query.data() + first * head_dim, head_dim,
                          scratch_.keys_by_dim.data(), kBlockKeys, head_dim,
                          scratch_.scores.data() + first * kBlockKeys, kBlockKeys, count, columns,
-                         false);
+                         false, &*prefetch_);
   }
 
   // accumulators[first, first + count) += weights · V over the block's keys.
@@ -511,10 +548,11 @@ class F32Operands {
     float* sums = scratch_.accumulators.data() + first * padded_dim;
     if (bf16_values_) {
       multiply<Bf16RightProduct>(weights, kBlockKeys, bf16_values_rows_, value_stride_,
-                                 block_keys, sums, padded_dim, count, padded_dim, true);
+                                 block_keys, sums, padded_dim, count, padded_dim, true,
+                                 &*prefetch_);
     } else {
       multiply<F32Product>(weights, kBlockKeys, values_, value_stride_, block_keys, sums,
-                           padded_dim, count, padded_dim, true);
+                           padded_dim, count, padded_dim, true, &*prefetch_);
     }
   }
 
@@ -528,6 +566,7 @@ class F32Operands {
   // bf16 V rows are read in place (widened by the product) when a row is whole vectors.
   const bool bf16_values_ =
       unit_stride_bf16(plan_.value) && plan_.head_dim % simd::kWidth == 0;
+  std::optional<PrefetchStream> prefetch_;  // The next block's K and V lines.
   const float* values_ = nullptr;
   const uint16_t* bf16_values_rows_ = nullptr;
   int64_t value_stride_ = 0;
@@ -567,7 +606,8 @@ class PairOperands {
   }
 
   void load_block(int64_t batch, int64_t kv_head, int64_t block, int64_t block_keys) {
-    prefetch_block_after_next(plan_, batch, kv_head, block);
+    // 8 groups of 16 keys, 8 groups of 16 value pairs, 3 register-tile calls: 19 steps.
+    prefetch_.emplace(plan_, batch, kv_head, block + kBlockKeys, kBlockKeys, 32);
     pack_keys(batch, kv_head, block, block_keys);
     pack_values(batch, kv_head, block, block_keys);
   }
@@ -576,7 +616,7 @@ class PairOperands {
     multiply<PairProduct>(scratch_.query_pairs.data() + first * words_, words_,
                           scratch_.key_pairs.data(), kBlockKeys, words_,
                           scratch_.scores.data() + first * kBlockKeys, kBlockKeys, count, columns,
-                          false);
+                          false, &*prefetch_);
   }
 
   void accumulate(int64_t first, int64_t count, int64_t block_keys, int64_t columns) {
@@ -590,7 +630,7 @@ class PairOperands {
     multiply<PairProduct>(weights + first * kWeightWords, kWeightWords,
                           scratch_.value_pairs.data(), head_dim, (block_keys + 1) / 2,
                           scratch_.accumulators.data() + first * head_dim, head_dim, count,
-                          head_dim, true);
+                          head_dim, true, &*prefetch_);
   }
 
  private:
@@ -602,6 +642,7 @@ class PairOperands {
     auto* destination = reinterpret_cast<float*>(scratch_.key_pairs.data());
     float* padded = scratch_.keys.data();  // [16, words]
     for (int64_t j = 0; j < block_keys; j += 16) {
+      prefetch_->step();
       const float* source = keys + j * key_stride;
       int64_t source_stride = key_stride;
       if (j + 16 > block_keys) {
@@ -642,6 +683,7 @@ class PairOperands {
     const __m512i high = _mm512_load_si512(kIndices[1].data());
     uint32_t* destination = scratch_.value_pairs.data();
     for (int64_t pair = 0; 2 * pair < block_keys; ++pair) {
+      if (pair % 8 == 0) prefetch_->step();
       const uint16_t* first = values + 2 * pair * value_stride;
       bool second = 2 * pair + 1 < block_keys;
       for (int64_t d = 0; d < head_dim; d += 32) {
@@ -657,6 +699,7 @@ class PairOperands {
   const AttentionPlan& plan_;
   TileScratch& scratch_;
   int64_t words_;
+  std::optional<PrefetchStream> prefetch_;  // The next block's K and V lines.
 };
 #endif
 
