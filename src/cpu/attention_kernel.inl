@@ -499,7 +499,7 @@ inline float softmax_block(float* scores, int64_t hidden, int64_t visible, int64
 }
 
 // The operands of the f32 path: K transposed into [D, block keys], V rows read in place when
-// they are unit-stride f32 (converted into scratch otherwise), FMA products.
+// they are unit-stride f32 or bf16 (converted into scratch otherwise), FMA products.
 class F32Operands {
  public:
   F32Operands(const AttentionPlan& plan, TileScratch& scratch, int64_t rows)
