@@ -746,12 +746,15 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
   float* accumulators = scratch.accumulators.data();
   float* scores = scratch.scores.data();
   const Layout& query_layout = plan.query.layout;
+  // Q rows scaled as they are read (unit-stride f32 in place: no narrow stores reloaded wide).
+  const Vec scale = simd::broadcast(plan.scale);
   for (int64_t r = 0; r < rows; ++r) {
     float* query_row = query + r * head_dim;
-    load_f32(plan.query.base, plan.query.dtype,
-             attention_row_offset(query_layout, batch, heads[r], positions[r]),
-             query_layout.strides[3], head_dim, query_row);
-    scale_in_place(query_row, plan.scale, head_dim);
+    const float* source =
+        read_f32(plan.query.base, plan.query.dtype,
+                 attention_row_offset(query_layout, batch, heads[r], positions[r]),
+                 query_layout.strides[3], head_dim, query_row);
+    simd::transform(source, query_row, head_dim, [&](Vec x) { return simd::multiply(x, scale); });
   }
   std::fill(accumulators, accumulators + rows * padded_dim, 0.0f);
   Operands operands(plan, scratch, rows);
