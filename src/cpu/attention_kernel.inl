@@ -409,29 +409,15 @@ inline void scale_in_place(float* values, float factor, int64_t count) {
   simd::transform(values, values, count, [&](Vec x) { return simd::multiply(x, scale); });
 }
 
-// e^x for softmax arguments x <= 0 (or -inf, which gives 0). With AVX-512: x = n ln2 + r with
-// |r| <= ln2/2, e^r by its degree-6 Taylor polynomial and the 2^n scaling by one scalef, about
-// half the instructions of the general simd::exp.
+// e^x for softmax arguments x <= 0 (or -inf, which gives 0). With AVX-512: exp_normal_range,
+// about half the instructions of the general simd::exp.
 inline Vec softmax_exp(Vec x) {
 #if defined(__AVX512F__)
   // Below -86 the weight is 0 (e^-86 is below 2^-124); a mask sets it, because letting scalef
   // underflow costs a slow microcode assist per lane. NaN stays NaN.
   const __m512 lowest = _mm512_set1_ps(-86.0f);
   __mmask16 kept = _mm512_cmp_ps_mask(x, lowest, _CMP_NLT_UQ);
-  x = _mm512_max_ps(x, lowest);
-  Vec n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  // ln 2 split so that n * high is exact.
-  Vec r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  Vec polynomial = _mm512_set1_ps(1.0f / 720.0f);
-  polynomial = _mm512_fmadd_ps(polynomial, r, _mm512_set1_ps(1.0f / 120.0f));
-  polynomial = _mm512_fmadd_ps(polynomial, r, _mm512_set1_ps(1.0f / 24.0f));
-  polynomial = _mm512_fmadd_ps(polynomial, r, _mm512_set1_ps(1.0f / 6.0f));
-  polynomial = _mm512_fmadd_ps(polynomial, r, _mm512_set1_ps(0.5f));
-  polynomial = _mm512_fmadd_ps(polynomial, r, _mm512_set1_ps(1.0f));
-  polynomial = _mm512_fmadd_ps(polynomial, r, _mm512_set1_ps(1.0f));
-  return _mm512_maskz_scalef_ps(kept, polynomial, n);
+  return _mm512_maskz_mov_ps(kept, simd::exp_normal_range(_mm512_max_ps(x, lowest)));
 #else
   return simd::exp(x);
 #endif

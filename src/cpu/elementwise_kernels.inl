@@ -22,10 +22,26 @@ void binary_run(BinaryOp op, const float* left, const float* right, float* out, 
   }
 }
 
-// x / (1 + e^-x).
+// x / (1 + e^-x). With AVX-512: e^-x by exp_normal_range (-x clamped to [-87, 87]) and the
+// division by a reciprocal estimate refined by one Newton step (a divide is the dearest
+// instruction here, and the gated GEMM's epilogue runs one a vector); below x = -87 the result
+// is 0, as the formula's is to within 1e-35.
 inline Vec silu(Vec x) {
+#if defined(__AVX512F__)
+  const __m512 one = _mm512_set1_ps(1.0f);
+  __mmask16 kept = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_NLT_UQ);
+  __m512 minus_x = _mm512_sub_ps(_mm512_setzero_ps(), x);
+  minus_x = _mm512_min_ps(_mm512_max_ps(minus_x, _mm512_set1_ps(-87.0f)),
+                          _mm512_set1_ps(87.0f));
+  __m512 denominator = _mm512_add_ps(one, simd::exp_normal_range(minus_x));
+  __m512 estimate = _mm512_rcp14_ps(denominator);
+  __m512 reciprocal = _mm512_fmadd_ps(
+      estimate, _mm512_fnmadd_ps(denominator, estimate, one), estimate);
+  return _mm512_maskz_mul_ps(kept, x, reciprocal);
+#else
   return simd::divide(
       x, simd::add(simd::broadcast(1.0f), simd::exp(simd::subtract(simd::broadcast(0.0f), x))));
+#endif
 }
 
 // x / (1 + e^(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3).
