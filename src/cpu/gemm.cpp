@@ -185,26 +185,20 @@ struct WeightPanel {
 };
 
 // Prefetches into L2, a slice per input panel, the weight rows of `panels` over the depth block
-// [k_begin, k_begin + depth) packed next, so that packing them does not wait on memory.
-// Weights packed at load are prefetched the same way, a panel's slice of the depth block
-// being one run of lines.
+// [k_begin, k_begin + depth) packed next, so that packing them does not wait on memory. Weights
+// packed at load are not prefetched: a panel is one run of lines that the hardware streams, and
+// the prefetches cost the thread that issued them more than they saved.
 class WeightPrefetch {
  public:
   WeightPrefetch(const WeightPanel* panels, int64_t count, int columns, int64_t k_begin,
-                 int64_t depth, int64_t slices, bool packed)
-      : panels_(panels), columns_(packed ? 1 : columns) {
+                 int64_t depth, int64_t slices)
+      : panels_(panels), columns_(columns) {
     if (count <= 0 || slices <= 0 || k_begin >= panels[0].problem->depth) return;
     const LinearProblem& problem = *panels[0].problem;
     const int64_t k_count = std::min(depth, problem.depth - k_begin);
-    if (packed) {
-      packed_panel_bytes_ = packed_bf16_panel_bytes(problem.depth);
-      first_byte_ = k_begin / 2 * kPackedPairBytes;
-      row_lines_ = divide_up(divide_up(k_count, 2) * kPackedPairBytes, 64);
-    } else {
-      const int64_t element_bytes = static_cast<int64_t>(dtype_size(problem.weight_dtype));
-      first_byte_ = k_begin * element_bytes;
-      row_lines_ = divide_up(k_count * element_bytes, 64);
-    }
+    const int64_t element_bytes = static_cast<int64_t>(dtype_size(problem.weight_dtype));
+    first_byte_ = k_begin * element_bytes;
+    row_lines_ = divide_up(k_count * element_bytes, 64);
     total_lines_ = count * columns_ * row_lines_;
     lines_per_slice_ = divide_up(total_lines_, slices);
   }
@@ -223,9 +217,6 @@ class WeightPrefetch {
   const char* row_start(int64_t row_in_group) const {
     const WeightPanel& panel = panels_[row_in_group / columns_];
     const LinearProblem& problem = *panel.problem;
-    if (packed_panel_bytes_ > 0) {
-      return packed_panel(problem, panel.column, packed_panel_bytes_) + first_byte_;
-    }
     const int64_t row = panel.column + row_in_group % columns_;
     if (row >= problem.outputs) return nullptr;
     const int64_t row_bytes = problem.weight_stride * dtype_size(problem.weight_dtype);
@@ -234,7 +225,6 @@ class WeightPrefetch {
 
   const WeightPanel* panels_;
   int columns_;
-  int64_t packed_panel_bytes_ = 0;  // 0: row-major weights
   int64_t first_byte_ = 0;
   int64_t row_lines_ = 1;
   int64_t total_lines_ = 0;
@@ -440,7 +430,7 @@ void gemm_layers(const LinearProblem* problems, int count, const GatedProduct* g
                                       : next_block;
           WeightPrefetch prefetch(panels.data() + next_block, next_block_end - next_block,
                                   kernel.columns, last_depth ? 0 : k_begin + k_count, block_depth,
-                                  input_end - input_begin, packed);
+                                  packed ? 0 : input_end - input_begin);
           for (int64_t input_panel = input_begin; input_panel < input_end; ++input_panel) {
             prefetch.next_slice();
             const bool packed_panel_input = input_panel >= first_packed;
