@@ -160,15 +160,10 @@ void weighted_row_sum(const float* weights, const void* rows, bool rows_are_bf16
 }
 
 #if defined(__AVX512BF16__)
-// Whether any lane is NaN (above the infinity) or subnormal (exponent 0, not zero): there
-// vcvtneps2bf16 differs from f32_to_bf16.
+// Whether any lane is NaN or subnormal: there vcvtneps2bf16 differs from f32_to_bf16. One
+// vfpclassps: quiet NaN (0x01), subnormal (0x20), signalling NaN (0x80).
 inline bool has_special_lanes(__m512 values) {
-  const __m512i exponent = _mm512_set1_epi32(0x7f800000);
-  __m512i bits = _mm512_and_si512(_mm512_castps_si512(values), _mm512_set1_epi32(0x7fffffff));
-  __mmask16 nan = _mm512_cmpgt_epu32_mask(bits, exponent);
-  __mmask16 subnormal = _mm512_mask_cmpneq_epu32_mask(_mm512_testn_epi32_mask(bits, exponent),
-                                                      bits, _mm512_setzero_si512());
-  return (nan | subnormal) != 0;
+  return _mm512_fpclass_ps_mask(values, 0x01 | 0x20 | 0x80) != 0;
 }
 
 // f32_to_bf16 of the 16 lanes of `values` into out[0, 16).
