@@ -261,16 +261,16 @@ void transpose_block(const Element* source, int64_t source_stride, float* destin
 }
 
 // keys_by_dim[d * kBlockKeys + j] = keys[j * key_stride + d] for j < count, and 0 for
-// count <= j < round_up(count, kWidth).
+// count <= j < round_up(count, kWidth); `prefetch` takes a step per group of kWidth keys.
 template <typename Element>
 void transpose_keys(const Element* keys, int64_t key_stride, int64_t count, int64_t head_dim,
-                    float* keys_by_dim, PrefetchStream* prefetch = nullptr) {
+                    float* keys_by_dim, PrefetchStream& prefetch) {
   constexpr int64_t width = simd::kWidth;
   const int64_t full_keys = count / width * width;
   const int64_t full_dims = head_dim / width * width;
   const int64_t columns = round_up(count, width);
   for (int64_t j = 0; j < full_keys; j += width) {
-    if (prefetch) prefetch->step();
+    prefetch.step();
     for (int64_t d = 0; d < full_dims; d += width) {
       transpose_block(keys + j * key_stride + d, key_stride, keys_by_dim + d * kBlockKeys + j,
                       kBlockKeys);
@@ -390,14 +390,15 @@ struct Tiles {
 };
 
 // out[rows, columns] = (accumulate ? out : 0) + left[rows, depth] · right[depth, columns], for
-// 1 <= rows <= kMaxTileRows and `columns` a multiple of kWidth.
+// 1 <= rows <= kMaxTileRows and `columns` a multiple of kWidth; `prefetch` takes a step per
+// register-tile call.
 template <typename Product>
 void multiply(const typename Product::Left* left, int64_t left_stride,
               const typename Product::Right* right, int64_t right_stride, int64_t depth,
               float* out, int64_t out_stride, int64_t rows, int64_t columns, bool accumulate,
-              PrefetchStream* prefetch = nullptr) {
+              PrefetchStream& prefetch) {
   for (int64_t column = 0; column < columns; column += kColumns) {
-    if (prefetch) prefetch->step();
+    prefetch.step();
     int64_t vectors = std::min<int64_t>(kColumnVectors, (columns - column) / simd::kWidth);
     Tiles<Product>::table[vectors - 1][rows - 1](left, left_stride, right + column, right_stride,
                                                  depth, out + column, out_stride, accumulate);
@@ -500,13 +501,13 @@ class F32Operands {
     prefetch_.emplace(plan_, batch, kv_head, block + kBlockKeys, kBlockKeys, 16);
     if (unit_stride_bf16(plan_.key)) {
       transpose_keys(bf16_rows(plan_.key, batch, kv_head, block), plan_.key.layout.strides[2],
-                     block_keys, head_dim, scratch_.keys_by_dim.data(), &*prefetch_);
+                     block_keys, head_dim, scratch_.keys_by_dim.data(), *prefetch_);
     } else {
       int64_t key_stride = 0;
       const float* keys = kv_rows(plan_.key, batch, kv_head, block, block_keys, head_dim,
                                   head_dim, scratch_.keys.data(), &key_stride);
       transpose_keys(keys, key_stride, block_keys, head_dim, scratch_.keys_by_dim.data(),
-                     &*prefetch_);
+                     *prefetch_);
     }
     if (bf16_values_) {
       bf16_values_rows_ = bf16_rows(plan_.value, batch, kv_head, block);
@@ -523,7 +524,7 @@ class F32Operands {
     multiply<F32Product>(scratch_.query.data() + first * head_dim, head_dim,
                          scratch_.keys_by_dim.data(), kBlockKeys, head_dim,
                          scratch_.scores.data() + first * kBlockKeys, kBlockKeys, count, columns,
-                         false, &*prefetch_);
+                         false, *prefetch_);
   }
 
   // accumulators[first, first + count) += weights · V over the block's keys.
@@ -535,10 +536,10 @@ class F32Operands {
     if (bf16_values_) {
       multiply<Bf16RightProduct>(weights, kBlockKeys, bf16_values_rows_, value_stride_,
                                  block_keys, sums, padded_dim, count, padded_dim, true,
-                                 &*prefetch_);
+                                 *prefetch_);
     } else {
       multiply<F32Product>(weights, kBlockKeys, values_, value_stride_, block_keys, sums,
-                           padded_dim, count, padded_dim, true, &*prefetch_);
+                           padded_dim, count, padded_dim, true, *prefetch_);
     }
   }
 
@@ -602,7 +603,7 @@ class PairOperands {
     multiply<PairProduct>(scratch_.query_pairs.data() + first * words_, words_,
                           scratch_.key_pairs.data(), kBlockKeys, words_,
                           scratch_.scores.data() + first * kBlockKeys, kBlockKeys, count, columns,
-                          false, &*prefetch_);
+                          false, *prefetch_);
   }
 
   void accumulate(int64_t first, int64_t count, int64_t block_keys, int64_t columns) {
@@ -616,7 +617,7 @@ class PairOperands {
     multiply<PairProduct>(weights + first * kWeightWords, kWeightWords,
                           scratch_.value_pairs.data(), head_dim, (block_keys + 1) / 2,
                           scratch_.accumulators.data() + first * head_dim, head_dim, count,
-                          head_dim, true, &*prefetch_);
+                          head_dim, true, *prefetch_);
   }
 
  private:
