@@ -12,11 +12,14 @@
 
 #include "core/dtype.h"
 #include "core/storage.h"
+#include "core/tensor.h"
 #include "cpu/cpu_features.h"
 #include "cpu/gemm.h"
 #include "cpu/gemm_kernels.h"
 #include "cpu/roofline.h"
 #include "cpu/thread_pool.h"
+#include "ops/copy.h"
+#include "ops/creation.h"
 #include "range_statistics.h"
 
 
@@ -57,6 +60,49 @@ std::vector<float> pseudo_random(int64_t count, uint64_t seed) {
   }
   return values;
 }
+
+// The embedding rows of a 513-token prompt (pseudo-random ids) gathered from Qwen2.5-0.5B's
+// tied 151,936 x 896 bf16 table as the model keeps it, packed for the GEMM: each row is one word
+// in each of 448 lines, so the gather waits on memory. Rows/s counts the ids.
+void BM_PackedEmbeddingRows(benchmark::State& state) {
+  constexpr int64_t kVocabulary = 151936;
+  constexpr int64_t kWidth = 896;
+  const int64_t rows = state.range(0);
+  fornace::set_num_threads(static_cast<int>(state.range(1)));
+  if (!fornace::cpu::packs_bf16_weights()) {
+    state.SkipWithError("this CPU's kernels take no packed weights");
+    return;
+  }
+  // The table's own bytes are never read: only its shape and dtype are.
+  const fornace::Tensor table = fornace::Tensor::empty({kVocabulary, kWidth}, DType::bf16);
+  std::shared_ptr<fornace::Storage> packed = fornace::Storage::allocate(
+      static_cast<size_t>(fornace::cpu::packed_bf16_bytes(kVocabulary, kWidth)));
+  std::memset(packed->data(), 0x3f, packed->bytes());  // Touched: real pages, not the zero page.
+  std::vector<int32_t> ids(rows);
+  uint64_t state_word = 7;
+  for (int32_t& id : ids) {
+    state_word = state_word * 6364136223846793005ull + 1442695040888963407ull;
+    id = static_cast<int32_t>((state_word >> 33) % kVocabulary);
+  }
+  const fornace::Tensor id_tensor = fornace::from_ids(ids, {1, rows});
+  const fornace::Tensor output = fornace::Tensor::empty({1, rows, kWidth}, DType::f32);
+  for (auto _ : state) {
+    fornace::index_select_packed_into(output, table, *packed, id_tensor);
+    benchmark::DoNotOptimize(output.raw());
+  }
+  state.counters["rows/s"] = benchmark::Counter(static_cast<double>(rows),
+                                                benchmark::Counter::kIsIterationInvariantRate);
+  fornace::set_num_threads(0);
+}
+
+BENCHMARK(BM_PackedEmbeddingRows)
+    ->ArgNames({"rows", "threads"})
+    ->Args({513, 1})
+    ->Args({513, 2})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond)
+    ->ComputeStatistics("min", minimum)
+    ->ComputeStatistics("max", maximum);
 
 // How a Linear benchmark runs: see kRegistered.
 struct LinearVariant {

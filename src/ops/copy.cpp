@@ -1,11 +1,14 @@
 // contiguous, reshape, cat, slice_set, index_select and to_dtype over the CPU copy kernels.
 #include "ops/copy.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "core/error.h"
 #include "cpu/copy_kernels.h"
 #include "cpu/gemm.h"
+#include "cpu/thread_pool.h"
 
 namespace fornace {
 namespace {
@@ -177,24 +180,42 @@ Dims index_select_shape(const Tensor& table, const Tensor& ids) {
   return shape;
 }
 
-// Writes the rows of `table` picked by `ids` into `output`, converted to its dtype; row(id)
-// gives a row's `table.dtype()` values.
-template <typename Row>
-void select_rows(const Tensor& output, const Tensor& table, const Tensor& ids, Row&& row) {
+// The row of `table` that each of `ids` picks; throws on an id out of range.
+std::vector<int64_t> checked_row_ids(const Tensor& table, const Tensor& ids) {
   Tensor id_values = contiguous(ids);
-  int64_t rows = table.shape()[0];
-  int64_t row_length = table.numel() / std::max<int64_t>(rows, 1);
-  int64_t out_row_bytes = row_length * static_cast<int64_t>(output.element_size());
-  auto* out = static_cast<char*>(output.raw());
+  const int64_t rows = table.shape()[0];
+  std::vector<int64_t> row_ids(static_cast<size_t>(id_values.numel()));
   for (int64_t i = 0; i < id_values.numel(); ++i) {
     int64_t id = ids.dtype() == DType::u32 ? static_cast<int64_t>(id_values.data<uint32_t>()[i])
                                            : static_cast<int64_t>(id_values.data<int32_t>()[i]);
     if (id < 0 || id >= rows) {
       fail("index_select: id ", id, " out of range for ", rows, " rows of ", table.describe());
     }
-    cpu::convert(out + i * out_row_bytes, output.dtype(), row(id), table.dtype(), row_length);
+    row_ids[i] = id;
   }
-  memory::record_copy(out_row_bytes * id_values.numel(), false);
+  return row_ids;
+}
+
+// Ids gathered per part of the pool's work: a prompt's rows split across the threads.
+constexpr int64_t kRowsPerPart = 16;
+
+// Writes the rows of `table` picked by `ids` into `output`, converted to its dtype, split across
+// the pool's threads (a packed row is one word in each of its k pairs' lines, so a prompt's rows
+// wait on memory); row(id) gives a row's `table.dtype()` values.
+template <typename Row>
+void select_rows(const Tensor& output, const Tensor& table, const Tensor& ids, Row&& row) {
+  const std::vector<int64_t> row_ids = checked_row_ids(table, ids);
+  const auto count = static_cast<int64_t>(row_ids.size());
+  int64_t row_length = table.numel() / std::max<int64_t>(table.shape()[0], 1);
+  int64_t out_row_bytes = row_length * static_cast<int64_t>(output.element_size());
+  auto* out = static_cast<char*>(output.raw());
+  ThreadPool::global().run(count, kRowsPerPart, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      cpu::convert(out + i * out_row_bytes, output.dtype(), row(row_ids[i]), table.dtype(),
+                   row_length);
+    }
+  });
+  memory::record_copy(out_row_bytes * count, false);
 }
 
 void select_rows(const Tensor& output, const Tensor& table, const Tensor& ids) {
@@ -236,8 +257,9 @@ void index_select_packed_into(const Tensor& output, const Tensor& table, const S
          packed.bytes(), " bytes");
   }
   memory::OpScope scope("index_select");
-  std::vector<uint16_t> row(static_cast<size_t>(table.dim(1)));
   select_rows(output, table, ids, [&](int64_t id) {
+    thread_local std::vector<uint16_t> row;
+    row.resize(static_cast<size_t>(table.dim(1)));
     cpu::unpack_bf16_row(packed.data(), table.dim(1), id, row.data());
     return row.data();
   });

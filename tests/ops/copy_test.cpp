@@ -2,11 +2,13 @@
 // index_select, to_dtype and copy_into: values, layouts, copy counters and error messages.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <numeric>
 
 #include "core/memory.h"
 #include "cpu/cpu_features.h"
+#include "cpu/thread_pool.h"
 #include "ops/copy.h"
 #include "test_tensors.h"
 
@@ -233,6 +235,29 @@ TEST(IndexSelect, PicksRowsForU32AndI32IdsFromAnyLayout) {
         }
     }
   }
+}
+
+// A prompt's worth of ids is split across two threads: every row still lands in its place, and
+// an id out of range at the end of the list is refused before any row is written.
+TEST(IndexSelect, SplitsLongIdListsAcrossThreads) {
+  set_num_threads(2);
+  std::vector<float> table_values = random_values(50 * 3, 12);
+  Tensor table = from_vector(table_values, {50, 3});
+  std::vector<int32_t> ids(203);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 37 + 11) % 50);
+  std::vector<float> values = to_f32_vector(index_select(table, from_ids(ids, {1, 203})));
+  ASSERT_EQ(values.size(), ids.size() * 3);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    for (int64_t d = 0; d < 3; ++d) ASSERT_EQ(values[i * 3 + d], table_values[ids[i] * 3 + d]) << i;
+  }
+  ids.back() = 50;
+  Tensor output = full({1, 203, 3}, 7.0f);
+  std::string message =
+      error_message([&] { index_select_into(output, table, from_ids(ids, {1, 203})); });
+  EXPECT_NE(message.find("index_select: id 50 out of range"), std::string::npos) << message;
+  std::vector<float> untouched = to_f32_vector(output);
+  EXPECT_EQ(std::count(untouched.begin(), untouched.end(), 7.0f), 203 * 3);
+  set_num_threads(0);
 }
 
 TEST(IndexSelect, RejectsOutOfRangeAndNonIntegerIds) {
