@@ -251,7 +251,7 @@ void BM_GemmMicroKernel(benchmark::State& state) {
       kernels::gemm_bf16_12x32_avx512(steps, input->data(), kernels::kInputRowStrideBf16,
                                       weight + panel * steps * kColumns * 2,
                                       output.data() + panel * kColumns, kColumns * panels, false,
-                                      nullptr);
+                                      nullptr, nullptr);
     }
     benchmark::DoNotOptimize(output.data());
   }

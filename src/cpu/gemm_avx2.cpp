@@ -64,7 +64,7 @@ void pack_f32_columns_avx2(const void* weight, DType weight_dtype, int64_t weigh
 
 void gemm_f32_6x16_avx2(int64_t steps, const void* input_panel, int64_t input_row_stride,
                         const void* weight_panel, float* c, int64_t c_stride, bool accumulate,
-                        const float* bias) {
+                        const float* bias, const void* /*prefetch*/) {
   constexpr int kRows = 6;
   const float* input = static_cast<const float*>(input_panel);
   const float* weight = static_cast<const float*>(weight_panel);

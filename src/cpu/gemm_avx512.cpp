@@ -34,6 +34,29 @@ inline void store_tile(const __m512 (&acc)[kRows][2], float* c, int64_t c_stride
   }
 }
 
+// acc += the input rows' k pairs times the weight panel's, over `steps` pairs; with kPrefetch,
+// also prefetches `ahead`, as many bytes a step (128) as the panel gives.
+template <bool kPrefetch>
+[[gnu::always_inline]] inline void multiply_bf16_steps(int64_t steps, const int32_t* input,
+                                                       int64_t row_words, const __m512i* weight,
+                                                       const char* ahead,
+                                                       __m512 (&acc)[kRows][2]) {
+  for (int64_t step = 0; step < steps; ++step) {
+    if constexpr (kPrefetch) {
+      _mm_prefetch(ahead + step * 128, _MM_HINT_T0);
+      _mm_prefetch(ahead + step * 128 + 64, _MM_HINT_T0);
+    }
+    __m512bh weight_low = (__m512bh)_mm512_load_si512(weight + 2 * step);
+    __m512bh weight_high = (__m512bh)_mm512_load_si512(weight + 2 * step + 1);
+#pragma GCC unroll 12
+    for (int row = 0; row < kRows; ++row) {
+      __m512bh pair = (__m512bh)_mm512_set1_epi32(input[row * row_words + step]);
+      acc[row][0] = _mm512_dpbf16_ps(acc[row][0], pair, weight_low);
+      acc[row][1] = _mm512_dpbf16_ps(acc[row][1], pair, weight_high);
+    }
+  }
+}
+
 // Transposes a 16 x 16 tile of 32-bit words in place.
 inline void transpose_16x16(__m512i (&rows)[16]) {
   __m512i pairs[16];
@@ -136,29 +159,25 @@ void pack_f32_columns_avx512(const void* weight, DType weight_dtype, int64_t wei
 
 void gemm_bf16_12x32_avx512(int64_t steps, const void* input_panel, int64_t input_row_stride,
                             const void* weight_panel, float* c, int64_t c_stride, bool accumulate,
-                            const float* bias) {
+                            const float* bias, const void* prefetch) {
   // Input rows are bf16 (an even stride); one 32-bit word holds a k pair.
   const int64_t row_words = input_row_stride / 2;
   const int32_t* input = static_cast<const int32_t*>(input_panel);
   const __m512i* weight = static_cast<const __m512i*>(weight_panel);
   __m512 acc[kRows][2];
   load_tile(acc, c, c_stride, accumulate, bias);
-  for (int64_t step = 0; step < steps; ++step) {
-    __m512bh weight_low = (__m512bh)_mm512_load_si512(weight + 2 * step);
-    __m512bh weight_high = (__m512bh)_mm512_load_si512(weight + 2 * step + 1);
-#pragma GCC unroll 12
-    for (int row = 0; row < kRows; ++row) {
-      __m512bh pair = (__m512bh)_mm512_set1_epi32(input[row * row_words + step]);
-      acc[row][0] = _mm512_dpbf16_ps(acc[row][0], pair, weight_low);
-      acc[row][1] = _mm512_dpbf16_ps(acc[row][1], pair, weight_high);
-    }
+  if (prefetch == nullptr) {
+    multiply_bf16_steps<false>(steps, input, row_words, weight, nullptr, acc);
+  } else {
+    multiply_bf16_steps<true>(steps, input, row_words, weight,
+                              static_cast<const char*>(prefetch), acc);
   }
   store_tile(acc, c, c_stride);
 }
 
 void gemm_f32_12x32_avx512(int64_t steps, const void* input_panel, int64_t input_row_stride,
                            const void* weight_panel, float* c, int64_t c_stride, bool accumulate,
-                           const float* bias) {
+                           const float* bias, const void* /*prefetch*/) {
   const float* input = static_cast<const float*>(input_panel);
   const float* weight = static_cast<const float*>(weight_panel);
   __m512 acc[kRows][2];

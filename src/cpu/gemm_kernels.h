@@ -24,17 +24,17 @@ constexpr int64_t kInputRowStrideF32 = kPanelDepthF32 + 16;
 // in place); c has row stride c_stride.
 using MicroKernel = void (*)(int64_t steps, const void* input_panel, int64_t input_row_stride,
                              const void* weight_panel, float* c, int64_t c_stride,
-                             bool accumulate, const float* bias);
+                             bool accumulate, const float* bias, const void* prefetch);
 
 void gemm_bf16_12x32_avx512(int64_t steps, const void* input_panel, int64_t input_row_stride,
                             const void* weight_panel, float* c, int64_t c_stride, bool accumulate,
-                            const float* bias);
+                            const float* bias, const void* prefetch);
 void gemm_f32_12x32_avx512(int64_t steps, const void* input_panel, int64_t input_row_stride,
                            const void* weight_panel, float* c, int64_t c_stride, bool accumulate,
-                           const float* bias);
+                           const float* bias, const void* prefetch);
 void gemm_f32_6x16_avx2(int64_t steps, const void* input_panel, int64_t input_row_stride,
                         const void* weight_panel, float* c, int64_t c_stride, bool accumulate,
-                        const float* bias);
+                        const float* bias, const void* prefetch);
 
 // Packs a bf16 weight panel for gemm_bf16_12x32_avx512: 32 weight rows (columns_valid of them
 // real, the rest zero) of k_count values each, as [k / 2][32][2]; an odd last k pairs with zero.
