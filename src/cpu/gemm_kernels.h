@@ -21,7 +21,9 @@ constexpr int64_t kInputRowStrideF32 = kPanelDepthF32 + 16;
 // One full rows x columns tile: c = (accumulate ? c : bias row or 0) + a-panel · b-panel over
 // `steps` k-steps (k pairs for bf16, single k otherwise). The input panel's rows are
 // input_row_stride elements apart (kInputRowStride* when packed; bf16 input rows may also be read
-// in place); c has row stride c_stride.
+// in place); c has row stride c_stride. `prefetch`, where not null, is where the kernel prefetches
+// from as it runs, two lines a k step (the pace at which it reads a bf16 panel): the bf16 kernel
+// does; the f32 kernels, whose panels are packed per chunk into scratch, are given null.
 using MicroKernel = void (*)(int64_t steps, const void* input_panel, int64_t input_row_stride,
                              const void* weight_panel, float* c, int64_t c_stride,
                              bool accumulate, const float* bias, const void* prefetch);
