@@ -46,8 +46,9 @@ void rms_norm_row(const float* input, const float* weight, float epsilon, float*
                   int64_t count) {
   active().rms_norm_row(input, weight, epsilon, out, count);
 }
-void rope_row(const float* input, const float* cos, const float* sin, float* out, int64_t half) {
-  active().rope_row(input, cos, sin, out, half);
+void rope_rows(const float* input, int64_t input_stride, const float* cos, const float* sin,
+               int64_t table_stride, int64_t rows, int64_t half, void* out, bool out_is_bf16) {
+  active().rope_rows(input, input_stride, cos, sin, table_stride, rows, half, out, out_is_bf16);
 }
 int64_t argmax_row(const float* input, int64_t count) {
   return active().argmax_row(input, count);

@@ -28,8 +28,11 @@ void softmax_row(const float* input, float* out, int64_t count);
 // out[i] = input[i] / sqrt(mean(input^2) + eps) * weight[i].
 void rms_norm_row(const float* input, const float* weight, float epsilon, float* out,
                   int64_t count);
-// Half-split rotation of one row of 2 * half values by cos/sin[half].
-void rope_row(const float* input, const float* cos, const float* sin, float* out, int64_t half);
+// Half-split rotation: input row r (2 * half values, rows input_stride apart) by cos/sin row r
+// (half values, rows table_stride apart) into out row r (rows 2 * half apart), f32 or bf16
+// (`out_is_bf16`, rounded as round_to_bf16_run).
+void rope_rows(const float* input, int64_t input_stride, const float* cos, const float* sin,
+               int64_t table_stride, int64_t rows, int64_t half, void* out, bool out_is_bf16);
 // Index of the first largest value; NaN never wins; 0 when every value is NaN.
 int64_t argmax_row(const float* input, int64_t count);
 // out[0, width) = sum over r < count of weights[r] * rows[r * row_stride + (0, width)], the rows
@@ -55,7 +58,8 @@ struct ElementwiseKernels {
   void (*scale_run)(const float*, float, float*, int64_t);
   void (*softmax_row)(const float*, float*, int64_t);
   void (*rms_norm_row)(const float*, const float*, float, float*, int64_t);
-  void (*rope_row)(const float*, const float*, const float*, float*, int64_t);
+  void (*rope_rows)(const float*, int64_t, const float*, const float*, int64_t, int64_t, int64_t,
+                    void*, bool);
   int64_t (*argmax_row)(const float*, int64_t);
   void (*weighted_row_sum)(const float*, const void*, bool, int64_t, int64_t, int64_t, float*);
   void (*round_to_bf16_run)(const float*, uint16_t*, int64_t);

@@ -2,6 +2,7 @@
 // elementwise_avx2.cpp and elementwise_avx512.cpp define FORNACE_KERNEL_NAMESPACE and include
 // this file.
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -94,23 +95,6 @@ void rms_norm_row(const float* input, const float* weight, float epsilon, float*
                   [&](Vec x, Vec w) { return simd::multiply(simd::multiply(x, inverse), w); });
 }
 
-void rope_row(const float* input, const float* cos, const float* sin, float* out, int64_t half) {
-  const float* second = input + half;
-  int64_t i = 0;
-  for (; i + simd::kWidth <= half; i += simd::kWidth) {
-    Vec x1 = simd::load(input + i);
-    Vec x2 = simd::load(second + i);
-    Vec c = simd::load(cos + i);
-    Vec s = simd::load(sin + i);
-    simd::store(out + i, simd::subtract(simd::multiply(x1, c), simd::multiply(x2, s)));
-    simd::store(out + half + i, simd::add(simd::multiply(x2, c), simd::multiply(x1, s)));
-  }
-  for (; i < half; ++i) {
-    out[i] = input[i] * cos[i] - second[i] * sin[i];
-    out[i + half] = second[i] * cos[i] + input[i] * sin[i];
-  }
-}
-
 int64_t argmax_row(const float* input, int64_t count) {
   float maximum = simd::max_value(input, count);
   for (int64_t i = 0; i < count; ++i) {
@@ -197,6 +181,55 @@ void round_to_bf16_run(const float* input, uint16_t* out, int64_t count) {
   for (; i < count; ++i) out[i] = f32_to_bf16(input[i]);
 }
 
+// values[0, count) (count <= kWidth) to out[at, at + count), f32 or bf16 (`out_is_bf16`,
+// rounded as round_to_bf16_run).
+inline void store_run(Vec values, int64_t count, void* out, int64_t at, bool out_is_bf16) {
+  if (count == simd::kWidth && !out_is_bf16) {
+    simd::store(static_cast<float*>(out) + at, values);
+    return;
+  }
+#if defined(__AVX512BF16__)
+  if (count == simd::kWidth) {
+    store_bf16(values, static_cast<uint16_t*>(out) + at);
+    return;
+  }
+#endif
+  alignas(64) float lanes[simd::kWidth];
+  simd::store(lanes, values);
+  if (out_is_bf16) {
+    round_to_bf16_run(lanes, static_cast<uint16_t*>(out) + at, count);
+  } else {
+    std::memcpy(static_cast<float*>(out) + at, lanes, count * sizeof(float));
+  }
+}
+
+// Rotates input row r (2 * half values, rows input_stride apart) by cos/sin row r (rows
+// table_stride apart) into out row r (rows 2 * half apart, f32 or bf16).
+void rope_rows(const float* input, int64_t input_stride, const float* cos, const float* sin,
+               int64_t table_stride, int64_t rows, int64_t half, void* out, bool out_is_bf16) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* first = input + r * input_stride;
+    const float* second = first + half;
+    const float* cos_row = cos + r * table_stride;
+    const float* sin_row = sin + r * table_stride;
+    for (int64_t i = 0; i < half; i += simd::kWidth) {
+      const int64_t count = std::min<int64_t>(simd::kWidth, half - i);
+      auto load = [&](const float* source) {
+        if (count == simd::kWidth) return simd::load(source + i);
+        alignas(64) float lanes[simd::kWidth] = {};  // The row's last values, zero-padded.
+        std::memcpy(lanes, source + i, count * sizeof(float));
+        return simd::load(lanes);
+      };
+      const Vec x1 = load(first), x2 = load(second), c = load(cos_row), s = load(sin_row);
+      const int64_t at = r * 2 * half + i;
+      store_run(simd::subtract(simd::multiply(x1, c), simd::multiply(x2, s)), count, out, at,
+                out_is_bf16);
+      store_run(simd::add(simd::multiply(x2, c), simd::multiply(x1, s)), count, out, at + half,
+                out_is_bf16);
+    }
+  }
+}
+
 template <typename Activation>
 void gated_rows(Activation activation, const float* gate, int64_t gate_stride, const float* up,
                 int64_t up_stride, int64_t rows, int64_t count, void* out, bool out_is_bf16,
@@ -259,6 +292,6 @@ void gated_product_rows(GateActivation activation, const float* gate, int64_t ga
 
 const ElementwiseKernels elementwise_kernels{
     binary_run,   silu_run, gelu_tanh_run, soft_cap_run,     scale_run,         softmax_row,
-    rms_norm_row, rope_row, argmax_row,    weighted_row_sum, round_to_bf16_run, gated_product_rows};
+    rms_norm_row, rope_rows, argmax_row,    weighted_row_sum, round_to_bf16_run, gated_product_rows};
 
 }  // namespace fornace::cpu::FORNACE_KERNEL_NAMESPACE

@@ -351,25 +351,46 @@ void rope_into(const Tensor& output, const Tensor& input, const Tensor& cos, con
   require_output(output, input.shape(), is_float(output.dtype()) ? output.dtype() : input.dtype(),
                  "rope");
   memory::OpScope scope("rope");
+  if (input.numel() == 0) return;
   // The model's tables are contiguous f32 rows, read in place.
   auto in_place = [](const Tensor& table) {
     return table.dtype() == DType::f32 && table.is_contiguous() ? table.data<float>() : nullptr;
   };
   const float* cos_rows = in_place(cos);
   const float* sin_rows = in_place(sin);
+  const int64_t width = 2 * half;
+  // The model's case: unit-stride f32 rows into a contiguous f32 or bf16 output; each run of
+  // rows along dim -2 (a stride apart) goes to the kernel at once.
+  const DType out_dtype = output.dtype();
+  if (input.dtype() == DType::f32 && input.strides().back() == 1 && cos_rows && sin_rows &&
+      output.is_contiguous() && (out_dtype == DType::f32 || out_dtype == DType::bf16)) {
+    const auto* base = static_cast<const float*>(input.storage()->data());
+    const int64_t row_stride = input.strides()[input.rank() - 2];
+    auto* out = static_cast<char*>(output.raw());
+    const int64_t row_bytes = width * static_cast<int64_t>(output.element_size());
+    parallel_for(input.numel() / width, width, [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end;) {
+        const int64_t position = row % length;
+        const int64_t count = std::min(end - row, length - position);
+        cpu::rope_rows(base + cpu::row_offset(input.layout(), row), row_stride,
+                       cos_rows + position * half, sin_rows + position * half, half, count, half,
+                       out + row * row_bytes, out_dtype == DType::bf16);
+        row += count;
+      }
+    });
+    return;
+  }
   map_rows_into(output, input, [&, length, half](const float* in, float* out, int64_t row) {
     int64_t position = row % length;
-    const float* cos_row =
-        cos_rows ? cos_rows + position * half
-                 : cpu::read_f32(cos.storage()->data(), cos.dtype(),
-                                 cpu::row_offset(cos.layout(), position), cos.strides()[1], half,
-                                 scratch(2, half));
-    const float* sin_row =
-        sin_rows ? sin_rows + position * half
-                 : cpu::read_f32(sin.storage()->data(), sin.dtype(),
-                                 cpu::row_offset(sin.layout(), position), sin.strides()[1], half,
-                                 scratch(3, half));
-    cpu::rope_row(in, cos_row, sin_row, out, half);
+    const float* cos_row = cos_rows ? cos_rows + position * half
+                                    : cpu::read_f32(cos.storage()->data(), cos.dtype(),
+                                                    cpu::row_offset(cos.layout(), position),
+                                                    cos.strides()[1], half, scratch(2, half));
+    const float* sin_row = sin_rows ? sin_rows + position * half
+                                    : cpu::read_f32(sin.storage()->data(), sin.dtype(),
+                                                    cpu::row_offset(sin.layout(), position),
+                                                    sin.strides()[1], half, scratch(3, half));
+    cpu::rope_rows(in, 0, cos_row, sin_row, 0, 1, half, out, false);
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include "cpu/cpu_features.h"
 #include "cpu/elementwise.h"
+#include "ops/copy.h"
 #include "ops/math.h"
 #include "test_tensors.h"
 
@@ -407,55 +408,68 @@ TEST(RmsNorm, RejectsAWeightOfTheWrongLength) {
 
 TEST(Rope, RotatesHalvesOfTransposedQueriesWithANarrowedTable) {
   // Queries as the model makes them: [B, S, H, D] viewed as [B, H, S, D]; cos and sin rows for
-  // positions 5.. of a longer table.
-  for (int64_t head_dim : {2, 8, 64}) {
-    const int64_t batch = 2, heads = 3, length = 17, table_length = 30, first = 5;
-    int64_t half = head_dim / 2;
-    std::vector<float> physical = random_values(batch * length * heads * head_dim, 12);
-    Tensor input = from_vector(physical, {batch, length, heads, head_dim}).transpose(1, 2);
-    std::vector<float> angles(table_length * half);
-    std::vector<float> cos_table(angles.size()), sin_table(angles.size());
-    for (int64_t p = 0; p < table_length; ++p) {
-      for (int64_t i = 0; i < half; ++i) {
-        double angle = p * std::pow(10000.0, -2.0 * i / head_dim);
-        cos_table[p * half + i] = static_cast<float>(std::cos(angle));
-        sin_table[p * half + i] = static_cast<float>(std::sin(angle));
+  // positions 5.. of a longer table. Every ISA; halves of 1, 4, 20 (vectors and a partial one)
+  // and 32 values.
+  for (cpu::Isa isa : {cpu::Isa::portable, cpu::Isa::avx2, cpu::Isa::avx512}) {
+    if (static_cast<int>(isa) > static_cast<int>(cpu::detected_isa())) continue;
+    cpu::set_isa(isa);
+    for (int64_t head_dim : {2, 8, 40, 64}) {
+      const int64_t batch = 2, heads = 3, length = 17, table_length = 30, first = 5;
+      int64_t half = head_dim / 2;
+      std::vector<float> physical = random_values(batch * length * heads * head_dim, 12);
+      Tensor input = from_vector(physical, {batch, length, heads, head_dim}).transpose(1, 2);
+      std::vector<float> angles(table_length * half);
+      std::vector<float> cos_table(angles.size()), sin_table(angles.size());
+      for (int64_t p = 0; p < table_length; ++p) {
+        for (int64_t i = 0; i < half; ++i) {
+          double angle = p * std::pow(10000.0, -2.0 * i / head_dim);
+          cos_table[p * half + i] = static_cast<float>(std::cos(angle));
+          sin_table[p * half + i] = static_cast<float>(std::sin(angle));
+        }
       }
-    }
-    Tensor cos = from_vector(cos_table, {table_length, half}).narrow(0, first, length);
-    Tensor sin = from_vector(sin_table, {table_length, half}).narrow(0, first, length);
-    Tensor result = rope(input, cos, sin);
-    ASSERT_EQ(result.shape(), (Dims{batch, heads, length, head_dim}));
-    EXPECT_TRUE(result.is_contiguous());
-    std::vector<double> expected(result.numel());
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t h = 0; h < heads; ++h) {
-        for (int64_t s = 0; s < length; ++s) {
-          const float* x = &physical[((b * length + s) * heads + h) * head_dim];
-          double* out = &expected[((b * heads + h) * length + s) * head_dim];
-          for (int64_t i = 0; i < half; ++i) {
-            double c = cos_table[(first + s) * half + i];
-            double n = sin_table[(first + s) * half + i];
-            out[i] = double(x[i]) * c - double(x[i + half]) * n;
-            out[i + half] = double(x[i + half]) * c + double(x[i]) * n;
+      Tensor cos = from_vector(cos_table, {table_length, half}).narrow(0, first, length);
+      Tensor sin = from_vector(sin_table, {table_length, half}).narrow(0, first, length);
+      Tensor result = rope(input, cos, sin);
+      ASSERT_EQ(result.shape(), (Dims{batch, heads, length, head_dim}));
+      EXPECT_TRUE(result.is_contiguous());
+      std::vector<double> expected(result.numel());
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t h = 0; h < heads; ++h) {
+          for (int64_t s = 0; s < length; ++s) {
+            const float* x = &physical[((b * length + s) * heads + h) * head_dim];
+            double* out = &expected[((b * heads + h) * length + s) * head_dim];
+            for (int64_t i = 0; i < half; ++i) {
+              double c = cos_table[(first + s) * half + i];
+              double n = sin_table[(first + s) * half + i];
+              out[i] = double(x[i]) * c - double(x[i + half]) * n;
+              out[i + half] = double(x[i + half]) * c + double(x[i]) * n;
+            }
           }
         }
       }
+      expect_close(to_f64_vector(result), expected, 1e-6, 1e-5,
+                   concat(cpu::isa_name(isa), " rope of ", input.describe()));
+      // Into a bf16 output (a bf16 KV cache's keys): the f32 result, rounded.
+      Tensor rounded = zeros(result.shape(), DType::bf16);
+      rope_into(rounded, input, cos, sin);
+      EXPECT_EQ(to_f32_vector(rounded), to_f32_vector(to_dtype(result, DType::bf16)))
+          << cpu::isa_name(isa) << " rope into bf16, head_dim " << head_dim;
+      // The same tables as strided views (read through a copy, not in place): the same result.
+      auto strided = [&](const std::vector<float>& table) {
+        std::vector<float> by_column(table.size());
+        for (int64_t p = 0; p < table_length; ++p) {
+          for (int64_t i = 0; i < half; ++i) by_column[i * table_length + p] = table[p * half + i];
+        }
+        return from_vector(by_column, {half, table_length})
+            .transpose(0, 1)
+            .narrow(0, first, length);
+      };
+      EXPECT_EQ(to_f32_vector(rope(input, strided(cos_table), strided(sin_table))),
+                to_f32_vector(result))
+          << cpu::isa_name(isa) << " rope with strided tables, head_dim " << head_dim;
     }
-    expect_close(to_f64_vector(result), expected, 1e-6, 1e-5,
-                 concat("rope of ", input.describe()));
-    // The same tables as strided views (read through a copy, not in place): the same result.
-    auto strided = [&](const std::vector<float>& table) {
-      std::vector<float> by_column(table.size());
-      for (int64_t p = 0; p < table_length; ++p) {
-        for (int64_t i = 0; i < half; ++i) by_column[i * table_length + p] = table[p * half + i];
-      }
-      return from_vector(by_column, {half, table_length}).transpose(0, 1).narrow(0, first, length);
-    };
-    EXPECT_EQ(to_f32_vector(rope(input, strided(cos_table), strided(sin_table))),
-              to_f32_vector(result))
-        << "rope with strided tables, head_dim " << head_dim;
   }
+  cpu::reset_isa();
 }
 
 TEST(Rope, KeepsBf16InputsInBf16) {
