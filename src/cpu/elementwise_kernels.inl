@@ -291,7 +291,8 @@ void gated_product_rows(GateActivation activation, const float* gate, int64_t ga
 }  // namespace
 
 const ElementwiseKernels elementwise_kernels{
-    binary_run,   silu_run, gelu_tanh_run, soft_cap_run,     scale_run,         softmax_row,
-    rms_norm_row, rope_rows, argmax_row,    weighted_row_sum, round_to_bf16_run, gated_product_rows};
+    binary_run, silu_run,         gelu_tanh_run,     soft_cap_run,
+    scale_run,  softmax_row,      rms_norm_row,      rope_rows,
+    argmax_row, weighted_row_sum, round_to_bf16_run, gated_product_rows};
 
 }  // namespace fornace::cpu::FORNACE_KERNEL_NAMESPACE
