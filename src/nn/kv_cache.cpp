@@ -2,6 +2,9 @@
 // writes into a buffer sized for the whole context.
 #include "nn/kv_cache.h"
 
+#include <memory>
+#include <utility>
+
 #include "core/error.h"
 #include "ops/copy.h"
 
@@ -79,10 +82,40 @@ class ConcatenatingCache : public KvCache {
   int64_t length_ = 0;
 };
 
+// The buffers of a set's prealloc caches, cut from one allocation made at the first append. A
+// set's K and V come to megabytes, so they sit in 2 MiB pages; a layer's buffer alone is often
+// under 2 MiB and would fault in 4 KiB at a time as positions are written (finding 0008).
+class KvArena {
+ public:
+  KvArena(int64_t elements, DType dtype) : elements_(elements), dtype_(dtype) {}
+
+  Tensor take(const Dims& dims) {
+    if (!buffer_.defined()) buffer_ = Tensor::empty({elements_}, dtype_);
+    int64_t count = 1;
+    for (int64_t extent : dims) count *= extent;
+    if (next_ + count > elements_) fail("kv_cache: the arena holds ", elements_, " elements");
+    Tensor buffer = buffer_.narrow(0, next_, count).view(dims);
+    next_ += count;
+    return buffer;
+  }
+
+ private:
+  int64_t elements_;
+  DType dtype_;
+  Tensor buffer_;
+  int64_t next_ = 0;
+};
+
+// A new buffer: from the set's arena, or allocated alone for a cache outside a set.
+Tensor new_buffer(const std::shared_ptr<KvArena>& arena, const Dims& dims, DType dtype) {
+  return arena ? arena->take(dims) : Tensor::empty(dims, dtype);
+}
+
 // A buffer for max_length positions, filled by slice_set; returns narrowed views of it.
 class PreallocatedCache : public KvCache {
  public:
-  explicit PreallocatedCache(const KvCacheShape& shape) : shape_(shape) {}
+  PreallocatedCache(const KvCacheShape& shape, std::shared_ptr<KvArena> arena)
+      : shape_(shape), arena_(std::move(arena)) {}
 
   std::pair<Tensor, Tensor> append(const Tensor& key, const Tensor& value) override {
     memory::OpScope scope("kv_cache");
@@ -93,8 +126,8 @@ class PreallocatedCache : public KvCache {
     }
     if (!keys_.defined()) {
       Dims dims{shape_.batch, shape_.kv_heads, shape_.max_length, shape_.head_dim};
-      keys_ = Tensor::empty(dims, shape_.dtype);
-      values_ = Tensor::empty(dims, shape_.dtype);
+      keys_ = new_buffer(arena_, dims, shape_.dtype);
+      values_ = new_buffer(arena_, dims, shape_.dtype);
     }
     slice_set(keys_, contiguous(key), 2, length_);
     slice_set(values_, contiguous(value), 2, length_);
@@ -111,6 +144,7 @@ class PreallocatedCache : public KvCache {
 
  private:
   KvCacheShape shape_;
+  std::shared_ptr<KvArena> arena_;
   Tensor keys_;
   Tensor values_;
   int64_t length_ = 0;
@@ -121,14 +155,15 @@ class PreallocatedCache : public KvCache {
 // chunk attends to the window before it, in order, joined with the chunk.
 class RingCache : public KvCache {
  public:
-  RingCache(const KvCacheShape& shape, int64_t window) : shape_(shape), window_(window) {}
+  RingCache(const KvCacheShape& shape, int64_t window, std::shared_ptr<KvArena> arena)
+      : shape_(shape), window_(window), arena_(std::move(arena)) {}
 
   std::pair<Tensor, Tensor> append(const Tensor& key, const Tensor& value) override {
     memory::OpScope scope("kv_cache");
     if (!keys_.defined()) {
       Dims dims{shape_.batch, shape_.kv_heads, window_, shape_.head_dim};
-      keys_ = Tensor::empty(dims, shape_.dtype);
-      values_ = Tensor::empty(dims, shape_.dtype);
+      keys_ = new_buffer(arena_, dims, shape_.dtype);
+      values_ = new_buffer(arena_, dims, shape_.dtype);
     }
     int64_t added = key.dim(2);
     std::pair<Tensor, Tensor> attended;
@@ -182,25 +217,32 @@ class RingCache : public KvCache {
 
   KvCacheShape shape_;
   int64_t window_;
+  std::shared_ptr<KvArena> arena_;
   Tensor keys_;
   Tensor values_;
   int64_t length_ = 0;
 };
 
-}  // namespace
-
-std::unique_ptr<KvCache> make_kv_cache(KvCacheKind kind, const KvCacheShape& shape,
-                                       int64_t window) {
+// A cache of `kind`; prealloc buffers come from `arena` when there is one.
+std::unique_ptr<KvCache> make_layer_cache(KvCacheKind kind, const KvCacheShape& shape,
+                                          int64_t window, std::shared_ptr<KvArena> arena) {
   switch (kind) {
     case KvCacheKind::prealloc:
-      if (window > 0) return std::make_unique<RingCache>(shape, window);
-      return std::make_unique<PreallocatedCache>(shape);
+      if (window > 0) return std::make_unique<RingCache>(shape, window, std::move(arena));
+      return std::make_unique<PreallocatedCache>(shape, std::move(arena));
     case KvCacheKind::cat:
       return std::make_unique<ConcatenatingCache>(false, window);
     case KvCacheKind::cat_contiguous:
       return std::make_unique<ConcatenatingCache>(true, window);
   }
   fail("unknown KV cache kind");
+}
+
+}  // namespace
+
+std::unique_ptr<KvCache> make_kv_cache(KvCacheKind kind, const KvCacheShape& shape,
+                                       int64_t window) {
+  return make_layer_cache(kind, shape, window, nullptr);
 }
 
 int64_t KvCacheShape::positions_held(int64_t layer, int64_t position) const {
@@ -213,8 +255,19 @@ int64_t KvCacheShape::bytes_per_position() const {
 
 KvCacheSet::KvCacheSet(KvCacheKind kind, int64_t num_layers, const KvCacheShape& shape)
     : kind_(kind), shape_(shape) {
+  std::shared_ptr<KvArena> arena;
+  if (kind == KvCacheKind::prealloc) {
+    // K and V of every layer: max_length positions, or a sliding layer's window.
+    int64_t positions = 0;
+    for (int64_t i = 0; i < num_layers; ++i) {
+      positions += shape.is_sliding(i) ? shape.window : shape.max_length;
+    }
+    arena = std::make_shared<KvArena>(2 * shape.batch * shape.kv_heads * shape.head_dim * positions,
+                                      shape.dtype);
+  }
   for (int64_t i = 0; i < num_layers; ++i) {
-    layers_.push_back(make_kv_cache(kind, shape, shape.is_sliding(i) ? shape.window : 0));
+    layers_.push_back(
+        make_layer_cache(kind, shape, shape.is_sliding(i) ? shape.window : 0, arena));
   }
 }
 

@@ -94,6 +94,51 @@ TEST(KvCache, CatCopiesTheWholeCacheEveryStepAndPreallocCopiesOnlyTheNewRows) {
   }
 }
 
+// A set's prealloc layers share one allocation (so that it can sit in 2 MiB pages); each layer,
+// full or sliding, still holds only what was appended to it.
+TEST(KvCache, PreallocSetLayersShareOneBufferAndKeepTheirOwnPositions) {
+  KvCacheShape shape{1, kHeads, kHeadDim, 24, DType::f32};
+  shape.window = 5;
+  shape.sliding_layers = {true, false, true, false};
+  KvCacheSet set(KvCacheKind::prealloc, 4, shape);
+  std::vector<std::vector<Tensor>> key_steps(4), value_steps(4);
+  for (int step = 0; step < 4; ++step) {
+    for (int64_t layer = 0; layer < 4; ++layer) {
+      auto [key, value] = model_like_step(step == 0 ? 6 : 1, 1000 + 10 * layer + 2 * step);
+      key_steps[layer].push_back(key);
+      value_steps[layer].push_back(value);
+      set.layer(layer).append(key, value);
+    }
+  }
+  for (int64_t layer = 0; layer < 4; ++layer) {
+    SCOPED_TRACE(concat("layer ", layer));
+    auto [keys, values] = set.layer(layer).contents();
+    EXPECT_TRUE(keys.shares_storage(set.layer(0).contents().first));
+    EXPECT_TRUE(values.shares_storage(keys));
+    std::vector<float> expected_keys = concatenate_by_hand(key_steps[layer]);
+    std::vector<float> expected_values = concatenate_by_hand(value_steps[layer]);
+    if (shape.is_sliding(layer)) {
+      // Positions 4..8 of 9, in ring order: slot p % 5 holds position p.
+      EXPECT_EQ(keys.dim(2), 5);
+      std::vector<float> held_keys = to_f32_vector(keys);
+      std::vector<float> held_values = to_f32_vector(values);
+      for (int64_t head = 0; head < kHeads; ++head) {
+        for (int64_t position = 4; position < 9; ++position) {
+          for (int64_t i = 0; i < kHeadDim; ++i) {
+            int64_t held = (head * 5 + position % 5) * kHeadDim + i;
+            int64_t all = (head * 9 + position) * kHeadDim + i;
+            EXPECT_EQ(held_keys[held], expected_keys[all]);
+            EXPECT_EQ(held_values[held], expected_values[all]);
+          }
+        }
+      }
+    } else {
+      EXPECT_EQ(to_f32_vector(keys), expected_keys);
+      EXPECT_EQ(to_f32_vector(values), expected_values);
+    }
+  }
+}
+
 TEST(KvCache, PreallocRefusesMorePositionsThanItHolds) {
   KvCacheShape shape{1, kHeads, kHeadDim, 4, DType::f32};
   auto cache = make_kv_cache(KvCacheKind::prealloc, shape);
