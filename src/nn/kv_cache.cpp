@@ -91,8 +91,7 @@ class KvArena {
 
   Tensor take(const Dims& dims) {
     if (!buffer_.defined()) buffer_ = Tensor::empty({elements_}, dtype_);
-    int64_t count = 1;
-    for (int64_t extent : dims) count *= extent;
+    const int64_t count = dims.product();
     if (next_ + count > elements_) fail("kv_cache: the arena holds ", elements_, " elements");
     Tensor buffer = buffer_.narrow(0, next_, count).view(dims);
     next_ += count;
