@@ -9,21 +9,13 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
 import { cpus, getPriority, setPriority, tmpdir } from 'node:os';
 import { dirname } from 'node:path';
-import { startServer } from './serve_process.mjs';
+import { parseOptions, startServer } from './serve_process.mjs';
 
 function parseArgs(argv) {
-  const options = {
+  const options = parseOptions(argv, {
     fornace: 'build/bin/fornace', model: 'models/synth-qwen2.5-0.5b', streams: '1,2,4,8',
     tokens: '128', rounds: '3', threads: '2', out: 'bench/runs', prompt: 'bench/prompts/alice-512.txt',
-  };
-  for (let i = 2; i < argv.length; i += 2) {
-    const key = argv[i].replace(/^--/, '');
-    if (!(key in options) || i + 1 >= argv.length) {
-      console.error(`error: unknown or incomplete option ${argv[i]}; options: ${Object.keys(options).map((k) => `--${k}`).join(' ')}`);
-      process.exit(2);
-    }
-    options[key] = argv[i + 1];
-  }
+  });
   options.streams = options.streams.split(',').map(Number);
   for (const key of ['tokens', 'rounds', 'threads']) options[key] = Number(options[key]);
   if (options.streams.some((n) => !(n >= 1)) || !(options.tokens >= 2) || !(options.rounds >= 1)) {

@@ -48,7 +48,6 @@ struct Counters {
   std::array<DeviceMemory, kNumDevices> devices{};
   std::array<PhaseMemory, kNumPhases> phases{};
   std::vector<OpSlot> ops;
-  std::atomic<Phase> phase{Phase::other};
   std::atomic<bool> op_timing{false};
   std::atomic<int64_t> contiguous_copy_bytes{0};
   std::atomic<int64_t> strided_copy_bytes{0};
@@ -62,7 +61,7 @@ Counters& counters() {
   return *instance;
 }
 
-thread_local const char* thread_op = nullptr;
+thread_local ThreadContext this_thread;
 
 OpSlot& slot_for(Counters& state, const char* op) {
   for (OpSlot& slot : state.ops) {
@@ -81,7 +80,7 @@ int64_t now_ns() {
 void record_op_time(const char* op, int64_t nanoseconds) {
   Counters& state = counters();
   std::lock_guard lock(state.mutex);
-  int phase_index = static_cast<int>(state.phase.load());
+  int phase_index = static_cast<int>(this_thread.phase);
   OpSlot& slot = slot_for(state, op);
   slot.nanoseconds[phase_index] += nanoseconds;
   slot.calls[phase_index] += 1;
@@ -89,18 +88,27 @@ void record_op_time(const char* op, int64_t nanoseconds) {
 
 }  // namespace
 
-void set_phase(Phase phase) { counters().phase.store(phase); }
-Phase phase() { return counters().phase.load(); }
-const char* current_op() { return thread_op ? thread_op : "other"; }
+CopyBytes RunCounters::copied() const {
+  return CopyBytes{contiguous_copy_bytes.load(), strided_copy_bytes.load(),
+                   strided_copy_runs.load()};
+}
+
+ThreadContext thread_context() { return this_thread; }
+void set_thread_context(const ThreadContext& context) { this_thread = context; }
+
+void set_phase(Phase phase) { this_thread.phase = phase; }
+Phase phase() { return this_thread.phase; }
+const char* current_op() { return this_thread.op ? this_thread.op : "other"; }
 
 void record_allocation(Device device, int64_t bytes) {
+  if (this_thread.run) this_thread.run->allocated_bytes.fetch_add(bytes, std::memory_order_relaxed);
   Counters& state = counters();
   std::lock_guard lock(state.mutex);
   DeviceMemory& memory = state.devices[static_cast<int>(device)];
   memory.live_bytes += bytes;
   memory.allocated_bytes += bytes;
   memory.peak_bytes = std::max(memory.peak_bytes, memory.live_bytes);
-  int phase_index = static_cast<int>(state.phase.load());
+  int phase_index = static_cast<int>(this_thread.phase);
   PhaseMemory& phase = state.phases[phase_index];
   phase.allocated_bytes += bytes;
   phase.allocations += 1;
@@ -114,10 +122,18 @@ void record_release(Device device, int64_t bytes) {
   Counters& state = counters();
   std::lock_guard lock(state.mutex);
   state.devices[static_cast<int>(device)].live_bytes -= bytes;
-  state.phases[static_cast<int>(state.phase.load())].released_bytes += bytes;
+  state.phases[static_cast<int>(this_thread.phase)].released_bytes += bytes;
 }
 
 void record_copy(int64_t bytes, bool strided, int64_t runs) {
+  if (RunCounters* run = this_thread.run) {
+    if (strided) {
+      run->strided_copy_bytes.fetch_add(bytes, std::memory_order_relaxed);
+      run->strided_copy_runs.fetch_add(runs, std::memory_order_relaxed);
+    } else {
+      run->contiguous_copy_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    }
+  }
   if (!strided) {
     counters().contiguous_copy_bytes.fetch_add(bytes, std::memory_order_relaxed);
     return;
@@ -187,6 +203,9 @@ void record_mapping(const MappedBytes& mapped) {
 }
 
 void record_attention_read(int64_t bytes) {
+  if (this_thread.run) {
+    this_thread.run->attention_read_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  }
   counters().attention_read_bytes.fetch_add(bytes, std::memory_order_relaxed);
 }
 
@@ -230,15 +249,18 @@ void reset_counters() {
   state.attention_read_bytes = 0;
 }
 
-OpScope::OpScope(const char* op) : previous_(thread_op) {
-  if (thread_op) return;
-  thread_op = op;
+OpScope::OpScope(const char* op) : previous_(this_thread.op) {
+  if (this_thread.op) return;
+  this_thread.op = op;
   if (counters().op_timing.load(std::memory_order_relaxed)) start_ns_ = now_ns();
 }
 OpScope::~OpScope() {
-  if (start_ns_ >= 0) record_op_time(thread_op, now_ns() - start_ns_);
-  thread_op = previous_;
+  if (start_ns_ >= 0) record_op_time(this_thread.op, now_ns() - start_ns_);
+  this_thread.op = previous_;
 }
+
+RunScope::RunScope(RunCounters& run) : previous_(this_thread.run) { this_thread.run = &run; }
+RunScope::~RunScope() { this_thread.run = previous_; }
 
 PhaseScope::PhaseScope(Phase phase) : previous_(memory::phase()) { set_phase(phase); }
 PhaseScope::~PhaseScope() { set_phase(previous_); }

@@ -81,6 +81,29 @@ struct CopyBytes {
 // Process-wide counters. Allocation is counted by Storage; copies by the copy kernels.
 namespace memory {
 
+// The counters of one run (a generation, a server's engine): what the threads working for it
+// copied, read from the KV cache and allocated, whatever else the process runs at the time.
+struct RunCounters {
+  std::atomic<int64_t> contiguous_copy_bytes{0};
+  std::atomic<int64_t> strided_copy_bytes{0};
+  std::atomic<int64_t> strided_copy_runs{0};
+  std::atomic<int64_t> attention_read_bytes{0};
+  std::atomic<int64_t> allocated_bytes{0};
+
+  CopyBytes copied() const;
+};
+
+// What a thread works for: its run's counters (none: process-wide counters only), its phase and
+// its op. The thread pool hands the caller's context to the workers that run its parts.
+struct ThreadContext {
+  RunCounters* run = nullptr;
+  Phase phase = Phase::other;
+  const char* op = nullptr;
+};
+ThreadContext thread_context();
+void set_thread_context(const ThreadContext& context);
+
+// The phase of this thread (and of the pool's workers while they run its parts).
 void set_phase(Phase phase);
 Phase phase();
 // The op name that allocations on this thread are tagged with (a string literal).
@@ -127,6 +150,19 @@ class OpScope {
  private:
   const char* previous_;
   int64_t start_ns_ = -1;  // Set when this scope is outermost and timed.
+};
+
+// Counts what this thread (and the pool's workers on its behalf) does into `run` as well, for
+// its lifetime.
+class RunScope {
+ public:
+  explicit RunScope(RunCounters& run);
+  ~RunScope();
+  RunScope(const RunScope&) = delete;
+  RunScope& operator=(const RunScope&) = delete;
+
+ private:
+  RunCounters* previous_;
 };
 
 // Sets the phase for its lifetime and restores the previous one after.

@@ -80,6 +80,7 @@ uint64_t ThreadPool::claim_parts(uint64_t state) {
                                       std::memory_order_acquire)) {
       continue;  // `state` now holds the current word; check it again.
     }
+    memory::set_thread_context(caller_context_);
     const int64_t part = static_cast<int64_t>(next_part(state));
     const int64_t parts = static_cast<int64_t>(part_count(state));
     if (guided_.active()) {
@@ -118,6 +119,7 @@ void ThreadPool::worker_loop(uint64_t seen) {
     }
     if (stopping_.load()) return;
     seen = claim_parts(current);
+    memory::set_thread_context({});
   }
 }
 
@@ -159,6 +161,7 @@ void ThreadPool::dispatch(int64_t count, int64_t requested_parts, void* context,
     return;
   }
   running_ = true;
+  caller_context_ = memory::thread_context();
   context_ = context;
   invoker_ = invoker;
   count_ = count;

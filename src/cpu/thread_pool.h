@@ -7,6 +7,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/memory.h"
+
 namespace fornace {
 
 class ThreadPool {
@@ -94,6 +96,8 @@ class ThreadPool {
   void* context_ = nullptr;
   Invoker invoker_ = nullptr;
   int64_t count_ = 0;
+  // The caller's run counters, phase and op, which the workers take on while they run its parts.
+  memory::ThreadContext caller_context_;
   // Job state: generation (high 32 bits), part count (16 bits), next unclaimed part (16 bits).
   // Claiming a part is a compare-exchange on the whole word, so a stale claim never succeeds.
   std::atomic<uint64_t> state_{0};

@@ -1,4 +1,4 @@
-// Prefill and decode with per-step timing, copy and allocation counts.
+// Prefill and decode of one sequence with per-step timing, copy and allocation counts.
 #include "engine/generator.h"
 
 #include <algorithm>
@@ -6,8 +6,6 @@
 #include <numeric>
 
 #include "core/error.h"
-#include "cpu/copy_kernels.h"
-#include "ops/creation.h"
 
 namespace fornace {
 namespace {
@@ -44,96 +42,74 @@ double GenerationResult::mean_step_ms_last(int64_t count) const {
 
 Generator::Generator(Model& model, KvCacheKind kind, int64_t max_context,
                      const SamplerOptions& sampling)
-    : model_(model),
-      cache_(kind, model.config().num_hidden_layers, model.kv_cache_shape(max_context)),
-      sampler_(sampling) {}
+    : model_(model), sequence_(model, kind, max_context), sampling_(sampling) {}
 
 GenerationResult Generator::generate(const std::vector<uint32_t>& prompt,
                                      const GenerationOptions& options,
                                      const std::function<void(uint32_t)>& on_token) {
   if (prompt.empty()) fail("generate: empty prompt");
   int64_t needed = static_cast<int64_t>(prompt.size()) + options.max_new_tokens;
-  if (needed > cache_.max_length()) {
+  if (needed > cache().max_length()) {
     fail("generate: ", prompt.size(), " prompt tokens + ", options.max_new_tokens,
-         " new tokens exceed the context of ", cache_.max_length());
+         " new tokens exceed the context of ", cache().max_length());
   }
-  cache_.clear();
   GenerationResult result;
   result.prompt = prompt;
   // The bytes only: the regions and their owners stay with the model.
   result.weights_read_per_token.bytes = model_.weights_read_per_token().bytes;
-  std::vector<uint32_t> history = prompt;
-  std::vector<float> logits;
-
-  auto copy_logits = [&](const Tensor& output) {
-    logits.resize(output.numel());
-    cpu::strided_to_contiguous(logits.data(), DType::f32, output.storage()->data(),
-                               output.dtype(), output.layout());
-    if (options.keep_logits) result.logits.push_back(logits);
+  SequenceLimits limits{options.max_new_tokens, options.ignore_eos, options.eos_ids,
+                        options.keep_logits};
+  memory::RunCounters run;
+  memory::RunScope counting(run);
+  auto finish = [&] {
+    result.generated = sequence_.generated();
+    result.stopped_at_eos = sequence_.end() == SequenceEnd::eos;
+    result.logits = std::move(sequence_.kept_logits());
+    return result;
   };
-  auto is_eos = [&](uint32_t id) {
-    return std::find(options.eos_ids.begin(), options.eos_ids.end(), id) != options.eos_ids.end();
-  };
-  auto accept = [&](uint32_t id) {
-    result.generated.push_back(id);
-    history.push_back(id);
-    if (on_token) on_token(id);
-    return !options.ignore_eos && is_eos(id);
+  auto emit_last = [&] {
+    if (on_token) on_token(sequence_.tokens().back());
   };
 
   {
     memory::PhaseScope phase(Phase::prefill);
-    CopyBytes before = memory::copy_bytes();
     auto start = std::chrono::steady_clock::now();
-    int64_t total = static_cast<int64_t>(prompt.size());
-    // Equal chunks of prefill_chunk to 2 * prefill_chunk - 1 tokens: a short last chunk would
-    // pack every weight for the GEMM again for a few rows (513 tokens run as one pass, 2,049
-    // as 512 + 512 + 512 + 513). Only the last chunk computes logits.
-    int64_t chunks = options.prefill_chunk > 0 ? std::max<int64_t>(1, total / options.prefill_chunk)
-                                               : 1;
-    if (options.on_prefill_progress && chunks > 1) options.on_prefill_progress(0, total);
-    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-      int64_t begin = total * chunk / chunks;
-      int64_t end = total * (chunk + 1) / chunks;
-      std::vector<int32_t> values(prompt.begin() + begin, prompt.begin() + end);
-      bool last = chunk + 1 == chunks;
-      Tensor output = model_.forward(from_ids(values, {1, end - begin}), cache_,
-                                     last ? Logits::last : Logits::none);
-      if (last) copy_logits(output);
-      if (options.on_prefill_progress) options.on_prefill_progress(end, total);
+    result.reused_tokens = sequence_.start(prompt, sampling_, limits, options.reuse_cache);
+    const int64_t total = sequence_.prompt_length();
+    const bool chunked = sequence_.prompt_remaining() >= 2 * options.prefill_chunk &&
+                         options.prefill_chunk > 0;
+    if (options.on_prefill_progress && chunked) {
+      options.on_prefill_progress(result.reused_tokens, total);
     }
-    uint32_t first = options.max_new_tokens > 0 ? sampler_.sample(logits, history) : 0;
+    while (sequence_.prefilling()) {
+      sequence_.prefill(model_, options.prefill_chunk);
+      if (options.on_prefill_progress) {
+        options.on_prefill_progress(total - sequence_.prompt_remaining(), total);
+      }
+    }
     result.prefill_ms = elapsed_ms(start);
-    result.prefill_copied = difference(memory::copy_bytes(), before);
-    if (options.max_new_tokens == 0) return result;
-    result.stopped_at_eos = accept(first);
+    result.prefill_copied = run.copied();
+    if (options.max_new_tokens == 0) return finish();
+    emit_last();
   }
 
   memory::PhaseScope phase(Phase::decode);
   result.steps.reserve(options.max_new_tokens);
-  // The one-token input of every decode step, written in place.
-  Tensor next = [] {
-    memory::OpScope scope("decode_input");
-    return Tensor::empty({1, 1}, DType::u32);
-  }();
-  while (!result.stopped_at_eos &&
-         static_cast<int64_t>(result.generated.size()) < options.max_new_tokens) {
-    CopyBytes copies_before = memory::copy_bytes();
-    int64_t kv_read_before = memory::attention_read_bytes();
-    int64_t allocated_before = memory::phase_memory(Phase::decode).allocated_bytes;
+  while (sequence_.decoding()) {
+    const CopyBytes copies_before = run.copied();
+    const int64_t kv_read_before = run.attention_read_bytes;
+    const int64_t allocated_before = run.allocated_bytes;
     auto start = std::chrono::steady_clock::now();
-    next.data<uint32_t>()[0] = result.generated.back();
-    copy_logits(model_.forward(next, cache_, Logits::last));
-    uint32_t id = sampler_.sample(logits, history);
+    sequence_.decode(model_);
     DecodeStep step;
     step.ms = elapsed_ms(start);
-    step.copied = difference(memory::copy_bytes(), copies_before);
-    step.allocated_bytes = memory::phase_memory(Phase::decode).allocated_bytes - allocated_before;
-    step.kv_read_bytes = memory::attention_read_bytes() - kv_read_before;
+    step.copied = difference(run.copied(), copies_before);
+    step.allocated_bytes = run.allocated_bytes - allocated_before;
+    step.kv_read_bytes = run.attention_read_bytes - kv_read_before;
     result.steps.push_back(step);
-    result.stopped_at_eos = accept(id);
+    emit_last();
   }
-  return result;
+  return finish();
 }
 
 }  // namespace fornace

@@ -1,4 +1,5 @@
-// The generation loop: one batched prefill, then one token per decode step, timed per step.
+// The generation loop of one sequence: chunked prefill, then one token per decode step, each timed
+// and counted (copies, allocations, KV bytes read) for this run alone.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 
 #include "core/memory.h"
 #include "engine/sampler.h"
+#include "engine/sequence.h"
 #include "models/model.h"
 #include "nn/kv_cache.h"
 
@@ -22,6 +24,9 @@ struct GenerationOptions {
   int64_t prefill_chunk = 512;
   // Called after each prompt chunk with the prompt tokens done and their total.
   std::function<void(int64_t done, int64_t total)> on_prefill_progress;
+  // Keep the positions that the cache holds from the previous generation and that this prompt
+  // begins with, and prefill only the rest (a conversation's earlier turns).
+  bool reuse_cache = false;
 };
 
 struct DecodeStep {
@@ -33,6 +38,7 @@ struct DecodeStep {
 
 struct GenerationResult {
   std::vector<uint32_t> prompt;
+  int64_t reused_tokens = 0;  // Prompt tokens whose keys and values the cache already held.
   std::vector<uint32_t> generated;
   double prefill_ms = 0;
   CopyBytes prefill_copied;
@@ -55,12 +61,12 @@ class Generator {
   // after each new id.
   GenerationResult generate(const std::vector<uint32_t>& prompt, const GenerationOptions& options,
                             const std::function<void(uint32_t)>& on_token = {});
-  KvCacheSet& cache() { return cache_; }
+  KvCacheSet& cache() { return sequence_.cache(); }
 
  private:
   Model& model_;
-  KvCacheSet cache_;
-  Sampler sampler_;
+  Sequence sequence_;
+  SamplerOptions sampling_;
 };
 
 }  // namespace fornace

@@ -5,9 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "cpu/copy_kernels.h"
 #include "nn/sequences.h"
-#include "ops/creation.h"
 
 namespace fornace {
 namespace {
@@ -16,13 +14,6 @@ using Clock = std::chrono::steady_clock;
 
 double ms_between(Clock::time_point start, Clock::time_point end) {
   return std::chrono::duration<double, std::milli>(end - start).count();
-}
-
-// Copies f32 logits (any layout) into `out`.
-void copy_logits(const Tensor& logits, std::vector<float>& out) {
-  out.resize(logits.numel());
-  cpu::strided_to_contiguous(out.data(), DType::f32, logits.storage()->data(), logits.dtype(),
-                             logits.layout());
 }
 
 // The decode passes that the recent tok/s covers.
@@ -56,6 +47,10 @@ std::optional<CompletionUpdate> Completion::next(std::chrono::milliseconds timeo
   update.text = text_.substr(delivered_);
   delivered_ = text_.size();
   update.completion_tokens = static_cast<int64_t>(generated_.size());
+  update.cached_tokens = cached_tokens_;
+  update.logprobs.assign(logprobs_.begin() + static_cast<int64_t>(delivered_logprobs_),
+                         logprobs_.end());
+  delivered_logprobs_ = logprobs_.size();
   update.finished = finished_;
   update.finish_reason = finish_reason_;
   return update;
@@ -81,6 +76,16 @@ std::string Completion::text() const {
   return text_;
 }
 
+int64_t Completion::cached_tokens() const {
+  std::lock_guard lock(mutex_);
+  return cached_tokens_;
+}
+
+void Completion::set_cached_tokens(int64_t tokens) {
+  std::lock_guard lock(mutex_);
+  cached_tokens_ = tokens;
+}
+
 int64_t Completion::completion_tokens() const {
   std::lock_guard lock(mutex_);
   return static_cast<int64_t>(generated_.size());
@@ -101,6 +106,11 @@ std::vector<std::vector<float>> Completion::logits() const {
   return logits_;
 }
 
+std::vector<TokenLogprob> Completion::logprobs() const {
+  std::lock_guard lock(mutex_);
+  return logprobs_;
+}
+
 double Completion::time_to_first_token_ms() const {
   std::lock_guard lock(mutex_);
   return first_token_ms_;
@@ -111,13 +121,15 @@ double Completion::total_ms() const {
   return total_ms_;
 }
 
-void Completion::add_token(uint32_t id, const std::string& text, std::vector<float>* logits) {
+void Completion::add_token(uint32_t id, const std::string& text, const std::vector<float>* logits,
+                           const TokenLogprob* logprob) {
   {
     std::lock_guard lock(mutex_);
     if (generated_.empty()) first_token_ms_ = ms_between(submitted_, Clock::now());
     generated_.push_back(id);
     text_ += text;
     if (logits) logits_.push_back(*logits);
+    if (logprob) logprobs_.push_back(*logprob);
   }
   changed_.notify_all();
 }
@@ -136,26 +148,18 @@ void Completion::finish(FinishReason reason, const std::string& text) {
 // --- Scheduler ------------------------------------------------------------------------------
 
 struct Scheduler::Slot {
-  Slot(Model& model, int64_t context)
-      : cache(KvCacheKind::prealloc, model.config().num_hidden_layers,
-              model.kv_cache_shape(context)) {}
+  Slot(Model& model, int64_t context) : sequence(model, KvCacheKind::prealloc, context) {}
 
-  KvCacheSet cache;
+  Sequence sequence;
   bool busy = false;
-  int64_t order = 0;  // When it was admitted: the oldest prompt is prefilled first.
+  int64_t order = 0;      // When it was admitted: the oldest prompt is prefilled first.
+  int64_t last_used = 0;  // When its last request left: the least recent cache goes first.
   CompletionRequest request;
   std::shared_ptr<Completion> completion;
-  std::optional<Sampler> sampler;
   std::optional<IncrementalDecoder> decoder;
   std::optional<StopStrings> stops;
-  std::vector<uint32_t> history;  // Prompt, then generated ids.
-  int64_t prefilled = 0;          // Prompt tokens in the cache.
-  int64_t max_tokens = 0;         // The request's, capped by the room in the context.
-  std::vector<float> logits;
 
-  bool decoding() const {
-    return busy && prefilled == static_cast<int64_t>(request.prompt.size());
-  }
+  bool decoding() const { return busy && sequence.decoding(); }
 };
 
 Scheduler::Scheduler(Model& model, const Tokenizer& tokenizer, const SchedulerOptions& options)
@@ -232,30 +236,48 @@ void Scheduler::stop() {
   if (engine_.joinable()) engine_.join();
 }
 
-void Scheduler::admit_locked() {
+Scheduler::Slot* Scheduler::free_slot_for(const std::vector<uint32_t>& prompt) {
+  Slot* best = nullptr;
+  int64_t best_shared = 0;
   for (auto& slot : slots_) {
-    while (!slot->busy && !queue_.empty()) {
-      Queued queued = std::move(queue_.front());
-      queue_.pop_front();
-      if (queued.completion->cancelled()) {
-        queued.completion->finish(FinishReason::cancelled, "");
-        ++stats_.requests_finished;
-        continue;
-      }
-      Slot& free = *slot;
-      free.busy = true;
-      free.order = admitted_++;
-      free.request = std::move(queued.request);
-      free.completion = std::move(queued.completion);
-      free.sampler.emplace(free.request.sampling);
-      free.decoder.emplace(tokenizer_, true);
-      free.stops.emplace(free.request.stop);
-      free.history = free.request.prompt;
-      free.prefilled = 0;
-      const int64_t prompt_length = static_cast<int64_t>(free.request.prompt.size());
-      free.max_tokens = std::min(free.request.max_tokens, options_.context - prompt_length);
-      free.cache.clear();
+    if (slot->busy) continue;
+    const int64_t shared = options_.cache_prompt ? slot->sequence.shared_prefix(prompt) : 0;
+    if (!best || shared > best_shared ||
+        (shared == best_shared && slot->last_used < best->last_used)) {
+      best = slot.get();
+      best_shared = shared;
     }
+  }
+  return best;
+}
+
+void Scheduler::admit_locked() {
+  while (!queue_.empty()) {
+    if (queue_.front().completion->cancelled()) {
+      queue_.front().completion->finish(FinishReason::cancelled, "");
+      queue_.pop_front();
+      ++stats_.requests_finished;
+      continue;
+    }
+    Slot* free = free_slot_for(queue_.front().request.prompt);
+    if (!free) break;
+    Queued queued = std::move(queue_.front());
+    queue_.pop_front();
+    free->busy = true;
+    free->order = admitted_++;
+    free->request = std::move(queued.request);
+    free->completion = std::move(queued.completion);
+    free->decoder.emplace(tokenizer_, true);
+    free->stops.emplace(free->request.stop);
+    const int64_t prompt_length = static_cast<int64_t>(free->request.prompt.size());
+    SequenceLimits limits{std::min(free->request.max_tokens, options_.context - prompt_length),
+                          free->request.ignore_eos, options_.eos_ids, free->request.keep_logits,
+                          free->request.top_logprobs};
+    const int64_t reused =
+        free->sequence.start(free->request.prompt, free->request.sampling, limits,
+                             options_.cache_prompt && free->request.cache_prompt);
+    free->completion->set_cached_tokens(reused);
+    stats_.reused_prompt_tokens += reused;
   }
   stats_.queue_length = static_cast<int64_t>(queue_.size());
   stats_.active_slots = std::count_if(slots_.begin(), slots_.end(),
@@ -278,7 +300,9 @@ void Scheduler::run() {
     } catch (const std::exception& error) {
       // A failed pass ends the requests it ran; the engine keeps serving the next ones.
       std::fprintf(stderr, "error: engine step failed: %s\n", error.what());
+      // A pass that failed part way leaves caches that no later request may reuse.
       for (auto& slot : slots_) {
+        slot->sequence.cache().clear();
         if (slot->busy) release(*slot, FinishReason::cancelled);
       }
     }
@@ -319,44 +343,31 @@ bool Scheduler::step() {
 
 void Scheduler::prefill(Slot& slot, bool others_decoding) {
   const auto start = Clock::now();
-  const std::vector<uint32_t>& prompt = slot.request.prompt;
-  const int64_t remaining = static_cast<int64_t>(prompt.size()) - slot.prefilled;
   const int64_t chunk = others_decoding ? options_.prefill_chunk : options_.prefill_chunk_alone;
-  // As the generator does: a remainder under two chunks runs whole, so no pass is a sliver.
-  const int64_t count = remaining < 2 * chunk ? remaining : chunk;
-  std::vector<int32_t> values(prompt.begin() + slot.prefilled,
-                              prompt.begin() + slot.prefilled + count);
-  const bool last = count == remaining;
-  Tensor output = model_.forward(from_ids(values, {1, count}), slot.cache,
-                                 last ? Logits::last : Logits::none);
-  slot.prefilled += count;
+  const int64_t count = slot.sequence.prefill(model_, chunk);
   {
     std::lock_guard lock(mutex_);
     stats_.prompt_tokens += count;
     stats_.prefill_seconds += ms_between(start, Clock::now()) / 1000.0;
   }
-  if (!last) return;
-  copy_logits(output, slot.logits);
-  accept(slot, slot.logits);
+  if (!slot.sequence.prefilling()) publish(slot);
 }
 
 void Scheduler::decode(std::vector<Slot*>& slots) {
   const auto start = Clock::now();
-  std::vector<uint32_t> ids;
-  std::vector<KvCacheSet*> caches;
-  for (Slot* slot : slots) {
-    ids.push_back(slot->history.back());
-    caches.push_back(&slot->cache);
-  }
   if (slots.size() == 1) {
     // One sequence takes the path `fornace` decodes with.
-    std::vector<int32_t> values(ids.begin(), ids.end());
-    copy_logits(model_.forward(from_ids(values, {1, 1}), slots[0]->cache, Logits::last),
-                slots[0]->logits);
+    slots[0]->sequence.decode(model_);
   } else {
+    std::vector<uint32_t> ids;
+    std::vector<KvCacheSet*> caches;
+    for (Slot* slot : slots) {
+      ids.push_back(slot->sequence.next_input());
+      caches.push_back(&slot->sequence.cache());
+    }
     Tensor logits = model_.forward_batch(ids, caches);
     for (size_t index = 0; index < slots.size(); ++index) {
-      copy_logits(logits.narrow(0, static_cast<int64_t>(index), 1), slots[index]->logits);
+      slots[index]->sequence.accept(logits.narrow(0, static_cast<int64_t>(index), 1));
     }
   }
   const auto end = Clock::now();
@@ -370,28 +381,24 @@ void Scheduler::decode(std::vector<Slot*>& slots) {
       recent_steps_.pop_front();
     }
   }
-  for (Slot* slot : slots) accept(*slot, slot->logits);
+  for (Slot* slot : slots) publish(*slot);
 }
 
-void Scheduler::accept(Slot& slot, std::vector<float>& logits) {
-  std::optional<std::vector<float>> kept;
-  if (slot.request.keep_logits) kept = logits;
-  const size_t prompt_length = slot.request.prompt.size();
-  const uint32_t id = slot.sampler->sample(logits, slot.history, prompt_length);
-  slot.history.push_back(id);
-  const int64_t generated = static_cast<int64_t>(slot.history.size() - prompt_length);
-  const std::vector<uint32_t>& eos = options_.eos_ids;
-  const bool at_eos =
-      !slot.request.ignore_eos && std::find(eos.begin(), eos.end(), id) != eos.end();
+void Scheduler::publish(Slot& slot) {
+  Sequence& sequence = slot.sequence;
+  const uint32_t id = sequence.tokens().back();
   std::string text = slot.stops->push(slot.decoder->push(id));
   {
     std::lock_guard lock(mutex_);
     ++stats_.completion_tokens;
   }
-  slot.completion->add_token(id, text, kept ? &*kept : nullptr);
-  if (slot.stops->stopped() || at_eos) {
+  const std::vector<std::vector<float>>& kept = sequence.kept_logits();
+  const std::vector<TokenLogprob>& logprobs = sequence.logprobs();
+  slot.completion->add_token(id, text, kept.empty() ? nullptr : &kept.back(),
+                             logprobs.empty() ? nullptr : &logprobs.back());
+  if (slot.stops->stopped() || sequence.end() == SequenceEnd::eos) {
     release(slot, FinishReason::stop);
-  } else if (generated >= slot.max_tokens) {
+  } else if (sequence.end() == SequenceEnd::length) {
     release(slot, FinishReason::length);
   }
 }
@@ -405,9 +412,11 @@ void Scheduler::release(Slot& slot, FinishReason reason) {
   }
   std::shared_ptr<Completion> completion = std::move(slot.completion);
   slot.busy = false;
-  slot.cache.clear();
+  // The cache stays for the next request that shares its prefix.
+  if (!options_.cache_prompt) slot.sequence.cache().clear();
   {
     std::lock_guard lock(mutex_);
+    slot.last_used = ++released_;
     ++stats_.requests_finished;
     stats_.active_slots = std::count_if(slots_.begin(), slots_.end(),
                                         [](const auto& other) { return other->busy; });

@@ -1,6 +1,8 @@
-// Continuous batching: requests run in slots, each with its own KV cache, and one engine thread
-// steps every active slot together (one batched decode pass), prefilling new prompts in chunks
-// between decode steps; requests beyond the slots wait in a bounded queue.
+// Continuous batching: requests run in slots, each a Sequence with its own KV cache, and one
+// engine thread steps every active slot together (one batched decode pass), prefilling new
+// prompts in chunks between decode steps; requests beyond the slots wait in a bounded queue. A
+// slot keeps its cache after a request, and a new request goes to the free slot whose cached
+// tokens share the longest prefix with its prompt, which then prefills only the rest.
 #pragma once
 
 #include <chrono>
@@ -16,6 +18,7 @@
 
 #include "core/error.h"
 #include "engine/sampler.h"
+#include "engine/sequence.h"
 #include "engine/stop_strings.h"
 #include "models/model.h"
 #include "text/tokenizer.h"
@@ -34,12 +37,18 @@ struct CompletionRequest {
   std::vector<std::string> stop;   // The text ends before the first of these (not included).
   bool ignore_eos = false;
   bool keep_logits = false;        // Keep the logits of every step (tests).
+  int64_t top_logprobs = -1;       // Each token's logprob and the top N's (-1: none).
+  // Reuse the cached positions of an earlier request that the prompt begins with (when the
+  // scheduler's cache_prompt is on too).
+  bool cache_prompt = true;
 };
 
 // What a completion has produced since the last call to Completion::next.
 struct CompletionUpdate {
   std::string text;                // New text: whole UTF-8 characters, stop strings held back.
   int64_t completion_tokens = 0;   // Tokens generated so far.
+  int64_t cached_tokens = 0;       // Prompt tokens reused from a slot's cache.
+  std::vector<TokenLogprob> logprobs;  // Of the tokens generated since the last update.
   bool finished = false;
   FinishReason finish_reason = FinishReason::length;
 };
@@ -60,12 +69,15 @@ class Completion {
   bool cancelled() const;
 
   int64_t prompt_tokens() const { return prompt_tokens_; }
+  // Prompt tokens whose keys and values a slot's cache already held (known once it has a slot).
+  int64_t cached_tokens() const;
   // After wait(): the whole text, the ids, why it ended and the logits (when kept).
   std::string text() const;
   std::vector<uint32_t> generated() const;
   int64_t completion_tokens() const;
   FinishReason finish_reason() const;
   std::vector<std::vector<float>> logits() const;
+  std::vector<TokenLogprob> logprobs() const;  // One per token, when the request asked.
   // Milliseconds from submit to the first generated token (0 before it), and to the end.
   double time_to_first_token_ms() const;
   double total_ms() const;
@@ -73,7 +85,9 @@ class Completion {
  private:
   friend class Scheduler;
   // Engine side.
-  void add_token(uint32_t id, const std::string& text, std::vector<float>* logits);
+  void set_cached_tokens(int64_t tokens);
+  void add_token(uint32_t id, const std::string& text, const std::vector<float>* logits,
+                 const TokenLogprob* logprob);
   void finish(FinishReason reason, const std::string& text);
 
   const int64_t prompt_tokens_;
@@ -82,8 +96,11 @@ class Completion {
   mutable std::condition_variable changed_;
   std::string text_;               // All text so far.
   size_t delivered_ = 0;           // Bytes of text_ that next() has handed out.
+  size_t delivered_logprobs_ = 0;  // Entries of logprobs_ that next() has handed out.
   std::vector<uint32_t> generated_;
   std::vector<std::vector<float>> logits_;
+  std::vector<TokenLogprob> logprobs_;
+  int64_t cached_tokens_ = 0;
   bool finished_ = false;
   bool cancelled_ = false;
   FinishReason finish_reason_ = FinishReason::length;
@@ -99,7 +116,9 @@ struct SchedulerOptions {
   // for it); a prompt alone runs in chunks of up to `prefill_chunk_alone`.
   int64_t prefill_chunk = 64;
   int64_t prefill_chunk_alone = 512;
-  std::vector<uint32_t> eos_ids;
+  std::vector<int64_t> eos_ids;
+  // Slots keep their caches between requests for prompt reuse.
+  bool cache_prompt = true;
 };
 
 // Counters since start and gauges now, for /metrics.
@@ -110,6 +129,7 @@ struct SchedulerStats {
   int64_t requests_submitted = 0;
   int64_t requests_finished = 0;
   int64_t prompt_tokens = 0;        // Prompt tokens prefilled.
+  int64_t reused_prompt_tokens = 0; // Prompt tokens taken from a slot's cache, not prefilled.
   int64_t completion_tokens = 0;    // Tokens generated.
   int64_t decode_steps = 0;         // Decode passes (each over all decoding slots).
   double decode_seconds = 0;        // Time in decode passes.
@@ -153,10 +173,13 @@ class Scheduler {
   // One engine iteration: admit, drop cancelled, one prefill chunk, one decode pass.
   void admit_locked();
   bool step();
+  // The free slot for `prompt`: the one whose cache shares the longest prefix with it, else the
+  // one used least recently; nullptr when none is free.
+  Slot* free_slot_for(const std::vector<uint32_t>& prompt);
   void prefill(Slot& slot, bool others_decoding);
   void decode(std::vector<Slot*>& slots);
-  // Samples from `logits`, feeds the completion, and frees the slot when it is done.
-  void accept(Slot& slot, std::vector<float>& logits);
+  // Hands the slot's newest token to its completion, and frees the slot when it is done.
+  void publish(Slot& slot);
   void release(Slot& slot, FinishReason reason);
 
   Model& model_;
@@ -175,6 +198,7 @@ class Scheduler {
   };
   std::deque<RecentStep> recent_steps_;  // Decode passes of the last few seconds.
   int64_t admitted_ = 0;                 // Requests given a slot so far (their order).
+  int64_t released_ = 0;                 // Requests that left a slot so far (their order).
   std::thread engine_;
 };
 

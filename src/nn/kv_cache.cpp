@@ -2,6 +2,7 @@
 // writes into a buffer sized for the whole context.
 #include "nn/kv_cache.h"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 
@@ -73,8 +74,25 @@ class ConcatenatingCache : public KvCache {
     values_ = Tensor();
     length_ = 0;
   }
+  bool can_truncate(int64_t length) const override {
+    return length <= length_ && first_held() <= first_kept(length);
+  }
+  void truncate(int64_t length) override {
+    if (length == 0) return clear();
+    const int64_t first = first_kept(length);
+    const int64_t offset = first - first_held();
+    keys_ = keys_.narrow(2, offset, length - first);
+    values_ = values_.narrow(2, offset, length - first);
+    length_ = length;
+  }
 
  private:
+  // The first position held now, and the first that `length` positions would leave held.
+  int64_t first_held() const { return length_ - (keys_.defined() ? keys_.dim(2) : 0); }
+  int64_t first_kept(int64_t length) const {
+    return window_ > 0 ? std::max<int64_t>(0, length - (window_ - 1)) : 0;
+  }
+
   bool make_contiguous_;
   int64_t window_;
   Tensor keys_;
@@ -140,6 +158,8 @@ class PreallocatedCache : public KvCache {
   }
   int64_t length() const override { return length_; }
   void clear() override { length_ = 0; }
+  bool can_truncate(int64_t length) const override { return length <= length_; }
+  void truncate(int64_t length) override { length_ = length; }
 
  private:
   KvCacheShape shape_;
@@ -192,6 +212,11 @@ class RingCache : public KvCache {
   }
   int64_t length() const override { return length_; }
   void clear() override { length_ = 0; }
+  // Positions p sit at slot p % window: only a ring that has not wrapped yet keeps them all.
+  bool can_truncate(int64_t length) const override {
+    return length == length_ || (length < length_ && length_ <= window_);
+  }
+  void truncate(int64_t length) override { length_ = length; }
 
  private:
   // Copies position `index` of the new key and value into ring slot `slot`.
@@ -280,6 +305,18 @@ int64_t KvCacheSet::bytes_read(int64_t num_layers, const KvCacheShape& shape, in
 
 void KvCacheSet::clear() {
   for (auto& layer : layers_) layer->clear();
+}
+
+int64_t KvCacheSet::keep_prefix(int64_t length) {
+  const bool possible = length > 0 && std::all_of(layers_.begin(), layers_.end(), [&](auto& layer) {
+                          return layer->can_truncate(length);
+                        });
+  if (!possible) {
+    clear();
+    return 0;
+  }
+  for (auto& layer : layers_) layer->truncate(length);
+  return length;
 }
 
 int64_t KvCacheSet::prealloc_bytes(int64_t num_layers, const KvCacheShape& shape) {

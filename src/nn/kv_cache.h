@@ -51,6 +51,11 @@ class KvCache {
   // Positions appended since the last clear.
   virtual int64_t length() const = 0;
   virtual void clear() = 0;
+  // Whether the cache can drop the positions from `length` on and then hold what appending the
+  // first `length` positions alone would have left (not so for a sliding window that has
+  // already dropped positions that it would hold again).
+  virtual bool can_truncate(int64_t length) const = 0;
+  virtual void truncate(int64_t length) = 0;
 };
 
 // A cache of `kind`; with `window` > 0 it keeps only the last `window` positions.
@@ -67,6 +72,9 @@ class KvCacheSet {
   int64_t max_length() const { return shape_.max_length; }
   KvCacheKind kind() const { return kind_; }
   void clear();
+  // Keeps the first `length` positions of every layer, or clears the set when a layer cannot
+  // (KvCache::can_truncate). Returns the positions kept.
+  int64_t keep_prefix(int64_t length);
   // Bytes a prealloc cache of this shape holds for all layers (keys and values).
   static int64_t prealloc_bytes(int64_t num_layers, const KvCacheShape& shape);
   // Bytes of keys and values that attention reads over all layers at `position`.

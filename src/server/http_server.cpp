@@ -11,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "core/error.h"
@@ -70,36 +71,94 @@ ApiError status_error(const httplib::Request& request, int status) {
   }
 }
 
-// A completion's response body, from its updates: the events of a stream, or the whole
-// chat.completion / text_completion object once it ends.
+// A response body from the updates of its choices' completions: the events of a stream, or the
+// whole chat.completion / text_completion object once every choice has ended.
 class CompletionBody {
  public:
-  CompletionBody(Endpoint endpoint, ResponseIdentity identity, const ApiRequest& request,
-                 std::shared_ptr<Completion> completion)
-      : endpoint_(endpoint), identity_(identity), completion_(std::move(completion)) {
+  CompletionBody(ResponseIdentity identity, const ApiRequest& request,
+                 std::vector<std::shared_ptr<Completion>> completions, const Tokenizer& tokenizer)
+      : endpoint_(request.endpoint),
+        identity_(identity),
+        logprobs_(request.completion.top_logprobs >= 0),
+        completions_(std::move(completions)),
+        text_offsets_(completions_.size(), 0),
+        tokenizer_(tokenizer) {
     if (request.stream) {
-      stream_.emplace(endpoint, std::move(identity), request.include_usage,
-                      completion_->prompt_tokens());
+      stream_.emplace(endpoint_, std::move(identity), request.include_usage,
+                      completions_[0]->prompt_tokens(), static_cast<int64_t>(completions_.size()));
     }
   }
 
-  // What to write for `update`; empty when there is nothing yet.
-  std::string render(const CompletionUpdate& update) {
-    if (stream_) return stream_->events(update);
-    if (!update.finished || finished_) return "";
-    finished_ = true;
-    return dump_json(completion_json(endpoint_, identity_, completion_->text(),
-                                     update.finish_reason, completion_->prompt_tokens(),
-                                     update.completion_tokens));
+  // What opens the body before any token: a chat stream's role deltas.
+  std::string open() {
+    std::string out;
+    if (stream_) {
+      for (size_t index = 0; index < completions_.size(); ++index) {
+        out += stream_->events(CompletionUpdate{}, static_cast<int64_t>(index));
+      }
+    }
+    return out;
+  }
+
+  // Waits up to `timeout` for the choices' updates; returns what to write for them (empty when
+  // there is nothing yet).
+  std::string poll(std::chrono::milliseconds timeout) {
+    std::string out;
+    bool waited = false;
+    for (size_t index = 0; index < completions_.size(); ++index) {
+      if (done_.count(index)) continue;
+      // The first running choice is waited for; the others give what they have.
+      std::optional<CompletionUpdate> update =
+          completions_[index]->next(waited ? std::chrono::milliseconds(0) : timeout);
+      waited = true;
+      if (!update) continue;
+      if (update->finished) done_.insert(index);
+      if (stream_) {
+        out += stream_->events(*update, static_cast<int64_t>(index), stream_logprobs(index, *update));
+      }
+    }
+    if (!stream_ && done_.size() == completions_.size() && !finished_) {
+      finished_ = true;
+      out = dump_json(whole());
+    }
+    return out;
   }
   bool finished() const { return stream_ ? stream_->finished() : finished_; }
   // Written while nothing else is: an event-stream comment, or whitespace before the JSON.
   const char* keep_alive() const { return stream_ ? kSseKeepAlive : " "; }
+  const std::vector<std::shared_ptr<Completion>>& completions() const { return completions_; }
 
  private:
+  json stream_logprobs(size_t index, const CompletionUpdate& update) {
+    if (!logprobs_) return nullptr;
+    json value = logprobs_json(endpoint_, update.logprobs, tokenizer_, text_offsets_[index]);
+    for (const TokenLogprob& entry : update.logprobs) {
+      text_offsets_[index] += static_cast<int64_t>(tokenizer_.token_bytes(entry.id).size());
+    }
+    return value;
+  }
+
+  json whole() const {
+    std::vector<Choice> choices;
+    Usage usage;
+    usage.prompt_tokens = completions_[0]->prompt_tokens();
+    for (const auto& completion : completions_) {
+      Choice choice{completion->text(), completion->finish_reason(), nullptr};
+      if (logprobs_) choice.logprobs = logprobs_json(endpoint_, completion->logprobs(), tokenizer_);
+      choices.push_back(std::move(choice));
+      usage.completion_tokens += completion->completion_tokens();
+      usage.cached_tokens += completion->cached_tokens();
+    }
+    return completion_json(endpoint_, identity_, choices, usage);
+  }
+
   Endpoint endpoint_;
   ResponseIdentity identity_;
-  std::shared_ptr<Completion> completion_;
+  bool logprobs_;
+  std::vector<std::shared_ptr<Completion>> completions_;
+  std::vector<int64_t> text_offsets_;  // Bytes of each choice's tokens streamed so far.
+  std::set<size_t> done_;              // Choices whose last update has been rendered.
+  const Tokenizer& tokenizer_;
   std::optional<SseStream> stream_;
   bool finished_ = false;
 };
@@ -279,55 +338,71 @@ void HttpServer::shutdown() {
 void HttpServer::complete(Endpoint endpoint, const std::string& body, httplib::Response& response) {
   if (stopping_) throw ApiError(503, "The server is shutting down.", "server_error");
   ApiRequest request = parse_request(endpoint, body, model_);
-  if (!request.seeded) request.completion.sampling.seed = random_seed();
-  std::shared_ptr<Completion> completion;
+  if (request.choices > scheduler_.options().slots) {
+    throw invalid_request("Invalid 'n': this server runs at most " +
+                              std::to_string(scheduler_.options().slots) +
+                              " choices at once (its --parallel slots), not " +
+                              std::to_string(request.choices) + ".",
+                          "n", "invalid_value");
+  }
+  const uint64_t seed = request.seeded ? request.completion.sampling.seed : random_seed();
+  std::vector<std::shared_ptr<Completion>> completions;
   try {
-    completion = scheduler_.submit(std::move(request.completion));
-  } catch (const QueueFull& error) {
-    throw ApiError(503, std::string("The server is busy: ") + error.what(), "server_error",
-                   std::nullopt, "queue_full");
+    for (int64_t choice = 0; choice < request.choices; ++choice) {
+      CompletionRequest one = request.completion;
+      one.sampling.seed = seed + static_cast<uint64_t>(choice);
+      completions.push_back(scheduler_.submit(std::move(one)));
+    }
   } catch (const Error& error) {
+    for (const auto& completion : completions) completion->cancel();
+    if (dynamic_cast<const QueueFull*>(&error)) {
+      throw ApiError(503, std::string("The server is busy: ") + error.what(), "server_error",
+                     std::nullopt, "queue_full");
+    }
     if (stopping_) throw ApiError(503, "The server is shutting down.", "server_error");
     throw invalid_request(error.what());
   }
-  // The body goes out as the completion runs, in chunks: its events, or (not streamed) the whole
-  // JSON at the end. Either way writes happen while it waits, so that a closed connection is
-  // found and the completion cancelled rather than run to its end.
-  auto writer = std::make_shared<CompletionBody>(endpoint, new_identity(endpoint, model_.id),
-                                                 request, completion);
+  // The body goes out as the completions run, in chunks: their events, or (not streamed) the
+  // whole JSON at the end. Either way writes happen while they wait, so that a closed connection
+  // is found and the completions cancelled rather than run to their end.
+  auto writer = std::make_shared<CompletionBody>(new_identity(endpoint, model_.id), request,
+                                                 std::move(completions), *model_.tokenizer);
   auto last_write =
       std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
   if (request.stream) response.set_header("Cache-Control", "no-cache");
   ++impl_->open_bodies;
+  auto cancel_all = [writer] {
+    for (const auto& completion : writer->completions()) completion->cancel();
+  };
   response.set_chunked_content_provider(
       request.stream ? "text/event-stream" : "application/json",
-      [this, completion, writer, last_write](size_t offset, httplib::DataSink& sink) {
-        // The first call opens a chat stream with the role delta, before any token.
-        std::string out = offset == 0 ? writer->render(CompletionUpdate{}) : std::string();
-        std::optional<CompletionUpdate> update = completion->next(options_.poll_interval);
+      [this, writer, last_write, cancel_all](size_t offset, httplib::DataSink& sink) {
+        std::string out = offset == 0 ? writer->open() : std::string();
+        out += writer->poll(options_.poll_interval);
         auto now = std::chrono::steady_clock::now();
-        if (update) out += writer->render(*update);
         if (out.empty() && now - *last_write >= options_.keep_alive_interval) {
           out = writer->keep_alive();
         }
         if (!out.empty()) {
-          // A closed connection: the completion stops and frees its slot at the next step.
+          // A closed connection: the completions stop and free their slots at the next step.
           if (!sink.is_writable() || !sink.write(out.data(), out.size())) {
-            completion->cancel();
+            cancel_all();
             return false;
           }
           *last_write = now;
         }
         if (writer->finished()) {
-          if (completion->time_to_first_token_ms() > 0) {
-            metrics_.observe_time_to_first_token(completion->time_to_first_token_ms());
+          for (const auto& completion : writer->completions()) {
+            if (completion->time_to_first_token_ms() > 0) {
+              metrics_.observe_time_to_first_token(completion->time_to_first_token_ms());
+            }
           }
           sink.done();
         }
         return true;
       },
-      [this, completion, writer](bool) {
-        if (!writer->finished()) completion->cancel();
+      [this, writer, cancel_all](bool) {
+        if (!writer->finished()) cancel_all();
         --impl_->open_bodies;
       });
 }

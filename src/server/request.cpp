@@ -88,6 +88,31 @@ ApiError unsupported(const std::string& param, const std::string& what) {
                          "unsupported_parameter");
 }
 
+// The most likely tokens each token's logprobs list, or -1 for no logprobs: chat's `logprobs`
+// (a boolean) with `top_logprobs` (0 to 20), or the completions' `logprobs` (0 to 5).
+int64_t parse_logprobs(Endpoint endpoint, const json& root) {
+  auto at_most = [](const char* name, int64_t value, int64_t max) {
+    if (value > max) {
+      throw invalid_request(std::string("Invalid '") + name + "': expected an integer <= " +
+                                std::to_string(max) + ", but got " + std::to_string(value) +
+                                " instead.",
+                            name, "invalid_value");
+    }
+    return value;
+  };
+  if (endpoint == Endpoint::completions) {
+    std::optional<int64_t> top = integer_field(root, "logprobs", 0);
+    return top ? at_most("logprobs", *top, 5) : -1;
+  }
+  const bool wanted = boolean_field(root, "logprobs").value_or(false);
+  std::optional<int64_t> top = integer_field(root, "top_logprobs", 0);
+  if (top && !wanted) {
+    throw invalid_request("Invalid 'top_logprobs': it needs 'logprobs' set to true.",
+                          "top_logprobs", "invalid_value");
+  }
+  return wanted ? at_most("top_logprobs", top.value_or(0), 20) : -1;
+}
+
 // `stop`: a string or an array of up to 4 strings.
 std::vector<std::string> parse_stop(const json& root) {
   const json* value = field(root, "stop");
@@ -291,11 +316,10 @@ ApiRequest parse_request(Endpoint endpoint, std::string_view body, const ServedM
     sampling.seed = static_cast<uint64_t>(*value);
     request.seeded = true;
   }
-  if (auto value = integer_field(root, "n", 1); value && *value != 1) {
-    throw unsupported("n", "More than one choice (n > 1)");
-  }
+  request.choices = integer_field(root, "n", 1).value_or(1);
   completion.stop = parse_stop(root);
   completion.ignore_eos = boolean_field(root, "ignore_eos").value_or(false);
+  completion.cache_prompt = boolean_field(root, "cache_prompt").value_or(true);
   request.stream = boolean_field(root, "stream").value_or(false);
   if (const json* options = field(root, "stream_options")) {
     if (!options->is_object()) throw wrong_type("stream_options", "an object", *options);
@@ -307,10 +331,7 @@ ApiRequest parse_request(Endpoint endpoint, std::string_view body, const ServedM
     }
     request.include_usage = boolean_field(*options, "include_usage").value_or(false);
   }
-  if (const json* logprobs = field(root, "logprobs");
-      logprobs && !(logprobs->is_boolean() && !logprobs->get<bool>())) {
-    throw unsupported("logprobs", "Log probabilities");
-  }
+  completion.top_logprobs = parse_logprobs(endpoint, root);
 
   std::optional<int64_t> max_tokens;
   if (endpoint == Endpoint::chat) {

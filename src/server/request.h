@@ -25,6 +25,7 @@ struct ApiRequest {
   Endpoint endpoint = Endpoint::chat;
   CompletionRequest completion;
   bool seeded = false;  // `seed` was given; otherwise the server picks one.
+  int64_t choices = 1;  // `n`: completions of the prompt, seeds seed, seed + 1, ...
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
 };

@@ -1,6 +1,7 @@
 // Response bodies and server-sent events of the completion endpoints.
 #include "server/response.h"
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <random>
@@ -32,10 +33,11 @@ const char* api_finish_reason(FinishReason reason) {
   return reason == FinishReason::length ? "length" : "stop";
 }
 
-json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
-  return {{"prompt_tokens", prompt_tokens},
-          {"completion_tokens", completion_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens}};
+json usage_json(const Usage& usage) {
+  return {{"prompt_tokens", usage.prompt_tokens},
+          {"completion_tokens", usage.completion_tokens},
+          {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
 }
 
 namespace {
@@ -51,19 +53,65 @@ json envelope(Endpoint endpoint, const ResponseIdentity& identity, bool chunk) {
           {"system_fingerprint", nullptr}};
 }
 
+// A token as OpenAI's logprobs give it: its text and its UTF-8 bytes.
+json token_json(const Tokenizer& tokenizer, uint32_t id, double logprob) {
+  const std::string text = tokenizer.token_bytes(id);
+  json bytes = json::array();
+  for (unsigned char byte : text) bytes.push_back(byte);
+  return {{"token", text}, {"logprob", logprob}, {"bytes", bytes}};
+}
+
 }  // namespace
 
-json completion_json(Endpoint endpoint, const ResponseIdentity& identity, const std::string& text,
-                     FinishReason reason, int64_t prompt_tokens, int64_t completion_tokens) {
-  json response = envelope(endpoint, identity, false);
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", api_finish_reason(reason)}};
+json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprob>& entries,
+                   const Tokenizer& tokenizer, int64_t text_offset) {
   if (endpoint == Endpoint::chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}, {"refusal", nullptr}};
-  } else {
-    choice["text"] = text;
+    json content = json::array();
+    for (const TokenLogprob& entry : entries) {
+      json token = token_json(tokenizer, entry.id, entry.logprob);
+      token["top_logprobs"] = json::array();
+      for (const auto& [id, logprob] : entry.top) {
+        token["top_logprobs"].push_back(token_json(tokenizer, id, logprob));
+      }
+      content.push_back(std::move(token));
+    }
+    return {{"content", content}, {"refusal", nullptr}};
   }
-  response["choices"] = json::array({choice});
-  response["usage"] = usage_json(prompt_tokens, completion_tokens);
+  json tokens = json::array(), token_logprobs = json::array(), top = json::array(),
+       offsets = json::array();
+  for (const TokenLogprob& entry : entries) {
+    const std::string text = tokenizer.token_bytes(entry.id);
+    tokens.push_back(text);
+    token_logprobs.push_back(entry.logprob);
+    json alternatives = json::object();
+    for (const auto& [id, logprob] : entry.top) alternatives[tokenizer.token_bytes(id)] = logprob;
+    top.push_back(std::move(alternatives));
+    offsets.push_back(text_offset);
+    text_offset += static_cast<int64_t>(text.size());
+  }
+  return {{"tokens", tokens},
+          {"token_logprobs", token_logprobs},
+          {"top_logprobs", top},
+          {"text_offset", offsets}};
+}
+
+json completion_json(Endpoint endpoint, const ResponseIdentity& identity,
+                     const std::vector<Choice>& choices, const Usage& usage) {
+  json response = envelope(endpoint, identity, false);
+  response["choices"] = json::array();
+  for (size_t index = 0; index < choices.size(); ++index) {
+    const Choice& choice = choices[index];
+    json object = {{"index", index},
+                   {"logprobs", choice.logprobs},
+                   {"finish_reason", api_finish_reason(choice.finish_reason)}};
+    if (endpoint == Endpoint::chat) {
+      object["message"] = {{"role", "assistant"}, {"content", choice.text}, {"refusal", nullptr}};
+    } else {
+      object["text"] = choice.text;
+    }
+    response["choices"].push_back(std::move(object));
+  }
+  response["usage"] = usage_json(usage);
   return response;
 }
 
@@ -74,21 +122,25 @@ std::string dump_json(const json& value) {
 std::string sse_event(const json& value) { return "data: " + dump_json(value) + "\n\n"; }
 
 SseStream::SseStream(Endpoint endpoint, ResponseIdentity identity, bool include_usage,
-                     int64_t prompt_tokens)
+                     int64_t prompt_tokens, int64_t choices)
     : endpoint_(endpoint),
       identity_(std::move(identity)),
       include_usage_(include_usage),
-      prompt_tokens_(prompt_tokens) {}
+      choices_(static_cast<size_t>(choices)) {
+  usage_.prompt_tokens = prompt_tokens;
+}
 
-json SseStream::chunk(const std::string& text, const char* finish_reason) {
+json SseStream::chunk(int64_t index, const std::string& text, const char* finish_reason,
+                      const json& logprobs) {
   json value = envelope(endpoint_, identity_, true);
-  json choice = {{"index", 0}, {"logprobs", nullptr}};
+  json choice = {{"index", index}, {"logprobs", logprobs}};
   choice["finish_reason"] = finish_reason ? json(finish_reason) : json(nullptr);
   if (endpoint_ == Endpoint::chat) {
     json delta = json::object();
-    if (!role_sent_) {
+    ChoiceState& state = choices_[static_cast<size_t>(index)];
+    if (!state.role_sent) {
       delta["role"] = "assistant";
-      role_sent_ = true;
+      state.role_sent = true;
     }
     if (!text.empty() || finish_reason == nullptr) delta["content"] = text;
     choice["delta"] = delta;
@@ -101,18 +153,29 @@ json SseStream::chunk(const std::string& text, const char* finish_reason) {
   return value;
 }
 
-std::string SseStream::events(const CompletionUpdate& update) {
-  if (finished_) return "";
+std::string SseStream::events(const CompletionUpdate& update, int64_t index, const json& logprobs) {
+  ChoiceState& state = choices_.at(static_cast<size_t>(index));
+  if (state.finished) return "";
   std::string out;
-  if (!update.text.empty() || (!role_sent_ && endpoint_ == Endpoint::chat && !update.finished)) {
-    out += sse_event(chunk(update.text, nullptr));
+  const bool has_logprobs = !logprobs.is_null() && (logprobs.contains("content")
+                                                        ? !logprobs["content"].empty()
+                                                        : !logprobs["tokens"].empty());
+  if (!update.text.empty() || has_logprobs ||
+      (!state.role_sent && endpoint_ == Endpoint::chat && !update.finished)) {
+    out += sse_event(chunk(index, update.text, nullptr, logprobs));
   }
   if (update.finished) {
-    out += sse_event(chunk("", api_finish_reason(update.finish_reason)));
+    out += sse_event(chunk(index, "", api_finish_reason(update.finish_reason), nullptr));
+    state.finished = true;
+    usage_.completion_tokens += update.completion_tokens;
+    usage_.cached_tokens += update.cached_tokens;
+  }
+  if (update.finished &&
+      std::all_of(choices_.begin(), choices_.end(), [](const auto& c) { return c.finished; })) {
     if (include_usage_) {
       json usage = envelope(endpoint_, identity_, true);
       usage["choices"] = json::array();
-      usage["usage"] = usage_json(prompt_tokens_, update.completion_tokens);
+      usage["usage"] = usage_json(usage_);
       out += sse_event(usage);
     }
     out += kSseDone;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "engine/scheduler.h"
 #include "server/request.h"
@@ -25,12 +26,31 @@ ResponseIdentity new_identity(Endpoint endpoint, const std::string& model);
 // reads "stop", as OpenAI has no other word for it.
 const char* api_finish_reason(FinishReason reason);
 
-nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
+// The token counts of a response; cached_tokens counts the prompt tokens reused from a slot's
+// cache.
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;
+};
+nlohmann::json usage_json(const Usage& usage);
+
+// One choice of a whole (non-streamed) response.
+struct Choice {
+  std::string text;
+  FinishReason finish_reason = FinishReason::length;
+  nlohmann::json logprobs;  // logprobs_json, or null when the request did not ask.
+};
 
 // The whole (non-streamed) response.
 nlohmann::json completion_json(Endpoint endpoint, const ResponseIdentity& identity,
-                               const std::string& text, FinishReason reason, int64_t prompt_tokens,
-                               int64_t completion_tokens);
+                               const std::vector<Choice>& choices, const Usage& usage);
+
+// A choice's logprobs for `entries`: chat's {"content": [{token, logprob, bytes,
+// top_logprobs}], "refusal": null}, or a text completion's {tokens, token_logprobs,
+// top_logprobs, text_offset}, whose offsets count from `text_offset` bytes of the choice's text.
+nlohmann::json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprob>& entries,
+                             const Tokenizer& tokenizer, int64_t text_offset = 0);
 
 // JSON text that never throws on bytes that are not UTF-8 (they become U+FFFD).
 std::string dump_json(const nlohmann::json& value);
@@ -41,25 +61,33 @@ inline constexpr const char* kSseDone = "data: [DONE]\n\n";
 // A comment line that clients ignore; written while a stream waits, it finds closed connections.
 inline constexpr const char* kSseKeepAlive = ": keep-alive\n\n";
 
-// Turns a completion's updates into the events of its stream: chat.completion.chunk deltas (the
-// first with role "assistant") or text_completion chunks, a last chunk with the finish_reason,
-// a usage chunk (choices: []) when asked for, then [DONE].
+// Turns the updates of a response's choices into the events of its stream: per choice,
+// chat.completion.chunk deltas (the first with role "assistant") or text_completion chunks and a
+// last chunk with the finish_reason; once every choice has ended, a usage chunk (choices: [])
+// when asked for, then [DONE].
 class SseStream {
  public:
   SseStream(Endpoint endpoint, ResponseIdentity identity, bool include_usage,
-            int64_t prompt_tokens);
-  // The events for `update` (empty when it carries nothing new).
-  std::string events(const CompletionUpdate& update);
+            int64_t prompt_tokens, int64_t choices = 1);
+  // The events for choice `index`'s `update`, whose tokens' `logprobs` (logprobs_json, or null)
+  // go with its text (empty when it carries nothing new).
+  std::string events(const CompletionUpdate& update, int64_t index = 0,
+                     const nlohmann::json& logprobs = nullptr);
   bool finished() const { return finished_; }
 
  private:
-  nlohmann::json chunk(const std::string& text, const char* finish_reason);
+  struct ChoiceState {
+    bool role_sent = false;
+    bool finished = false;
+  };
+  nlohmann::json chunk(int64_t index, const std::string& text, const char* finish_reason,
+                       const nlohmann::json& logprobs);
 
   Endpoint endpoint_;
   ResponseIdentity identity_;
   bool include_usage_;
-  int64_t prompt_tokens_;
-  bool role_sent_ = false;
+  Usage usage_;
+  std::vector<ChoiceState> choices_;
   bool finished_ = false;
 };
 

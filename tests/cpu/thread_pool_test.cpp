@@ -1,5 +1,6 @@
 // The thread pool: every index runs once in contiguous parts, workers wake from sleep, a job
-// dispatched right after the workers restart is not lost, and nested runs stay inline.
+// dispatched right after the workers restart is not lost, nested runs stay inline, and workers
+// count into the caller's run.
 #include "cpu/thread_pool.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -141,6 +143,50 @@ TEST(ThreadPool, GuidedPartsShrinkGeometricallyThenStayAtTheMinimum) {
     EXPECT_LE(size, 250) << "part " << part;
   }
   EXPECT_LT(guided.begin(guided.parts()) - guided.begin(guided.parts() - 1), 20);
+}
+
+TEST(ThreadPool, WorkersCountIntoTheCallersRunAndPhase) {
+  ThreadPool pool(3);
+  memory::RunCounters run;
+  std::atomic<int> parts_in_decode{0};
+  std::atomic<int> parts{0};
+  std::set<std::thread::id> threads;
+  std::mutex mutex;
+  // Another thread copies at the same time, outside the run.
+  std::atomic<bool> done{false};
+  std::thread other([&] {
+    while (!done) memory::record_copy(1000, false);
+  });
+  {
+    memory::RunScope counting(run);
+    memory::PhaseScope phase(Phase::decode);
+    for (int job = 0; job < 50; ++job) {
+      std::atomic<int> started{0};
+      pool.run(3, 1, [&](int64_t begin, int64_t end) {
+        // Each part waits for the other two: three threads run them, two of them workers.
+        started += 1;
+        while (started < 3) std::this_thread::yield();
+        for (int64_t index = begin; index < end; ++index) {
+          memory::record_copy(10, false);
+          memory::record_copy(7, true, 2);
+          memory::record_attention_read(5);
+        }
+        parts += 1;
+        if (memory::phase() == Phase::decode) parts_in_decode += 1;
+        std::lock_guard lock(mutex);
+        threads.insert(std::this_thread::get_id());
+      });
+    }
+  }
+  done = true;
+  other.join();
+  EXPECT_EQ(run.copied().contiguous, 50 * 3 * 10);
+  EXPECT_EQ(run.copied().strided, 50 * 3 * 7);
+  EXPECT_EQ(run.copied().strided_runs, 50 * 3 * 2);
+  EXPECT_EQ(run.attention_read_bytes.load(), 50 * 3 * 5);
+  EXPECT_EQ(parts_in_decode.load(), parts.load());
+  EXPECT_EQ(threads.size(), 3u);
+  EXPECT_EQ(memory::phase(), Phase::other);
 }
 
 TEST(ThreadPool, RejectsAThreadCountBelowOne) { EXPECT_ANY_THROW(ThreadPool(1).set_threads(0)); }

@@ -186,6 +186,74 @@ TEST(Scheduler, StopCancelsRunningAndQueuedRequestsAndRefusesNewOnes) {
   EXPECT_THROW(scheduler.submit(request(prompt, 2)), Error);
 }
 
+// The expected run of `prompt` alone, with a fresh cache.
+GenerationResult alone(const std::vector<uint32_t>& prompt, int64_t tokens) {
+  Generator generator(*tiny().model, KvCacheKind::prealloc, 64, greedy());
+  GenerationOptions generation;
+  generation.max_new_tokens = tokens;
+  generation.ignore_eos = true;
+  generation.keep_logits = true;
+  return generator.generate(prompt, generation);
+}
+
+TEST(Scheduler, ARequestGoesToTheSlotWhoseCacheSharesTheLongestPrefixAndPrefillsTheRest) {
+  TinyModel& tiny_model = tiny();
+  Scheduler scheduler(*tiny_model.model, tiny_model.tokenizer, slots_of(2, 64));
+  std::vector<uint32_t> first = test_prompt_ids(10, tiny_model.vocab());
+  std::vector<uint32_t> other = first;
+  other[0] = (other[0] + 1) % tiny_model.vocab();
+  std::shared_ptr<Completion> a = scheduler.submit(request(first, 5));
+  std::shared_ptr<Completion> b = scheduler.submit(request(other, 5));
+  a->wait();
+  b->wait();
+  EXPECT_EQ(a->cached_tokens(), 0);
+  EXPECT_EQ(b->cached_tokens(), 0);
+
+  // The next turn of the first conversation: its prompt, the answer and new tokens.
+  std::vector<uint32_t> turn = first;
+  for (uint32_t id : a->generated()) turn.push_back(id);
+  for (uint32_t id : test_prompt_ids(7, tiny_model.vocab())) turn.push_back((id + 3) % 97);
+  CompletionRequest next = request(turn, 6);
+  next.keep_logits = true;
+  std::shared_ptr<Completion> c = scheduler.submit(next);
+  c->wait();
+  // The slot held the prompt and all generated tokens but the last.
+  EXPECT_EQ(c->cached_tokens(), 10 + 4);
+  GenerationResult expected = alone(turn, 6);
+  EXPECT_EQ(c->generated(), expected.generated);
+  std::vector<std::vector<float>> logits = c->logits();
+  ASSERT_EQ(logits.size(), expected.logits.size());
+  for (size_t step = 0; step < logits.size(); ++step) {
+    EXPECT_LE(relative_l2(logits[step], expected.logits[step]), 1e-5) << "step " << step;
+  }
+  SchedulerStats stats = scheduler.stats();
+  EXPECT_EQ(stats.reused_prompt_tokens, 14);
+  EXPECT_EQ(stats.prompt_tokens, 10 + 10 + static_cast<int64_t>(turn.size()) - 14);
+
+  // A request that asks for no reuse prefills the whole prompt.
+  CompletionRequest whole = request(turn, 2);
+  whole.cache_prompt = false;
+  std::shared_ptr<Completion> d = scheduler.submit(whole);
+  d->wait();
+  EXPECT_EQ(d->cached_tokens(), 0);
+  EXPECT_EQ(d->generated(), std::vector<uint32_t>(expected.generated.begin(),
+                                                  expected.generated.begin() + 2));
+}
+
+TEST(Scheduler, WithoutPromptCachingNoRequestReuses) {
+  TinyModel& tiny_model = tiny();
+  SchedulerOptions options = slots_of(1, 64);
+  options.cache_prompt = false;
+  Scheduler scheduler(*tiny_model.model, tiny_model.tokenizer, options);
+  std::vector<uint32_t> prompt = test_prompt_ids(10, tiny_model.vocab());
+  scheduler.submit(request(prompt, 3))->wait();
+  std::shared_ptr<Completion> again = scheduler.submit(request(prompt, 3));
+  again->wait();
+  EXPECT_EQ(again->cached_tokens(), 0);
+  EXPECT_EQ(scheduler.stats().prompt_tokens, 20);
+  EXPECT_EQ(again->generated(), alone(prompt, 3).generated);
+}
+
 TEST(Scheduler, RefusesRequestsItCannotRun) {
   TinyModel& tiny_model = tiny();
   SchedulerOptions options = slots_of(1, 8);

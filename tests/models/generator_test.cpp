@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "common/relative_error.h"
 #include "common/test_models.h"
 #include "core/error.h"
 #include "engine/generator.h"
@@ -104,6 +105,61 @@ TEST(Generator, ChunkedPrefillGivesTheSameLogitsAsOnePass) {
       EXPECT_LE(std::sqrt(error / norm), 1e-5) << "run " << run;
       EXPECT_EQ(generated[run], generated[0]) << "run " << run;
     }
+  }
+}
+
+// A second turn that begins with the first turn's prompt and answer: with reuse it prefills only
+// what the cache lacks, and gives the logits and tokens of a fresh generator's full prefill.
+// `expected_again`: what the same prompt once more reuses.
+void expect_reuse_matches_a_full_prefill(Model& model, KvCacheKind kind, int64_t first_length,
+                                         int64_t expected_reuse, int64_t expected_again) {
+  const int64_t vocab = model.config().vocab_size;
+  GenerationOptions options;
+  options.max_new_tokens = 4;
+  options.ignore_eos = true;
+  options.keep_logits = true;
+  Generator conversation(model, kind, 64, SamplerOptions{});
+  std::vector<uint32_t> turn = test_prompt_ids(first_length, vocab);
+  GenerationResult first = conversation.generate(turn, options);
+  turn.insert(turn.end(), first.generated.begin(), first.generated.end());
+  for (uint32_t id : test_prompt_ids(6, vocab)) turn.push_back((id + 7) % vocab);
+
+  options.reuse_cache = true;
+  GenerationResult reused = conversation.generate(turn, options);
+  Generator fresh(model, kind, 64, SamplerOptions{});
+  GenerationResult expected = fresh.generate(turn, options);
+  EXPECT_EQ(expected.reused_tokens, 0);
+  EXPECT_EQ(reused.reused_tokens, expected_reuse);
+  EXPECT_EQ(reused.generated, expected.generated);
+  ASSERT_EQ(reused.logits.size(), expected.logits.size());
+  for (size_t step = 0; step < reused.logits.size(); ++step) {
+    EXPECT_LE(relative_l2(reused.logits[step], expected.logits[step]), 1e-5) << "step " << step;
+  }
+  GenerationResult again = conversation.generate(turn, options);
+  EXPECT_EQ(again.reused_tokens, expected_again);
+  EXPECT_EQ(again.generated, expected.generated);
+}
+
+TEST(Generator, AReusedPromptPrefixGivesTheLogitsOfAFullPrefill) {
+  std::unique_ptr<Model> model = load_model(tiny_model_directory(DType::f32));
+  for (KvCacheKind kind : all_kv_cache_kinds()) {
+    SCOPED_TRACE(kv_cache_kind_name(kind));
+    // The cache holds the prompt and all generated tokens but the last; the same prompt again
+    // reuses all of it but its last token (9 + 4 + 6 tokens).
+    expect_reuse_matches_a_full_prefill(*model, kind, 9, 9 + 3, 18);
+  }
+}
+
+TEST(Generator, ASlidingWindowReusesItsCacheOnlyUntilPositionsLeaveTheWindow) {
+  // tiny-gemma3: local layers of a window of 8 positions.
+  std::unique_ptr<Model> model = load_model(synthetic_model_directory("tiny-gemma3", DType::f32));
+  for (KvCacheKind kind : all_kv_cache_kinds()) {
+    SCOPED_TRACE(kv_cache_kind_name(kind));
+    // A second turn that continues the cache as it is reuses all of it, window or not; the
+    // same prompt again would drop the cache's last positions (22 held, 18 kept), which the
+    // local layers cannot: their window no longer holds the positions before those.
+    expect_reuse_matches_a_full_prefill(*model, kind, 3, 3 + 3, 0);
+    expect_reuse_matches_a_full_prefill(*model, kind, 9, 9 + 3, 0);
   }
 }
 

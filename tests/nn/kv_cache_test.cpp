@@ -139,6 +139,59 @@ TEST(KvCache, PreallocSetLayersShareOneBufferAndKeepTheirOwnPositions) {
   }
 }
 
+// A cache truncated to a prefix then appended to holds what one that only ever saw that prefix
+// and the new positions holds, for every kind, with and without a sliding window.
+TEST(KvCache, ATruncatedCacheHoldsThePrefixAndWhatComesAfter) {
+  for (int64_t window : {0, 6}) {
+    for (KvCacheKind kind : all_kv_cache_kinds()) {
+      SCOPED_TRACE(std::string(kv_cache_kind_name(kind)) + " window " + std::to_string(window));
+      KvCacheShape shape{1, kHeads, kHeadDim, 64, DType::f32};
+      std::unique_ptr<KvCache> reused = make_kv_cache(kind, shape, window);
+      std::unique_ptr<KvCache> fresh = make_kv_cache(kind, shape, window);
+      std::vector<std::pair<Tensor, Tensor>> steps;
+      for (int step = 0; step < 4; ++step) steps.push_back(model_like_step(1, 300 + 2 * step));
+      for (const auto& [key, value] : steps) reused->append(key, value);
+      // 4 positions: nothing has left a window of 6 yet.
+      ASSERT_TRUE(reused->can_truncate(2));
+      EXPECT_FALSE(reused->can_truncate(5));
+      reused->truncate(2);
+      EXPECT_EQ(reused->length(), 2);
+      fresh->append(steps[0].first, steps[0].second);
+      fresh->append(steps[1].first, steps[1].second);
+      auto [key, value] = model_like_step(3, 400);
+      auto [reused_keys, reused_values] = reused->append(key, value);
+      auto [fresh_keys, fresh_values] = fresh->append(key, value);
+      EXPECT_EQ(to_f32_vector(contiguous(reused_keys)), to_f32_vector(contiguous(fresh_keys)));
+      EXPECT_EQ(to_f32_vector(contiguous(reused_values)), to_f32_vector(contiguous(fresh_values)));
+      EXPECT_EQ(reused->length(), 5);
+      // Past the window, positions the prefix needs are gone.
+      for (int step = 0; step < 4; ++step) reused->append(key.narrow(2, 0, 1), value.narrow(2, 0, 1));
+      EXPECT_EQ(reused->can_truncate(3), window == 0);
+      EXPECT_TRUE(reused->can_truncate(reused->length()));
+    }
+  }
+}
+
+TEST(KvCache, ASetKeepsAPrefixOnlyWhenEveryLayerCan) {
+  KvCacheShape shape{1, kHeads, kHeadDim, 32, DType::f32};
+  shape.window = 4;
+  shape.sliding_layers = {true, false};
+  KvCacheSet set(KvCacheKind::prealloc, 2, shape);
+  auto append_all = [&](int64_t positions) {
+    for (int64_t layer = 0; layer < 2; ++layer) {
+      auto [key, value] = model_like_step(positions, 500);
+      set.layer(layer).append(key, value);
+    }
+  };
+  append_all(3);
+  EXPECT_EQ(set.keep_prefix(2), 2);
+  EXPECT_EQ(set.length(), 2);
+  append_all(5);  // 7 positions: the sliding layer has wrapped.
+  EXPECT_EQ(set.keep_prefix(6), 0);
+  EXPECT_EQ(set.length(), 0);
+  EXPECT_EQ(set.layer(1).length(), 0);
+}
+
 TEST(KvCache, PreallocRefusesMorePositionsThanItHolds) {
   KvCacheShape shape{1, kHeads, kHeadDim, 4, DType::f32};
   auto cache = make_kv_cache(KvCacheKind::prealloc, shape);

@@ -230,15 +230,36 @@ TEST(ParseRequest, EmptyOrUnknownMessagesAre400) {
 
 TEST(ParseRequest, UnsupportedFeaturesAre400) {
   const std::string chat_head = R"({"messages": [{"role": "user", "content": "Hi"}], )";
-  expect_error(Endpoint::chat, chat_head + R"("n": 2})", 400, "n", "unsupported_parameter");
-  expect_error(Endpoint::chat, chat_head + R"("logprobs": true})", 400, "logprobs",
-               "unsupported_parameter");
+  expect_error(Endpoint::chat, chat_head + R"("n": 0})", 400, "n", "invalid_value");
   expect_error(Endpoint::chat, chat_head + R"("tools": [{"type": "function"}]})", 400, "tools",
                "unsupported_parameter");
   expect_error(Endpoint::completions, R"({"prompt": ["a", "b"]})", 400, "prompt",
                "unsupported_parameter");
   expect_error(Endpoint::completions, R"({"prompt": "a", "echo": true})", 400, "echo",
                "unsupported_parameter");
+}
+
+TEST(ParseRequest, LogprobsAskForTheTopTokensWithinOpenAIsBounds) {
+  const std::string chat_head = R"({"messages": [{"role": "user", "content": "Hi"}], )";
+  const json messages = user_message("Hi");
+  EXPECT_EQ(chat({{"messages", messages}, {"logprobs", false}}).completion.top_logprobs, -1);
+  EXPECT_EQ(chat({{"messages", messages}, {"logprobs", true}}).completion.top_logprobs, 0);
+  EXPECT_EQ(chat({{"messages", messages}, {"logprobs", true}, {"top_logprobs", 20}})
+                .completion.top_logprobs,
+            20);
+  EXPECT_EQ(completion({{"prompt", "a"}, {"logprobs", 5}}).completion.top_logprobs, 5);
+  EXPECT_EQ(completion({{"prompt", "a"}, {"logprobs", nullptr}}).completion.top_logprobs, -1);
+  EXPECT_EQ(chat({{"messages", messages}, {"n", 3}}).choices, 3);
+  expect_error(Endpoint::chat, chat_head + R"("top_logprobs": 2})", 400, "top_logprobs",
+               "invalid_value");
+  expect_error(Endpoint::chat, chat_head + R"("logprobs": true, "top_logprobs": 21})", 400,
+               "top_logprobs", "invalid_value");
+  expect_error(Endpoint::chat, chat_head + R"("logprobs": 1})", 400, "logprobs",
+               "invalid_type");
+  expect_error(Endpoint::completions, R"({"prompt": "a", "logprobs": 6})", 400, "logprobs",
+               "invalid_value");
+  expect_error(Endpoint::completions, R"({"prompt": "a", "logprobs": true})", 400, "logprobs",
+               "invalid_type");
 }
 
 TEST(ParseRequest, AnotherModelIs404ModelNotFound) {

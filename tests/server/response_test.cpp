@@ -53,7 +53,8 @@ TEST(Identity, IdsCarryTheEndpointsPrefixAndDiffer) {
 
 TEST(CompletionJson, ChatAndTextShapes) {
   ResponseIdentity identity{"chatcmpl-x", 123, "tiny"};
-  json chat = completion_json(Endpoint::chat, identity, "Hello", FinishReason::stop, 9, 2);
+  json chat = completion_json(Endpoint::chat, identity, {{"Hello", FinishReason::stop, nullptr}},
+                              {9, 2, 5});
   EXPECT_EQ(chat["object"], "chat.completion");
   EXPECT_EQ(chat["id"], "chatcmpl-x");
   EXPECT_EQ(chat["created"], 123);
@@ -62,8 +63,12 @@ TEST(CompletionJson, ChatAndTextShapes) {
   EXPECT_EQ(chat["choices"][0]["message"]["content"], "Hello");
   EXPECT_EQ(chat["choices"][0]["finish_reason"], "stop");
   EXPECT_EQ(chat["usage"],
-            json({{"prompt_tokens", 9}, {"completion_tokens", 2}, {"total_tokens", 11}}));
-  json text = completion_json(Endpoint::completions, identity, "Hi", FinishReason::length, 3, 4);
+            json({{"prompt_tokens", 9},
+                  {"completion_tokens", 2},
+                  {"total_tokens", 11},
+                  {"prompt_tokens_details", {{"cached_tokens", 5}}}}));
+  json text = completion_json(Endpoint::completions, identity,
+                              {{"Hi", FinishReason::length, nullptr}}, {3, 4, 0});
   EXPECT_EQ(text["object"], "text_completion");
   EXPECT_EQ(text["choices"][0]["text"], "Hi");
   EXPECT_EQ(text["choices"][0]["finish_reason"], "length");
@@ -108,7 +113,10 @@ TEST(SseStream, UsageChunkComesLastWithEmptyChoices) {
   EXPECT_EQ(events[2]["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(events[3]["choices"], json::array());
   EXPECT_EQ(events[3]["usage"],
-            json({{"prompt_tokens", 5}, {"completion_tokens", 3}, {"total_tokens", 8}}));
+            json({{"prompt_tokens", 5},
+                  {"completion_tokens", 3},
+                  {"total_tokens", 8},
+                  {"prompt_tokens_details", {{"cached_tokens", 0}}}}));
   EXPECT_EQ(events[4], "[DONE]");
 }
 
@@ -120,6 +128,60 @@ TEST(SseStream, AStreamEndedAtOnceStillSaysTheRole) {
   EXPECT_EQ(events[0]["choices"][0]["delta"], json({{"role", "assistant"}}));
   EXPECT_EQ(events[0]["choices"][0]["finish_reason"], "stop");
   EXPECT_EQ(events[1], "[DONE]");
+}
+
+TEST(SseStream, ChoicesStreamByIndexAndDoneComesAfterTheLast) {
+  SseStream stream(Endpoint::chat, {"chatcmpl-x", 1, "tiny"}, true, 5, 2);
+  std::string text = stream.events(CompletionUpdate{}, 0) + stream.events(CompletionUpdate{}, 1);
+  text += stream.events(update("a", 1), 1);
+  text += stream.events(update("b", 2, true, FinishReason::stop), 0);
+  EXPECT_FALSE(stream.finished());
+  CompletionUpdate last = update("", 3, true, FinishReason::length);
+  last.cached_tokens = 4;
+  text += stream.events(last, 1);
+  EXPECT_TRUE(stream.finished());
+  std::vector<json> events = parse_events(text);
+  ASSERT_EQ(events.size(), 8u) << text;
+  EXPECT_EQ(events[0]["choices"][0]["index"], 0);
+  EXPECT_EQ(events[0]["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(events[1]["choices"][0]["index"], 1);
+  EXPECT_EQ(events[1]["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(events[2]["choices"][0]["index"], 1);
+  EXPECT_EQ(events[2]["choices"][0]["delta"]["content"], "a");
+  EXPECT_EQ(events[4]["choices"][0]["index"], 0);
+  EXPECT_EQ(events[4]["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(events[5]["choices"][0]["index"], 1);
+  EXPECT_EQ(events[5]["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(events[6]["usage"]["completion_tokens"], 5);
+  EXPECT_EQ(events[6]["usage"]["prompt_tokens_details"]["cached_tokens"], 4);
+  EXPECT_EQ(events[7], "[DONE]");
+}
+
+const Tokenizer& qwen_tokenizer() {
+  static Tokenizer loaded = Tokenizer::load(std::string(FORNACE_SOURCE_DIR) + "/models");
+  return loaded;
+}
+
+TEST(LogprobsJson, ChatAndCompletionShapesCarryEachTokensTextBytesAndAlternatives) {
+  const Tokenizer& tokenizer = qwen_tokenizer();
+  const uint32_t hello = *tokenizer.token_to_id("Hello");
+  const uint32_t world = *tokenizer.token_to_id("Ġworld");
+  std::vector<TokenLogprob> entries = {{hello, -0.5, {{hello, -0.5}, {world, -1.5}}},
+                                       {world, -0.25, {{world, -0.25}, {hello, -2.0}}}};
+  json chat = logprobs_json(Endpoint::chat, entries, tokenizer);
+  ASSERT_EQ(chat["content"].size(), 2u);
+  EXPECT_EQ(chat["content"][1]["token"], " world");
+  EXPECT_EQ(chat["content"][1]["logprob"], -0.25);
+  EXPECT_EQ(chat["content"][1]["bytes"], json::array({32, 119, 111, 114, 108, 100}));
+  EXPECT_EQ(chat["content"][0]["top_logprobs"][1]["token"], " world");
+  EXPECT_EQ(chat["content"][0]["top_logprobs"][1]["logprob"], -1.5);
+  EXPECT_TRUE(chat["refusal"].is_null());
+
+  json text = logprobs_json(Endpoint::completions, entries, tokenizer, 10);
+  EXPECT_EQ(text["tokens"], json::array({"Hello", " world"}));
+  EXPECT_EQ(text["token_logprobs"], json::array({-0.5, -0.25}));
+  EXPECT_EQ(text["top_logprobs"][0], json({{"Hello", -0.5}, {" world", -1.5}}));
+  EXPECT_EQ(text["text_offset"], json::array({10, 15}));
 }
 
 TEST(SseFraming, EventsAreOneDataLineAndABlankLine) {

@@ -32,6 +32,7 @@ struct ServeFlags {
   int64_t max_body = 1 << 20;
   std::string api_key;
   std::string cors_origin;
+  bool no_cache_prompt = false;
   std::string dtype;
   std::string activations;
   int64_t threads = 0;
@@ -77,9 +78,8 @@ int serve(const ServeFlags& flags, const sigset_t& stop_signals) {
   scheduler_options.slots = flags.parallel;
   scheduler_options.context = context;
   scheduler_options.queue_limit = flags.queue;
-  for (int64_t id : end_of_sequence_ids(config, &tokenizer)) {
-    if (id >= 0 && id <= UINT32_MAX) scheduler_options.eos_ids.push_back(static_cast<uint32_t>(id));
-  }
+  scheduler_options.eos_ids = end_of_sequence_ids(config, &tokenizer);
+  scheduler_options.cache_prompt = !flags.no_cache_prompt;
   Scheduler scheduler(*model, tokenizer, scheduler_options);
 
   server::ServedModel served{served_model_id(flags), &tokenizer, context, config.vocab_size};
@@ -161,6 +161,11 @@ int serve_command(int argc, char** argv) {
                  "and answers to OPTIONS preflights")
       ->type_name("ORIGIN")
       ->default_str("none");
+  app.add_flag("--no-cache-prompt", flags.no_cache_prompt,
+               "prefill every prompt whole; by default a slot keeps its KV cache after a "
+               "request, and a request goes to the free slot whose cached tokens share the "
+               "longest prefix with its prompt and prefills only the rest (a request's "
+               "\"cache_prompt\": false does the same for it alone)");
   add_dtype_flag(app, flags.dtype);
   add_activations_flag(app, flags.activations);
   add_threads_flag(app, flags.threads);
