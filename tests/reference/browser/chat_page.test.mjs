@@ -198,11 +198,13 @@ test('stop ends a long answer midway and the send button comes back', async () =
     assert.ok(Date.now() < deadline, 'the slot is freed after stop');
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  assert.ok(await metric(plain, 'fornace_completion_tokens_total') - tokensBefore < 900);
+  const generated = await metric(plain, 'fornace_completion_tokens_total') - tokensBefore;
+  assert.ok(generated < 900, `the server stopped after ${generated} tokens`);
   await new Promise((resolve) => setTimeout(resolve, 300));
   assert.equal((await lastAnswer(page)).text, stopped.text, 'no text after stop');
-  // What arrived is the start of the whole answer.
-  const longer = await completeWithApi(plain, { ...body, max_tokens: 200 });
+  await page.screenshot({ path: `${artifacts}/desktop-stopped.png` });
+  // What arrived is the start of the answer that the same request, run further, gives.
+  const longer = await completeWithApi(plain, { ...body, max_tokens: generated + 8 });
   const whole = longer.choices[0].message.content;
   assert.ok(stopped.text.length > 0 && stopped.text.length < whole.length, `stopped midway: ${stopped.text.length} of ${whole.length}`);
   assert.ok(whole.startsWith(stopped.text));
@@ -228,6 +230,9 @@ test('a reload keeps the conversations, and stored text stays text', async () =>
 
   await page.click('.conversation:nth-child(2) .open');
   assert.deepEqual(await lastAnswer(page), firstAnswer);
+  await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'dark' }]);
+  await page.screenshot({ path: `${artifacts}/desktop-dark.png` });
+  await page.emulateMediaFeatures([]);
   assert.deepEqual(await page.$$eval('.message .who', (names) => names.map((n) => n.textContent)), ['You', 'Model']);
 
   await page.click('.conversation:nth-child(3) .open');
@@ -315,6 +320,15 @@ test('with --api-key the page asks for the key, keeps it and retries', async () 
   await page.reload();
   await page.waitForFunction((id) => document.getElementById('model-name').textContent === id, wait, modelId);
   assert.equal(await page.$eval('#key-dialog', (dialog) => dialog.open), false, 'the kept key is used');
+
+  // A setting the server refuses: its 400 message, naming the parameter, in place of an answer.
+  await setSettings(page, { temperature: 9, top_p: 1, max_tokens: 6, seed: 3 });
+  await sendMessage(page, 'Too hot');
+  await page.waitForSelector('.message.error', wait);
+  await waitForAnswerEnd(page);
+  assert.match(await page.$eval('.message.error .text', (text) => text.textContent), /^400: .*'temperature'/);
+  assert.deepEqual(await page.$$eval('.message', (all) => all.map((m) => m.className)),
+    ['message user', 'message assistant', 'message user', 'message error']);
   await context.close();
 });
 
