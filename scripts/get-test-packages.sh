@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the npm packages that tests run, from their lock files: the independent GGUF reader
 # (@huggingface/gguf) under tests/reference/gguf/node_modules, llama.cpp's prebuilt CPU
-# binaries (node-llama-cpp) under tests/reference/llamacpp/node_modules, and OpenAI's Node client
-# (openai) under tests/reference/openai/node_modules. Skips what is already installed.
+# binaries (node-llama-cpp) under tests/reference/llamacpp/node_modules, OpenAI's Node client
+# (openai) under tests/reference/openai/node_modules, and the driver of Debian's Chromium
+# (puppeteer-core) under tests/reference/browser/node_modules. Skips what is already installed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -37,3 +38,4 @@ install gguf GgufIndependentReader
 # for Linux x64 is a dependency of its own.
 install llamacpp LlamaCppLoads --ignore-scripts --omit=optional
 install openai OpenAIClient.Serve
+install browser ChatPage.Browser

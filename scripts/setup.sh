@@ -8,6 +8,7 @@ packages=(
   libcpp-httplib-dev
   python3 python3-numpy python3-jinja2 curl ca-certificates
   clang-14 libclang-rt-14-dev
+  chromium
 )
 missing=()
 for package in "${packages[@]}"; do

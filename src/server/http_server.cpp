@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "server/api_error.h"
 #include "server/auth.h"
+#include "server/chat_page.h"
 #include "server/response.h"
 
 namespace fornace::server {
@@ -245,6 +246,20 @@ HttpServer::HttpServer(Scheduler& scheduler, ServedModel model, ServerOptions op
     };
   };
 
+  if (options_.chat_page) {
+    // The page itself holds nothing secret; its API calls ask for the key. It loads nothing
+    // from elsewhere and may talk only to this server.
+    http.Get("/", [](const httplib::Request&, httplib::Response& response) {
+      std::string_view page = chat_page_html();
+      response.set_content(page.data(), page.size(), "text/html; charset=utf-8");
+      response.set_header("Content-Security-Policy",
+                          "default-src 'none'; script-src 'unsafe-inline'; "
+                          "style-src 'unsafe-inline'; img-src data:; connect-src 'self'; "
+                          "base-uri 'none'; frame-ancestors 'none'");
+      response.set_header("X-Content-Type-Options", "nosniff");
+      response.set_header("Cache-Control", "no-cache");
+    });
+  }
   http.Get("/health", guarded(false, [this](const httplib::Request&, httplib::Response& response) {
              if (stopping_) throw ApiError(503, "The server is shutting down.", "server_error");
              send_json(response, {{"status", "ok"}});

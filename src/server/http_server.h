@@ -20,14 +20,15 @@ namespace fornace::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;                               // 0: a free port.
-  std::string api_key;                           // Empty: no key asked (GET /health never asks).
+  int port = 8080;      // 0: a free port.
+  std::string api_key;  // Empty: no key asked (GET /health never asks).
   // Empty: no CORS headers. Else every response allows this origin ("*": any), and OPTIONS
   // preflights are answered, so that a page in a browser can call the API.
   std::string cors_origin;
-  size_t max_body_bytes = 1 << 20;               // Larger bodies get 413.
-  int64_t worker_threads = 0;                    // 0: slots + queue limit + 8.
-  std::chrono::milliseconds poll_interval{100};  // How often a stream checks for new text.
+  size_t max_body_bytes = 1 << 20;  // Larger bodies get 413.
+  bool chat_page = true;            // GET / answers the chat page (no key asked); false: 404.
+  int64_t worker_threads = 0;       // 0: slots + queue limit + 8.
+  std::chrono::milliseconds poll_interval{100};         // How often a stream checks for new text.
   std::chrono::milliseconds keep_alive_interval{1000};  // A waiting stream's keep-alive comment.
 };
 

@@ -1,5 +1,5 @@
-// The HTTP server in process on a loopback port with the tiny model: API key, body limit, unknown
-// routes, queue full, shutdown, and clients that disconnect mid-stream under load.
+// The HTTP server in process on a loopback port with the tiny model: API key, chat page, body
+// limit, unknown routes, queue full, shutdown, and clients that disconnect mid-stream under load.
 #include "server/http_server.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <atomic>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -195,6 +196,39 @@ TEST(HttpServer, CorsOriginIsOptInAndAnswersPreflights) {
   ASSERT_TRUE(preflight);
   EXPECT_NE(preflight->status, 204);
   EXPECT_FALSE(preflight->has_header("Access-Control-Allow-Origin"));
+}
+
+// GET / answers the chat page, byte for byte the source file, without asking for the key that
+// the API needs; with chat_page off (--no-ui) it is an unknown URL and the API still answers.
+TEST(HttpServer, TheChatPageIsAtRootWithoutAKeyUnlessTurnedOff) {
+  std::ifstream file(std::string(FORNACE_SOURCE_DIR) + "/src/server/chat_page.html",
+                     std::ios::binary);
+  ASSERT_TRUE(file);
+  const std::string source((std::istreambuf_iterator<char>(file)),
+                           std::istreambuf_iterator<char>());
+  ServerOptions options;
+  options.api_key = "sk-test-123";
+  {
+    TestServer test(slots_of(1), options);
+    httplib::Client http = test.client();
+    auto page = http.Get("/");
+    ASSERT_TRUE(page);
+    EXPECT_EQ(page->status, 200);
+    EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+    EXPECT_TRUE(page->body == source) << "the page is not src/server/chat_page.html: "
+                                      << page->body.size() << " bytes for " << source.size();
+    EXPECT_NE(page->get_header_value("Content-Security-Policy").find("connect-src 'self'"),
+              std::string::npos);
+    expect_api_error(http.Get("/v1/models"), 401, "invalid_api_key");
+    expect_api_error(http.Get("/index.html"), 404, "unknown_url");
+  }
+  options.chat_page = false;
+  TestServer test(slots_of(1), options);
+  httplib::Client http = test.client();
+  expect_api_error(http.Get("/"), 404, "unknown_url");
+  auto models = http.Get("/v1/models", {{"Authorization", "Bearer sk-test-123"}});
+  ASSERT_TRUE(models);
+  EXPECT_EQ(models->status, 200);
 }
 
 TEST(HttpServer, BadRequestsGetOpenAIErrorObjects) {

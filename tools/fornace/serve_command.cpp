@@ -33,6 +33,7 @@ struct ServeFlags {
   std::string api_key;
   std::string cors_origin;
   bool no_cache_prompt = false;
+  bool no_ui = false;
   std::string dtype;
   std::string activations;
   int64_t threads = 0;
@@ -89,6 +90,7 @@ int serve(const ServeFlags& flags, const sigset_t& stop_signals) {
   server_options.api_key = flags.api_key;
   server_options.cors_origin = flags.cors_origin;
   server_options.max_body_bytes = static_cast<size_t>(flags.max_body);
+  server_options.chat_page = !flags.no_ui;
   server::HttpServer server(scheduler, served, server_options);
   int port = server.bind();
 
@@ -123,11 +125,13 @@ int serve_command(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
-  CommandLine app("fornace serve", "usage: fornace serve --model PATH [options]",
-                  "Serves the model over HTTP with OpenAI's API (POST /v1/chat/completions and "
-                  "/v1/completions, streamed or not; GET /v1/models, /health and /metrics). Up to "
-                  "--parallel requests run at once, decoded together in one batched pass; more "
-                  "wait in a queue of --queue, and beyond it get 503. SIGINT or SIGTERM stops it.");
+  CommandLine app(
+      "fornace serve", "usage: fornace serve --model PATH [options]",
+      "Serves the model over HTTP with OpenAI's API (POST /v1/chat/completions and "
+      "/v1/completions, streamed or not; GET /v1/models, /health and /metrics) and a chat "
+      "page for a browser at /. Up to "
+      "--parallel requests run at once, decoded together in one batched pass; more "
+      "wait in a queue of --queue, and beyond it get 503. SIGINT or SIGTERM stops it.");
   ServeFlags flags;
   app.add_option("--model", flags.model_path, "checkpoint directory or GGUF file")
       ->type_name("PATH")
@@ -166,6 +170,7 @@ int serve_command(int argc, char** argv) {
                "request, and a request goes to the free slot whose cached tokens share the "
                "longest prefix with its prompt and prefills only the rest (a request's "
                "\"cache_prompt\": false does the same for it alone)");
+  app.add_flag("--no-ui", flags.no_ui, "no chat page at / (it then answers 404)");
   add_dtype_flag(app, flags.dtype);
   add_activations_flag(app, flags.activations);
   add_threads_flag(app, flags.threads);
