@@ -1,11 +1,14 @@
 // `fornace serve` driven by the official OpenAI Node client (npm openai): chat and text
-// completions, streamed and not, usage, stop strings, lengths, concurrent requests, errors, the
-// API key, /metrics, /health, flags and SIGTERM. Run by CTest as OpenAIClient.Serve with
+// completions, streamed and not, usage, stop strings, lengths, concurrent requests, prompt reuse,
+// logprobs, n choices, errors, the API key, /metrics, /health, flags and SIGTERM. Run by CTest as OpenAIClient.Serve with
 // FORNACE_BIN (build/bin/fornace), FORNACE_MODELS (a folder for the tiny model) and
 // FORNACE_TOKENIZER_DIR (the tokenizer the tiny model carries).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 import { OpenAI, fornace, modelId, tinyModel, startServer } from './support.mjs';
 
@@ -121,7 +124,9 @@ test('bad requests throw the client errors OpenAI would', async () => {
     { messages: [] },
     { messages: [{ role: 'wizard', content: 'hi' }] },
     { messages: chatMessages, top_p: 'high' },
-    { messages: chatMessages, n: 3 },
+    { messages: chatMessages, n: 5 },
+    { messages: chatMessages, top_logprobs: 2 },
+    { messages: chatMessages, logprobs: true, top_logprobs: 21 },
   ];
   for (const body of bad) {
     await assert.rejects(client.chat.completions.create(body), (error) => {
@@ -144,6 +149,108 @@ test('bad requests throw the client errors OpenAI would', async () => {
   const models = await client.models.list();
   assert.deepEqual(models.data.map((model) => model.id), [modelId]);
   await assert.rejects(client.models.retrieve('gpt-4o'), OpenAI.NotFoundError);
+});
+
+test('a second turn reuses the slot cache of the first and answers as a whole prefill does', async () => {
+  const first = [{ role: 'user', content: 'Tell me a long story about a fox and a crow, please.' }];
+  const answer = await client.chat.completions.create({ messages: first, max_tokens: 24, ...greedy });
+  const second = [...first, { role: 'assistant', content: answer.choices[0].message.content },
+    { role: 'user', content: 'And then?' }];
+  const reused = await client.chat.completions.create({ messages: second, max_tokens: 12, ...greedy });
+  const whole = await client.chat.completions.create({ messages: second, max_tokens: 12, cache_prompt: false, ...greedy });
+  assert.equal(whole.usage.prompt_tokens_details.cached_tokens, 0);
+  assert.ok(reused.usage.prompt_tokens_details.cached_tokens > answer.usage.prompt_tokens / 2,
+    JSON.stringify(reused.usage));
+  assert.equal(reused.choices[0].message.content, whole.choices[0].message.content);
+  const metrics = await (await fetch(`${server.url}/metrics`)).text();
+  assert.match(metrics, /^fornace_prompt_tokens_reused_total [1-9]\d*$/m);
+});
+
+// Float32 values of a .npy file that fornace --dump-logits wrote: [rows, vocab].
+function readNpy(path) {
+  const bytes = readFileSync(path);
+  const headerLength = bytes.readUInt16LE(8);
+  const header = bytes.subarray(10, 10 + headerLength).toString('latin1');
+  assert.match(header, /'descr': '<f4'/);
+  const shape = /'shape': \((\d+), (\d+)\)/.exec(header).slice(1).map(Number);
+  const start = 10 + headerLength;
+  const values = new Float32Array(bytes.buffer.slice(bytes.byteOffset + start, bytes.byteOffset + bytes.length));
+  return Array.from({ length: shape[0] }, (_, row) => values.subarray(row * shape[1], (row + 1) * shape[1]));
+}
+
+function logSoftmax(row) {
+  let max = -Infinity;
+  for (const value of row) max = Math.max(max, value);
+  let sum = 0;
+  for (const value of row) sum += Math.exp(value - max);
+  const logSum = max + Math.log(sum);
+  return Array.from(row, (value) => value - logSum);
+}
+
+test('logprobs equal the log-softmax of the logits that fornace itself computes', async () => {
+  const prompt = 'The quick brown fox';
+  const response = await client.completions.create({ prompt, max_tokens: 4, logprobs: 3, ...greedy });
+  const logprobs = response.choices[0].logprobs;
+  assert.equal(logprobs.tokens.length, 4);
+  const dir = mkdtempSync(join(tmpdir(), 'fornace-logits-'));
+  const run = spawnSync(fornace, ['--model', tinyModel(), '--prompt', prompt, '--max-new-tokens', '4',
+    '--ignore-eos', '--temperature', '0', '--repeat-penalty', '1', '--threads', '2', '--quiet',
+    '--dump-logits', `${dir}/logits.npy`], { encoding: 'utf8' });
+  assert.equal(run.status, 0, run.stderr);
+  const rows = readNpy(`${dir}/logits.npy`);
+  rmSync(dir, { recursive: true, force: true });
+  assert.equal(rows.length, 4);
+  let offset = 0;
+  for (let step = 0; step < 4; ++step) {
+    const expected = logSoftmax(rows[step]);
+    const order = [...expected.keys()].sort((a, b) => expected[b] - expected[a] || a - b);
+    // Greedy: the token taken is the most likely one.
+    assert.ok(Math.abs(logprobs.token_logprobs[step] - expected[order[0]]) < 1e-4, `step ${step}`);
+    const top = Object.values(logprobs.top_logprobs[step]).sort((a, b) => b - a);
+    assert.equal(top.length, 3);
+    for (let rank = 0; rank < 3; ++rank) assert.ok(Math.abs(top[rank] - expected[order[rank]]) < 1e-4);
+    assert.equal(logprobs.text_offset[step], offset);
+    offset += Buffer.byteLength(logprobs.tokens[step]);
+  }
+
+  const chat = await client.chat.completions.create({ messages: chatMessages, max_tokens: 6, logprobs: true,
+    top_logprobs: 2, ...greedy });
+  const content = chat.choices[0].logprobs.content;
+  assert.equal(content.length, 6);
+  for (const entry of content) {
+    assert.equal(entry.top_logprobs.length, 2);
+    assert.equal(entry.top_logprobs[0].token, entry.token);
+    assert.ok(Math.abs(entry.top_logprobs[0].logprob - entry.logprob) < 1e-12);
+    assert.ok(entry.top_logprobs[1].logprob <= entry.logprob && entry.logprob <= 0);
+    // A token that ends inside a UTF-8 character reads as U+FFFD; its bytes stay exact.
+    if (!entry.token.includes('\uFFFD')) assert.deepEqual(entry.bytes, [...Buffer.from(entry.token, 'utf8')]);
+  }
+  const chunks = await collect(await client.chat.completions.create({ messages: chatMessages, max_tokens: 6,
+    logprobs: true, top_logprobs: 2, stream: true, ...greedy }));
+  const streamed = chunks.flatMap((chunk) => chunk.choices[0]?.logprobs?.content ?? []);
+  // The same tokens; the values to float rounding (this prompt's prefix now comes from the cache).
+  const values = (entries) => entries.flatMap((entry) => [entry.logprob, ...entry.top_logprobs.map((top) => top.logprob)]);
+  const tokensOnly = (entries) => JSON.stringify(entries, (key, value) => (key === 'logprob' ? undefined : value));
+  assert.equal(tokensOnly(streamed), tokensOnly(content));
+  values(streamed).forEach((value, index) => assert.ok(Math.abs(value - values(content)[index]) < 1e-4));
+});
+
+test('n choices: one per slot, seeded in turn, streamed by index', async () => {
+  const request = { messages: chatMessages, max_tokens: 8, temperature: 1.5, seed: 5, ignore_eos: true };
+  const whole = await client.chat.completions.create({ ...request, n: 3 });
+  assert.deepEqual(whole.choices.map((choice) => choice.index), [0, 1, 2]);
+  assert.equal(whole.usage.completion_tokens, 24);
+  const texts = whole.choices.map((choice) => choice.message.content);
+  assert.ok(new Set(texts).size > 1, 'different seeds give different samples');
+  const single = await client.chat.completions.create({ ...request, seed: 6 });
+  assert.equal(single.choices[0].message.content, texts[1]);
+  const chunks = await collect(await client.chat.completions.create({ ...request, n: 3, stream: true }));
+  const streamed = ['', '', ''];
+  for (const chunk of chunks) {
+    for (const choice of chunk.choices) streamed[choice.index] += choice.delta?.content ?? '';
+  }
+  assert.deepEqual(streamed, texts);
+  assert.equal(chunks.filter((chunk) => chunk.choices[0]?.finish_reason).length, 3);
 });
 
 test('/health and /metrics answer with fetch', async () => {
