@@ -6,44 +6,14 @@
 
 #include "core/error.h"
 #include "io/files.h"
-#include "text/chat_template.h"
 #include "text/gguf_pre_tokenizers.h"
-#include "text/json_scanner.h"
+#include "text/tokenizer_config.h"
 #include "text/tokenizer_state.h"
 
 namespace fornace::text {
 namespace {
 
 constexpr std::string_view space_marker = "\xE2\x96\x81";  // "▁", SentencePiece's space.
-
-// What tokenizer_config.json says of the special tokens.
-struct SpecialTokenConfig {
-  std::optional<std::string> bos, eos, unk, pad;
-  std::optional<bool> add_bos, add_eos;
-};
-
-SpecialTokenConfig read_special_token_config(std::string_view json,
-                                             const std::string& source_name) {
-  SpecialTokenConfig config;
-  if (json.empty()) return config;
-  JsonScanner scanner(json, source_name);
-  scanner.for_each_member("", [&](std::string_view key) {
-    std::string name(key);
-    if (name == "bos_token" || name == "eos_token" || name == "unk_token" || name == "pad_token") {
-      std::optional<std::string> token = read_token_name(scanner, name);
-      (name[0] == 'b'   ? config.bos
-       : name[0] == 'e' ? config.eos
-       : name[0] == 'u' ? config.unk
-                        : config.pad) = std::move(token);
-    } else if ((name == "add_bos_token" || name == "add_eos_token") && !scanner.null()) {
-      (name == "add_bos_token" ? config.add_bos : config.add_eos) = scanner.boolean(name);
-    } else {
-      scanner.skip_value(name);
-    }
-  });
-  scanner.expect_end();
-  return config;
-}
 
 // convert_hf_to_gguf.py's does_token_look_special: added tokens that some checkpoints leave
 // unmarked but that are control tokens.
@@ -62,7 +32,7 @@ std::string replace_all(std::string_view text, std::string_view pattern, std::st
 
 class GgufVocabularyWriter {
  public:
-  GgufVocabularyWriter(const TokenizerState& state, const SpecialTokenConfig& config,
+  GgufVocabularyWriter(const TokenizerState& state, const TokenizerConfig& config,
                        size_t embedding_rows)
       : state_(state),
         config_(config),
@@ -224,22 +194,23 @@ class GgufVocabularyWriter {
       }
       return id;
     };
-    std::optional<std::string> bos = config_.bos;
-    if (!bos && !config_.eos && !config_.unk && !config_.pad) bos = state_.template_prefix_token;
+    std::optional<std::string> bos = config_.bos_token;
+    if (!bos && !config_.eos_token && !config_.unk_token && !config_.pad_token)
+      bos = state_.template_prefix_token;
     vocabulary_.bos_token_id = added_id(bos);
-    vocabulary_.eos_token_id = added_id(config_.eos);
-    vocabulary_.padding_token_id = added_id(config_.pad);
-    vocabulary_.unknown_token_id = added_id(config_.unk);
+    vocabulary_.eos_token_id = added_id(config_.eos_token);
+    vocabulary_.padding_token_id = added_id(config_.pad_token);
+    vocabulary_.unknown_token_id = added_id(config_.unk_token);
     if (!vocabulary_.unknown_token_id && state_.model.unknown_id != BpeModel::no_token)
       vocabulary_.unknown_token_id = state_.model.unknown_id;
-    vocabulary_.add_bos_token = config_.add_bos;
-    if (!config_.add_bos && state_.template_prefix_token)
+    vocabulary_.add_bos_token = config_.add_bos_token;
+    if (!config_.add_bos_token && state_.template_prefix_token)
       vocabulary_.add_bos_token = bos && *state_.template_prefix_token == *bos;
-    vocabulary_.add_eos_token = config_.add_eos;
+    vocabulary_.add_eos_token = config_.add_eos_token;
   }
 
   const TokenizerState& state_;
-  const SpecialTokenConfig& config_;
+  const TokenizerConfig& config_;
   const size_t count_;
   GgufVocabulary vocabulary_;
   std::vector<bool> mergeable_;  // By id: a normal token, which SentencePiece merges make.
@@ -255,12 +226,9 @@ GgufVocabulary gguf_vocabulary_from_tokenizer_json(std::string_view tokenizer_js
   state.source_name = source_name;
   parse_tokenizer_json(tokenizer_json, state);
   const std::string config_name = source_name + " (tokenizer_config.json)";
-  SpecialTokenConfig config = read_special_token_config(tokenizer_config_json, config_name);
+  TokenizerConfig config = read_tokenizer_config(tokenizer_config_json, config_name);
   GgufVocabulary vocabulary = GgufVocabularyWriter(state, config, embedding_rows).write();
-  if (!tokenizer_config_json.empty()) {
-    vocabulary.chat_template =
-        read_chat_template_config(tokenizer_config_json, config_name).chat_template;
-  }
+  vocabulary.chat_template = config.chat_template;
   return vocabulary;
 }
 

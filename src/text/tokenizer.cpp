@@ -9,17 +9,19 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "io/config.h"
 #include "io/files.h"
 #include "text/chat_template.h"
 #include "text/gguf_metadata.h"
 #include "text/gguf_vocabulary.h"
+#include "text/tokenizer_config.h"
 #include "text/tokenizer_state.h"
 #include "text/utf8.h"
 
 namespace fornace {
 
 struct Tokenizer::Impl : text::TokenizerState {
-  text::ChatTemplateConfig chat;
+  text::TokenizerConfig config;
 };
 
 namespace {
@@ -106,6 +108,50 @@ void check_id(const text::TokenizerState& state, uint32_t id, const char* operat
     fail(operation, ": ", state.source_name, " has no token with id ", id);
 }
 
+using text::TemplateValue;
+
+// A conversation as ChatML ("<|im_start|>role\ncontent<|im_end|>\n" per message), for a
+// tokenizer without a chat template whose vocabulary has those tokens.
+std::string render_chat_ml(const text::TokenizerState& state, const TemplateValue& messages,
+                           const TemplateValue& tools, bool add_generation_prompt) {
+  for (const char* marker : {"<|im_start|>", "<|im_end|>"}) {
+    if (!state.model.vocabulary.find(marker)) {
+      fail("chat template: ", state.source_name,
+           " has no chat_template (tokenizer_config.json) and no ", marker,
+           " token for ChatML; pass the prompt text as the model expects it with --prompt instead");
+    }
+  }
+  if (tools.kind() == TemplateValue::Kind::list && !tools.as_list().empty()) {
+    fail("chat template: ", state.source_name,
+         " has no chat_template (tokenizer_config.json) to show tools with");
+  }
+  std::string prompt;
+  for (const TemplateValue& message : messages.as_list()) {
+    const TemplateValue* content = message.find("content");
+    if (!content || content->kind() != TemplateValue::Kind::string || message.find("tool_calls")) {
+      fail("chat template: ", state.source_name,
+           " has no chat_template (tokenizer_config.json): ChatML takes only string contents");
+    }
+    prompt += "<|im_start|>" + message.find("role")->as_string() + "\n" + content->as_string() +
+              "<|im_end|>\n";
+  }
+  if (add_generation_prompt) prompt += "<|im_start|>assistant\n";
+  return prompt;
+}
+
+// The prompt for `messages` and `tools` (checked by the caller): the checkpoint's chat template,
+// else ChatML.
+std::string render_chat(const text::TokenizerState& state, const text::TokenizerConfig& config,
+                        TemplateValue messages, TemplateValue tools, bool add_generation_prompt,
+                        std::optional<bool> enable_thinking) {
+  if (!config.chat_template) return render_chat_ml(state, messages, tools, add_generation_prompt);
+  TemplateValue::Dict variables = text::chat_template_variables(
+      config, std::move(messages), add_generation_prompt, std::move(tools));
+  if (enable_thinking)
+    variables.emplace_back("enable_thinking", TemplateValue::boolean(*enable_thinking));
+  return text::ChatTemplate(*config.chat_template).render(variables);
+}
+
 }  // namespace
 
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -125,9 +171,9 @@ Tokenizer Tokenizer::from_gguf_vocabulary(const text::GgufVocabulary& vocabulary
   auto impl = std::make_unique<Impl>();
   impl->source_name = source_name;
   text::build_from_gguf_vocabulary(vocabulary, *impl);
-  impl->chat.chat_template = vocabulary.chat_template;
-  if (vocabulary.bos_token_id) impl->chat.bos_token = vocabulary.tokens[*vocabulary.bos_token_id];
-  if (vocabulary.eos_token_id) impl->chat.eos_token = vocabulary.tokens[*vocabulary.eos_token_id];
+  impl->config.chat_template = vocabulary.chat_template;
+  if (vocabulary.bos_token_id) impl->config.bos_token = vocabulary.tokens[*vocabulary.bos_token_id];
+  if (vocabulary.eos_token_id) impl->config.eos_token = vocabulary.tokens[*vocabulary.eos_token_id];
   return Tokenizer(std::move(impl));
 }
 
@@ -140,9 +186,16 @@ Tokenizer Tokenizer::load(const std::string& directory) {
   Tokenizer tokenizer = from_json(MappedFile(path).text(), path);
   std::string config_path = directory + "/tokenizer_config.json";
   if (std::filesystem::exists(config_path)) {
-    std::string config = read_file(config_path);
-    text::parse_tokenizer_config(config, config_path, *tokenizer.impl_);
-    tokenizer.impl_->chat = text::read_chat_template_config(config, config_path);
+    text::TokenizerConfig config = text::read_tokenizer_config(read_file(config_path), config_path);
+    if (config.eos_token) {
+      std::optional<uint32_t> id = tokenizer.impl_->model.vocabulary.find(*config.eos_token);
+      if (!id) {
+        fail(config_path, ": eos_token: '", *config.eos_token,
+             "' is not a token of the vocabulary");
+      }
+      tokenizer.impl_->eos_token_id = id;
+    }
+    tokenizer.impl_->config = std::move(config);
   }
   return tokenizer;
 }
@@ -208,38 +261,53 @@ std::optional<uint32_t> Tokenizer::prefix_token_id() const {
 std::string Tokenizer::apply_chat_template(const std::vector<ChatMessage>& messages,
                                            bool add_generation_prompt,
                                            std::optional<bool> enable_thinking) const {
+  TemplateValue::List turns;
   for (const ChatMessage& message : messages) {
     if (message.role != "system" && message.role != "user" && message.role != "assistant") {
       fail("chat template: unknown role '", message.role, "' (expected system, user or assistant)");
     }
+    turns.push_back(TemplateValue::dict({{"role", TemplateValue::string(message.role)},
+                                         {"content", TemplateValue::string(message.content)}}));
   }
-  if (impl_->chat.chat_template) {
-    using text::TemplateValue;
-    TemplateValue::List turns;
-    for (const ChatMessage& message : messages) {
-      turns.push_back(TemplateValue::dict({{"role", TemplateValue::string(message.role)},
-                                           {"content", TemplateValue::string(message.content)}}));
+  return render_chat(*impl_, impl_->config, TemplateValue::list(std::move(turns)),
+                     TemplateValue::none(), add_generation_prompt, enable_thinking);
+}
+
+std::string Tokenizer::apply_chat_template_json(std::string_view messages_json,
+                                                std::string_view tools_json,
+                                                bool add_generation_prompt,
+                                                std::optional<bool> enable_thinking) const {
+  TemplateValue messages = TemplateValue::from_json(messages_json, "messages");
+  if (messages.kind() != TemplateValue::Kind::list) fail("messages: expected an array");
+  for (size_t index = 0; index < messages.as_list().size(); ++index) {
+    const TemplateValue& message = messages.as_list()[index];
+    if (message.kind() != TemplateValue::Kind::dict)
+      fail("messages[", index, "]: expected an object");
+    const TemplateValue* role = message.find("role");
+    if (!role || role->kind() != TemplateValue::Kind::string ||
+        (role->as_string() != "system" && role->as_string() != "user" &&
+         role->as_string() != "assistant" && role->as_string() != "tool")) {
+      fail("messages[", index, "].role: expected system, user, assistant or tool");
     }
-    TemplateValue::Dict variables = text::chat_template_variables(
-        impl_->chat, TemplateValue::list(std::move(turns)), add_generation_prompt);
-    if (enable_thinking) {
-      variables.emplace_back("enable_thinking", TemplateValue::boolean(*enable_thinking));
-    }
-    return text::ChatTemplate(*impl_->chat.chat_template).render(variables);
   }
-  for (const char* marker : {"<|im_start|>", "<|im_end|>"}) {
-    if (!token_to_id(marker)) {
-      fail("chat template: ", impl_->source_name,
-           " has no chat_template (tokenizer_config.json) and no ", marker,
-           " token for ChatML; pass the prompt text as the model expects it with --prompt instead");
+  TemplateValue tools = TemplateValue::none();
+  if (!tools_json.empty()) {
+    tools = TemplateValue::from_json(tools_json, "tools");
+    if (tools.kind() != TemplateValue::Kind::list) fail("tools: expected an array");
+    for (size_t index = 0; index < tools.as_list().size(); ++index) {
+      if (tools.as_list()[index].kind() != TemplateValue::Kind::dict)
+        fail("tools[", index, "]: expected an object");
     }
   }
-  std::string prompt;
-  for (const ChatMessage& message : messages) {
-    prompt += "<|im_start|>" + message.role + "\n" + message.content + "<|im_end|>\n";
-  }
-  if (add_generation_prompt) prompt += "<|im_start|>assistant\n";
-  return prompt;
+  return render_chat(*impl_, impl_->config, std::move(messages), std::move(tools),
+                     add_generation_prompt, enable_thinking);
+}
+
+std::vector<int64_t> end_of_sequence_ids(const ModelConfig& config, const Tokenizer* tokenizer) {
+  std::vector<int64_t> ids = config.eos_token_ids;
+  if (ids.empty() && tokenizer && tokenizer->eos_token_id())
+    ids.push_back(*tokenizer->eos_token_id());
+  return ids;
 }
 
 IncrementalDecoder::IncrementalDecoder(const Tokenizer& tokenizer, bool skip_special)

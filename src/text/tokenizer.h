@@ -13,6 +13,8 @@
 
 namespace fornace {
 
+struct ModelConfig;
+
 namespace text {
 struct GgufVocabulary;
 }
@@ -69,6 +71,18 @@ class Tokenizer {
   std::string apply_chat_template(const std::vector<ChatMessage>& messages,
                                   bool add_generation_prompt,
                                   std::optional<bool> enable_thinking = std::nullopt) const;
+  // The same for a conversation in OpenAI's chat form given as JSON text, whose key order is
+  // kept (it shows in what a template prints with tojson). `messages_json`: an array of
+  // {"role", "content"} with role system, user, assistant or tool; an assistant's may carry
+  // "tool_calls" (content then null or absent), a tool's "tool_call_id" and "name". Members are
+  // passed to the template as given (a tool call's "arguments" as an object or a JSON string
+  // alike). `tools_json`: an array of {"type": "function", "function": {"name", "description",
+  // "parameters"}}, or empty for none (the template sees None). Without a template, ChatML takes
+  // string contents and no tools. Bad JSON, or a message that is not an object with one of those
+  // roles, throws Error naming "messages[i]" or "tools".
+  std::string apply_chat_template_json(std::string_view messages_json, std::string_view tools_json,
+                                       bool add_generation_prompt,
+                                       std::optional<bool> enable_thinking = std::nullopt) const;
 
  private:
   struct Impl;
@@ -76,6 +90,10 @@ class Tokenizer {
   std::unique_ptr<Impl> impl_;
   friend class IncrementalDecoder;
 };
+
+// The ids that end a generation: config.json's eos_token_id (generation_config.json's first),
+// else the tokenizer's eos token (none when `tokenizer` is null).
+std::vector<int64_t> end_of_sequence_ids(const ModelConfig& config, const Tokenizer* tokenizer);
 
 // Turns a stream of ids into text pieces that are always whole UTF-8 sequences: bytes of an
 // unfinished character are held until the character completes.

@@ -471,29 +471,4 @@ void parse_tokenizer_json(std::string_view json, TokenizerState& state) {
   TokenizerJsonReader(json, state).read();
 }
 
-void parse_tokenizer_config(std::string_view json, const std::string& source_name,
-                            TokenizerState& state) {
-  // The scanner skips the rest (Gemma 3's file lists 6,000 added tokens) without building it.
-  JsonScanner scanner(json, source_name);
-  Json eos_token;
-  scanner.for_each_member("", [&](std::string_view key) {
-    if (key != "eos_token") {
-      scanner.skip_value(std::string(key));  // A copy: the key may live in the scratch buffer.
-      return;
-    }
-    std::string_view value = scanner.raw_value("eos_token");
-    eos_token = Json::parse(value.begin(), value.end(), nullptr, false);
-    if (eos_token.is_discarded()) scanner.fail_at("eos_token", "not valid JSON");
-  });
-  scanner.expect_end();
-  if (eos_token.is_null()) return;
-  const Json* name = &eos_token;
-  if (name->is_object() && name->contains("content")) name = &(*name)["content"];  // Older form.
-  if (!name->is_string()) fail(source_name, ": eos_token: expected a string");
-  std::string eos = name->get<std::string>();
-  std::optional<uint32_t> id = state.model.vocabulary.find(eos);
-  if (!id) fail(source_name, ": eos_token: '", eos, "' is not a token of the vocabulary");
-  state.eos_token_id = id;
-}
-
 }  // namespace fornace::text

@@ -49,10 +49,6 @@ void index_added_tokens(TokenizerState& state);
 // Fills `state` from tokenizer.json text; errors name `state.source_name` and the field.
 void parse_tokenizer_json(std::string_view json, TokenizerState& state);
 
-// Reads the eos token from tokenizer_config.json text into `state`.
-void parse_tokenizer_config(std::string_view json, const std::string& source_name,
-                            TokenizerState& state);
-
 // Fills `state` from the tokenizer.ggml.* values of a GGUF file; errors name `state.source_name`
 // and the key.
 void build_from_gguf_vocabulary(const GgufVocabulary& vocabulary, TokenizerState& state);

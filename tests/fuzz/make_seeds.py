@@ -3,6 +3,8 @@
 
 usage: make_seeds.py SOURCE_DIR TEST_MODELS_DIR OUT
        make_seeds.py --gguf OUT      (only the gguf_header seeds, which need no inputs)
+       make_seeds.py --jinja SOURCE_DIR OUT  (only the jinja_template seeds: the templates under
+                                              models/tokenizers and small hand-written ones)
 TEST_MODELS_DIR holds the tiny synthetic checkpoints (tiny-bf16, tiny-f32) that the tests write.
 """
 import json
@@ -137,6 +139,57 @@ def text_seeds(source, out):
     write(out, "tokenizer_encode", "invalid-utf8", b"\x01caf\xc3 \xff\xfe <|im_start|>")
 
 
+# Small templates that exercise each construct of the chat-template subset once or twice.
+JINJA_SNIPPETS = [
+    "{{ messages[0].content }}",
+    "{%- for m in messages %}<{{ m.role }}>{{ m['content'] | trim }}{% endfor -%}",
+    "{% set ns = namespace(n=0, s='') %}{% for i in range(5) %}{% set ns.n = ns.n + i %}"
+    "{% set ns.s = ns.s ~ i %}{% endfor %}{{ ns.n }}{{ ns.s }}",
+    "{% for t in tools %}{{ t | tojson }}{{ t.function.parameters | tojson(indent=2) }}{% endfor %}",
+    "{% for m in messages %}{% if m.tool_calls %}{% for c in m.tool_calls %}"
+    "{% if c.function is defined %}{% set c = c.function %}{% endif %}{{ c.name }}"
+    "{% if c.arguments is string %}{{ c.arguments }}{% else %}{{ c.arguments | tojson }}{% endif %}"
+    "{% endfor %}{% elif m.role == 'tool' %}{{ loop.previtem.role }}{{ m.content }}{% endif %}"
+    "{% endfor %}",
+    "{{ 'a<think>b</think>c'.split('</think>')[-1].lstrip('\\n') }}{{ 'xx'.strip('x') }}"
+    "{{ ' a  b '.split() }}{{ 'ab'.startswith('a') }}{{ 'ab'.endswith('b') }}"
+    "{{ 'a-b'.replace('-', '+', 1) }}{{ 'Ab'.upper() }}{{ 'Ab'.lower() }}",
+    "{{ 7 // 2 }}{{ -7 % 3 }}{{ 2 ** 10 }}{{ 7 / 2 }}{{ 'ab' * 3 }}{{ [1] + [2] }}{{ 0.1 + 0.2 }}"
+    "{{ 1e300 * 1e10 }}{{ -(3) }}{{ +True }}",
+    "{{ 1 < 2 < 3 }}{{ 'b' in 'abc' }}{{ 3 not in [1, 2] }}{{ {'k': 1} == {'k': 1} }}"
+    "{{ [1, 2] < [1, 3] }}{{ none is none }}{{ 3 is odd }}{{ x is not defined }}",
+    "{{ 'abcdef'[1:5:2] }}{{ 'héllo'[::-1] }}{{ messages[-1:] | length }}{{ numbers[::2] }}",
+    "{{ x | default('d') }}{{ '' | default('e', true) }}{{ numbers | first }}{{ numbers | last }}"
+    "{{ numbers | join(', ') }}{{ 'abc' | reverse }}{{ numbers | reverse | list }}"
+    "{{ 'a b' | replace(' ', '_') }}{{ 5 | string }}{{ messages | count }}",
+    "{% if messages[0].role == 'system' %}{% set loop_messages = messages[1:] %}{% else %}"
+    "{% set loop_messages = messages %}{% endif %}{% for m in loop_messages %}"
+    "{% if (m.role == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('roles must alternate') }}{% endif %}{% endfor %}",
+    "{{ {'a': [1, 'two', none, true, 1.5, {'b': '\\u00e9\\n\\t\\x01'}]} }}{{ ['it\\'s'] }}",
+    "{% for k in tools[0].function.parameters.properties %}{{ k }}={{ loop.index }}/{{ loop.length }}"
+    "{{ loop.revindex }}{% else %}none{% endfor %}{{ tools[0].function.get('x', 'y') }}"
+    "{{ tools[0].keys() | length }}{{ tools[0].values() | length }}",
+    "  {%- if true -%}  a  {%+ if false %}b{% elif 0 %}c{% else %}d{% endif +%}\n{# note -#}  e",
+    "{{ bos_token }}{{ eos_token }}{% if add_generation_prompt %}<|im_start|>assistant\n"
+    "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>{% endif %}"
+    "{% endif %}",
+]
+
+
+def jinja_template_seeds(source, out):
+    """Each family's chat template and the snippets above."""
+    target = "jinja_template"
+    directory = f"{source}/models/tokenizers"
+    for family in sorted(os.listdir(directory)):
+        with open(f"{directory}/{family}/tokenizer_config.json", encoding="utf-8") as file:
+            template = json.load(file).get("chat_template")
+        if isinstance(template, str):
+            write(out, target, f"family-{family}", template)
+    for index, snippet in enumerate(JINJA_SNIPPETS):
+        write(out, target, f"snippet-{index:02d}", snippet)
+
+
 # GGUF value type ids and struct formats, from the specification (ggml docs/gguf.md).
 GGUF_SCALARS = {"u8": (0, "B"), "i8": (1, "b"), "u16": (2, "H"), "i16": (3, "h"), "u32": (4, "I"),
                 "i32": (5, "i"), "f32": (6, "f"), "bool": (7, "?"), "u64": (10, "Q"),
@@ -253,11 +306,15 @@ def main():
     if sys.argv[1] == "--gguf":
         gguf_seeds(sys.argv[2])
         return
+    if sys.argv[1] == "--jinja":
+        jinja_template_seeds(sys.argv[2], sys.argv[3])
+        return
     source, models, out = sys.argv[1:4]
     safetensors_seeds(models, out)
     config_seeds(models, out)
     tokenizer_json_seeds(source, out)
     text_seeds(source, out)
+    jinja_template_seeds(source, out)
     gguf_seeds(out)
 
 

@@ -7,9 +7,12 @@ usage: render_chat_template.py TEMPLATE CASES.json
 
 TEMPLATE is a tokenizer_config.json (its chat_template, bos_token and eos_token are used) or, with
 any other name, a file holding the template text itself. CASES.json is a list of
-{"messages": [...], "add_generation_prompt": bool, "variables": {...}}; "variables" (optional)
-are extra globals such as enable_thinking. Prints one JSON list (ASCII only), one entry per case:
-{"text": rendered} or {"error": message}.
+{"messages": [...], "add_generation_prompt": bool, "tools": [...], "variables": {...}}; "tools"
+(optional, else None) is passed as the tools global as given, as apply_chat_template passes a list
+of JSON schemas; "variables" (optional) are extra globals such as enable_thinking. Prints one JSON
+list (ASCII only), one entry per case: {"text": rendered} or {"error": message}, the message of
+any exception the render raises (a template error, or a TypeError such as `'x' in None`, which
+apply_chat_template lets through too).
 
 --random makes COUNT random templates that mix text full of spaces and newlines with tags, '-'
 and '+' markers, comments, if / for / set and expressions, and prints
@@ -18,7 +21,8 @@ and '+' markers, comments, if / for / set and expressions, and prints
 The environment is transformers' (chat_template_utils._compile_jinja_template):
 ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True) with the loopcontrols
 extension, its tojson filter and the raise_exception global; render() gets tools=None,
-documents=None and the special tokens that are set (here bos_token and eos_token).
+documents=None (or the case's tools) and the special tokens that are set (here bos_token and
+eos_token).
 """
 import json
 import random
@@ -140,11 +144,12 @@ def main():
     results = []
     for case in cases:
         try:
-            text = template.render(messages=case["messages"], tools=None, documents=None,
+            text = template.render(messages=case["messages"], tools=case.get("tools"),
+                                   documents=None,
                                    add_generation_prompt=case["add_generation_prompt"],
                                    **special_tokens, **case.get("variables", {}))
             results.append({"text": text})
-        except jinja2.exceptions.TemplateError as error:
+        except Exception as error:  # pylint: disable=broad-except
             results.append({"error": str(error)})
     print(json.dumps(results))
 

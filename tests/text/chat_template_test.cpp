@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -18,10 +19,10 @@ namespace fornace {
 namespace {
 
 using text::ChatTemplate;
-using text::ChatTemplateConfig;
 using text::ChatTemplateLimits;
 using text::TemplateValue;
-using Json = nlohmann::json;
+using text::TokenizerConfig;
+using Json = nlohmann::ordered_json;  // Key order shows in what tojson prints.
 
 // Renders `source` with the globals given as a JSON object.
 std::string render(const std::string& source, const std::string& variables_json = "{}",
@@ -44,12 +45,14 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-// One conversation to render: the messages (JSON), the generation prompt, extra globals (JSON).
+// One conversation to render: the messages (JSON), the generation prompt, extra globals (JSON)
+// and the tools (JSON; empty: None).
 struct ChatCase {
   std::string name;
   std::string messages;
   bool add_generation_prompt;
   std::string variables = "{}";
+  std::string tools = "";
 };
 
 // System, multi-turn and generation-prompt cases, and content that tests the bytes.
@@ -108,6 +111,7 @@ std::vector<std::string> jinja_renderings(const std::string& template_path,
     request.push_back({{"messages", Json::parse(chat_case.messages)},
                        {"add_generation_prompt", chat_case.add_generation_prompt},
                        {"variables", Json::parse(chat_case.variables)}});
+    if (!chat_case.tools.empty()) request.back()["tools"] = Json::parse(chat_case.tools);
   }
   std::string cases_path =
       std::string(FORNACE_BINARY_DIR) + "/chat-cases-" + std::to_string(::getpid()) + ".json";
@@ -137,7 +141,7 @@ TEST_P(FamilyTemplate, RendersEveryCaseByteForByteAsJinja2Does) {
   std::string config_path = family_config_path(GetParam());
   std::string config_text = testing::read_test_file(config_path);
   ASSERT_FALSE(config_text.empty()) << "run scripts/get-tokenizer.sh";
-  ChatTemplateConfig config = text::read_chat_template_config(config_text, config_path);
+  TokenizerConfig config = text::read_tokenizer_config(config_text, config_path);
   ASSERT_TRUE(config.chat_template.has_value()) << config_path;
   ChatTemplate chat_template(*config.chat_template);
   std::vector<std::string> expected = jinja_renderings(config_path, chat_cases());
@@ -168,6 +172,221 @@ TEST_P(FamilyTemplate, RendersEveryCaseByteForByteAsJinja2Does) {
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyTemplate,
                          ::testing::Values("qwen2_5", "qwen3", "llama3", "llama3_1", "gemma3"));
+
+// ---- Tools, tool calls and tool results ------------------------------------------------------
+
+// Two OpenAI function definitions, the second with nested and non-ASCII schema text.
+const char* const kTools = R"([
+  {"type": "function", "function": {"name": "get_weather",
+   "description": "Current weather for a city.",
+   "parameters": {"type": "object", "properties": {"city": {"type": "string",
+     "description": "City name, e.g. Zürich"}, "unit": {"type": "string",
+     "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}},
+  {"type": "function", "function": {"name": "add", "description": "Adds two numbers.",
+   "parameters": {"type": "object", "properties": {"a": {"type": "number"},
+     "b": {"type": "number"}}, "required": ["a", "b"]}}}])";
+
+// A weather call and its result, in the forms clients send: arguments as an object (as
+// transformers' examples pass them) or as a JSON string (as OpenAI clients send them); content
+// null, absent or text beside the calls; one call and several; calls without the "function"
+// wrapper.
+const std::vector<ChatCase>& tool_cases() {
+  static const std::vector<ChatCase> cases = {
+      {.name = "tools_system_user",
+       .messages = R"([{"role": "system", "content": "Be brief."},
+                       {"role": "user", "content": "Weather in Paris?"}])",
+       .add_generation_prompt = true,
+       .tools = kTools},
+      {.name = "tools_user_only",
+       .messages = R"([{"role": "user", "content": "Weather in Paris?"}])",
+       .add_generation_prompt = true,
+       .tools = kTools},
+      {.name = "tools_empty_list",
+       .messages = R"([{"role": "user", "content": "Hi"}])",
+       .add_generation_prompt = true,
+       .tools = "[]"},
+      {.name = "one_call_object_arguments_empty_content",
+       .messages = R"([{"role": "user", "content": "Weather in Paris?"},
+         {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "type": "function",
+          "function": {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}}]},
+         {"role": "tool", "tool_call_id": "call_1", "name": "get_weather",
+          "content": "{\"temperature\": 21, \"sky\": \"clear\"}"}])",
+       .add_generation_prompt = true,
+       .tools = kTools},
+      {.name = "one_call_string_arguments_null_content",
+       .messages = R"([{"role": "user", "content": "Weather in Paris?"},
+         {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+          "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+         {"role": "tool", "tool_call_id": "call_1", "content": "21 C, clear"}])",
+       .add_generation_prompt = true,
+       .tools = kTools},
+      {.name = "one_call_string_arguments_empty_content",
+       .messages = R"([{"role": "user", "content": "Weather in Paris?"},
+         {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "type": "function",
+          "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+         {"role": "tool", "tool_call_id": "call_1", "content": "21 C, clear"}])",
+       .add_generation_prompt = true,
+       .tools = kTools},
+      {.name = "one_call_content_absent",
+       .messages = R"([{"role": "user", "content": "Weather in Paris?"},
+         {"role": "assistant", "tool_calls": [{"type": "function",
+          "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+         {"role": "tool", "name": "get_weather", "content": "21 C"}])",
+       .add_generation_prompt = true,
+       .tools = kTools},
+      {.name = "several_calls_results_and_answer",
+       .messages = R"([{"role": "system", "content": "Use the tools."},
+         {"role": "user", "content": "Weather in Paris and Oslo, and 2 + 2.5?"},
+         {"role": "assistant", "content": "Let me check.", "tool_calls": [
+           {"id": "a", "type": "function", "function": {"name": "get_weather",
+            "arguments": {"city": "Paris"}}},
+           {"id": "b", "type": "function", "function": {"name": "get_weather",
+            "arguments": "{\"city\": \"Oslo\", \"unit\": \"celsius\"}"}},
+           {"id": "c", "type": "function", "function": {"name": "add",
+            "arguments": {"a": 2, "b": 2.5}}}]},
+         {"role": "tool", "tool_call_id": "a", "content": "21 C"},
+         {"role": "tool", "tool_call_id": "b", "content": "-3 C, snow ❄"},
+         {"role": "tool", "tool_call_id": "c", "content": "4.5"},
+         {"role": "assistant", "content": "Paris 21 C, Oslo -3 C; 4.5."},
+         {"role": "user", "content": "Thanks!"}])",
+       .add_generation_prompt = true,
+       .tools = kTools},
+      {.name = "calls_without_function_wrapper",
+       .messages = R"([{"role": "user", "content": "2 + 3?"},
+         {"role": "assistant", "content": "", "tool_calls": [
+           {"name": "add", "arguments": {"a": 2, "b": 3}}]},
+         {"role": "tool", "content": "5"}])",
+       .add_generation_prompt = false,
+       .tools = kTools},
+      {.name = "reasoning_before_call",
+       .messages = R"([{"role": "user", "content": "Weather in Paris?"},
+         {"role": "assistant", "content": "<think>\nI should call the tool.\n</think>\n\n",
+          "tool_calls": [{"type": "function", "function": {"name": "get_weather",
+          "arguments": {"city": "Paris"}}}]},
+         {"role": "tool", "content": "21 C"}])",
+       .add_generation_prompt = true,
+       .variables = R"({"enable_thinking": false})",
+       .tools = kTools},
+      {.name = "tool_result_without_tools_list",
+       .messages = R"([{"role": "user", "content": "2 + 3?"},
+         {"role": "assistant", "content": "", "tool_calls": [{"type": "function",
+          "function": {"name": "add", "arguments": {"a": 2, "b": 3}}}]},
+         {"role": "tool", "content": "5"}, {"role": "assistant", "content": "5."}])",
+       .add_generation_prompt = false},
+  };
+  return cases;
+}
+
+// Each family's template through Tokenizer::apply_chat_template_json, against Jinja2 given the
+// same messages and tools. Qwen2.5 and Qwen3 show tools, calls and results; the Llama 3 and
+// 3.1 templates here ignore tools and print each message's role and trimmed content (null as
+// "None"); Gemma 3's ignores tools and raises on a tool role or null content, as Jinja2 does.
+class FamilyToolTemplate : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FamilyToolTemplate, RendersToolsCallsAndResultsByteForByteAsJinja2Does) {
+  Tokenizer tokenizer = Tokenizer::load(testing::source_path("models/tokenizers/" + GetParam()));
+  std::vector<std::string> expected =
+      jinja_renderings(family_config_path(GetParam()), tool_cases());
+  ASSERT_EQ(expected.size(), tool_cases().size());
+  size_t rendered = 0;
+  for (size_t index = 0; index < expected.size(); ++index) {
+    const ChatCase& chat_case = tool_cases()[index];
+    std::optional<bool> enable_thinking;
+    if (chat_case.variables != "{}") enable_thinking = false;
+    auto apply = [&] {
+      return tokenizer.apply_chat_template_json(chat_case.messages, chat_case.tools,
+                                                chat_case.add_generation_prompt, enable_thinking);
+    };
+    if (expected[index].rfind("error: ", 0) == 0) {
+      std::string message = expected[index].substr(7);
+      try {
+        apply();
+        ADD_FAILURE() << chat_case.name << ": Jinja2 raised '" << message << "', Fornace did not";
+      } catch (const Error& error) {
+        EXPECT_TRUE(contains(error.what(), message)) << chat_case.name << ": " << error.what();
+      }
+      continue;
+    }
+    EXPECT_EQ(apply(), expected[index]) << chat_case.name;
+    ++rendered;
+  }
+  // Which cases each family's template renders (the rest raise in Jinja2 as in Fornace):
+  // Qwen3's reads `'</think>' in message.content`, which raises on a null content and on an
+  // absent one ('+' with Undefined); Gemma 3's refuses a tool role and null content.
+  std::map<std::string, size_t> renders = {{"qwen2_5", tool_cases().size()},
+                                           {"qwen3", tool_cases().size() - 2},
+                                           {"llama3", tool_cases().size()},
+                                           {"llama3_1", tool_cases().size()},
+                                           {"gemma3", 3}};
+  EXPECT_EQ(rendered, renders.at(GetParam()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, FamilyToolTemplate,
+                         ::testing::Values("qwen2_5", "qwen3", "llama3", "llama3_1", "gemma3"));
+
+TEST(ChatTemplateTools, Qwen25ShowsToolsAndCallsInItsOwnForm) {
+  // The facts the goldens above rest on, read off Qwen2.5's template: tools as tojson lines in
+  // <tools>, a call's object arguments as JSON, a string's as a JSON string.
+  Tokenizer tokenizer = Tokenizer::load(testing::source_path("models/tokenizers/qwen2_5"));
+  std::string prompt = tokenizer.apply_chat_template_json(tool_cases()[7].messages, kTools, true);
+  EXPECT_TRUE(contains(prompt,
+                       "<tools>\n{\"type\": \"function\", \"function\": {\"name\": "
+                       "\"get_weather\", \"description\": \"Current weather for a city.\""));
+  EXPECT_TRUE(contains(prompt, "Zürich"));
+  EXPECT_TRUE(contains(prompt,
+                       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                       "{\"city\": \"Paris\"}}\n</tool_call>"));
+  EXPECT_TRUE(contains(prompt, "\"arguments\": \"{\\\"city\\\": \\\"Oslo\\\""));
+  EXPECT_TRUE(contains(prompt,
+                       "<|im_start|>user\n<tool_response>\n21 C\n</tool_response>\n"
+                       "<tool_response>\n-3 C, snow ❄\n</tool_response>\n"
+                       "<tool_response>\n4.5\n</tool_response><|im_end|>\n"));
+}
+
+TEST(ChatTemplateTools, BadMessagesAndToolsNameTheParameter) {
+  const Tokenizer& tokenizer = testing::qwen_tokenizer();
+  auto message_of = [&](std::string_view messages, std::string_view tools) {
+    try {
+      tokenizer.apply_chat_template_json(messages, tools, true);
+    } catch (const Error& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  EXPECT_TRUE(contains(message_of("[{", ""), "messages: not valid JSON"));
+  EXPECT_TRUE(contains(message_of(R"({"role": "user"})", ""), "messages: expected an array"));
+  EXPECT_TRUE(contains(message_of(R"([{"role": "user", "content": "x"}, 3])", ""),
+                       "messages[1]: expected an object"));
+  EXPECT_TRUE(
+      contains(message_of(R"([{"role": "narrator", "content": "x"}])", ""), "messages[0].role"));
+  EXPECT_TRUE(contains(message_of(R"([{"content": "x"}])", ""), "messages[0].role"));
+  EXPECT_TRUE(
+      contains(message_of(R"([{"role": "user", "content": "x"}])", "{"), "tools: not valid JSON"));
+  EXPECT_TRUE(contains(message_of(R"([{"role": "user", "content": "x"}])", "{}"),
+                       "tools: expected an array"));
+  EXPECT_TRUE(contains(message_of(R"([{"role": "user", "content": "x"}])", "[1]"),
+                       "tools[0]: expected an object"));
+}
+
+TEST(ChatTemplateTools, TheJsonFormEqualsTheMessageFormWithoutTools) {
+  const Tokenizer& tokenizer = testing::qwen_tokenizer();
+  EXPECT_EQ(tokenizer.apply_chat_template_json(
+                R"([{"role": "system", "content": "S"}, {"role": "user", "content": "Hi"}])", "",
+                true, false),
+            tokenizer.apply_chat_template({{"system", "S"}, {"user", "Hi"}}, true, false));
+}
+
+TEST(ChatTemplateTools, ChatMlWithoutATemplateRefusesToolsAndCalls) {
+  Tokenizer tokenizer = Tokenizer::from_json(
+      testing::read_test_file(testing::source_path("models/tokenizers/qwen2_5/tokenizer.json")),
+      "tokenizer.json");
+  EXPECT_EQ(tokenizer.apply_chat_template_json(R"([{"role": "user", "content": "Hi"}])", "", true),
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_THROW(
+      tokenizer.apply_chat_template_json(R"([{"role": "user", "content": "Hi"}])", kTools, true),
+      Error);
+  EXPECT_THROW(tokenizer.apply_chat_template_json(tool_cases()[3].messages, "", true), Error);
+}
 
 TEST(ChatTemplateTokenizer, AppliesTheCheckpointTemplateWithQwen25DefaultSystemPrompt) {
   Tokenizer tokenizer = Tokenizer::load(testing::source_path("models/tokenizers/qwen2_5"));
@@ -211,7 +430,7 @@ TEST(ChatTemplateTokenizer, WithoutTemplateOrChatMlTokensTheErrorNamesPrompt) {
 }
 
 TEST(ChatTemplateConfigFile, ReadsTemplateListsAndTokenObjects) {
-  ChatTemplateConfig config = text::read_chat_template_config(
+  TokenizerConfig config = text::read_tokenizer_config(
       R"({"bos_token": {"__type": "AddedToken", "content": "<s>", "lstrip": false},
           "eos_token": null, "model_max_length": 1e30,
           "chat_template": [{"name": "tool_use", "template": "T"}, {"name": "default", "template": "D"}]})",

@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.h"
-#include "common/eos_ids.h"
 #include "common/memory_info.h"
 #include "common/progress.h"
 #include "core/memory.h"
