@@ -53,6 +53,22 @@ std::string value_type(const Json& value) {
   return "object";
 }
 
+// How deeply `value` nests (1 for a scalar), counted without recursion and capped past `limit`.
+int nesting_depth(const Json& value, int limit) {
+  std::vector<std::pair<const Json*, int>> pending = {{&value, 1}};
+  int deepest = 0;
+  while (!pending.empty()) {
+    auto [at, depth] = pending.back();
+    pending.pop_back();
+    deepest = std::max(deepest, depth);
+    if (deepest > limit) return deepest;
+    if (at->is_structured()) {
+      for (const Json& inner : *at) pending.emplace_back(&inner, depth + 1);
+    }
+  }
+  return deepest;
+}
+
 // A JSON pointer segment: "~" as "~0" and "/" as "~1".
 std::string escape_segment(const std::string& segment) {
   std::string escaped;
@@ -358,6 +374,13 @@ int32_t SchemaCompiler::compile_reference(const Json& schema, const std::string&
 }
 
 int32_t SchemaCompiler::compile_enum(const Json& schema, const std::string& pointer) {
+  for (const char* keyword : {"enum", "const"}) {
+    // The values are compared and written by recursive code: their depth is checked first.
+    auto found = schema.find(keyword);
+    if (found != schema.end() && nesting_depth(*found, kMaxDepth) > kMaxDepth) {
+      fail_at(pointer, concat("'", keyword, "' values nest deeper than ", kMaxDepth));
+    }
+  }
   std::vector<Json> values;
   if (auto found = schema.find("enum"); found != schema.end()) {
     if (!found->is_array() || found->empty()) fail_at(pointer, "'enum' must be a non-empty array");
@@ -392,6 +415,7 @@ int32_t SchemaCompiler::compile_enum(const Json& schema, const std::string& poin
     });
   }
   if (values.empty()) fail_at(pointer, "no value of 'enum' or 'const' fits the schema");
+
   const int32_t rule = grammar_.add_rule();
   for (const Json& value : values) {
     std::string text;
