@@ -64,8 +64,8 @@ const std::vector<uint64_t>& GrammarConstraint::allowed() {
     } else {
       trie_->allowed(*matcher_, state_, left, current_);
       // None fits (the shortest sentence is longer than max_tokens): the text runs to the limit.
-      if (!eos_allowed_ && std::none_of(current_.begin(), current_.end(),
-                                        [](uint64_t word) { return word != 0; })) {
+      if (!eos_allowed_ &&
+          std::none_of(current_.begin(), current_.end(), [](uint64_t word) { return word != 0; })) {
         current_ = found->second.bits;
       }
     }

@@ -293,7 +293,8 @@ std::shared_ptr<const text::Grammar> parse_response_format(const json& root, std
                                              "' (this model has no end-of-sequence token)");
   }
   if (kind == "json_object") {
-    static const auto any_object = std::make_shared<const text::Grammar>(text::json_object_grammar());
+    static const auto any_object =
+        std::make_shared<const text::Grammar>(text::json_object_grammar());
     return any_object;
   }
   const json* schema_format = field(*format, "json_schema");
@@ -305,9 +306,10 @@ std::shared_ptr<const text::Grammar> parse_response_format(const json& root, std
   if (!name) throw missing("response_format.json_schema.name");
   if (!name->is_string()) throw wrong_type("response_format.json_schema.name", "a string", *name);
   const std::string name_text = name->get<std::string>();
+  const char* const name_characters =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
   if (name_text.empty() || name_text.size() > 64 ||
-      name_text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
-          std::string::npos) {
+      name_text.find_first_not_of(name_characters) != std::string::npos) {
     throw invalid_request("Invalid 'response_format.json_schema.name': expected 1 to 64 letters, "
                           "digits, '_' or '-', but got '" + name_text + "' instead.",
                           "response_format.json_schema.name", "invalid_value");
@@ -323,7 +325,8 @@ std::shared_ptr<const text::Grammar> parse_response_format(const json& root, std
   nlohmann::ordered_json schema = true;
   if (const json* given = field(*schema_format, "schema")) {
     if (!given->is_object()) throw wrong_type(param, "an object", *given);
-    schema = std::move(nlohmann::ordered_json::parse(body)["response_format"]["json_schema"]["schema"]);
+    nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body);
+    schema = std::move(ordered["response_format"]["json_schema"]["schema"]);
   }
   try {
     return std::make_shared<const text::Grammar>(text::compile_json_schema(schema));

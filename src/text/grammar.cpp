@@ -102,7 +102,8 @@ void Grammar::finish(int32_t start) {
   if (min_length_[start] >= kUnbounded) fail("grammar: the start rule has no finite sentence");
   // Alternatives that cannot finish would let the matcher start what it can never end.
   for (std::vector<int32_t>& starts : alternatives_) {
-    std::erase_if(starts, [&](int32_t position) { return sequence_length(position) >= kUnbounded; });
+    std::erase_if(starts,
+                  [&](int32_t position) { return sequence_length(position) >= kUnbounded; });
   }
   // Rules that can reach themselves before any byte: Kahn's algorithm over the edges "names at a
   // position that only empty sentences precede" finds such a cycle when it cannot order them.
@@ -136,7 +137,8 @@ void Grammar::finish(int32_t start) {
   for (size_t position = elements_.size(); position-- > 0;) {
     const GrammarElement& element = elements_[position];
     if (element.kind == GrammarElement::Kind::end) continue;
-    const int64_t own = element.kind == GrammarElement::Kind::bytes ? 1 : min_length_[element.index];
+    const int64_t own =
+        element.kind == GrammarElement::Kind::bytes ? 1 : min_length_[element.index];
     rest_length_[position] = saturating_add(own, rest_length_[position + 1]);
   }
 }
@@ -168,7 +170,8 @@ int32_t GrammarMatcher::intern_node(int32_t position, int32_t parent) {
   auto [found, inserted] = node_ids_.try_emplace(key, static_cast<int32_t>(nodes_.size()));
   if (inserted) {
     const int64_t below = nodes_[parent].min_completion;
-    nodes_.push_back(Node{position, parent, saturating_add(grammar_.rest_length_[position], below)});
+    nodes_.push_back(
+        Node{position, parent, saturating_add(grammar_.rest_length_[position], below)});
   }
   return found->second;
 }
@@ -210,8 +213,8 @@ int32_t GrammarMatcher::intern_state(std::vector<int32_t>& stacks) {
   stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
   if (stacks.empty()) return kDead;
   std::string key(reinterpret_cast<const char*>(stacks.data()), stacks.size() * sizeof(int32_t));
-  auto [found, inserted] = state_ids_.try_emplace(std::move(key),
-                                                  static_cast<int32_t>(states_.size()));
+  auto [found, inserted] =
+      state_ids_.try_emplace(std::move(key), static_cast<int32_t>(states_.size()));
   if (!inserted) return found->second;
   State state{stack_ids_.size(), stack_ids_.size() + stacks.size(), stacks.front() == kEmptyStack,
               Grammar::kUnbounded};

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace fornace::text {
@@ -72,7 +72,7 @@ class GrammarMatcher {
   int32_t initial_state() const { return initial_; }
   // The state after `byte`, or kDead.
   int32_t next(int32_t state, uint8_t byte) {
-      const size_t index = static_cast<size_t>(state) * 256 + byte;
+    const size_t index = static_cast<size_t>(state) * 256 + byte;
     int32_t found = transitions_[index];
     if (found == kUnknown) {
       found = compute_next(state, byte);

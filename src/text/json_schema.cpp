@@ -34,8 +34,10 @@ bool is_annotation(const std::string& keyword) {
 
 bool is_supported(const std::string& keyword) {
   static const char* const names[] = {
-      "type",  "properties", "required", "additionalProperties", "items", "minItems", "maxItems",
-      "enum",  "const",      "anyOf",    "$ref",                 "$defs", "definitions"};
+      "type",       "properties", "required", "additionalProperties",
+      "items",      "minItems",   "maxItems", "enum",
+      "const",      "anyOf",      "$ref",     "$defs",
+      "definitions"};
   for (const char* name : names) {
     if (keyword == name) return true;
   }
@@ -155,8 +157,8 @@ void SchemaCompiler::lexical_rules() {
   plain.reset('\\');
   const GrammarElement tail = g.byte_set(byte_range(0x80, 0xbf));
   ByteSet three_byte_leads = byte_range(0xe1, 0xec) | byte_range(0xee, 0xef);
-  const GrammarElement hex = g.byte_set(byte_range('0', '9') | byte_range('a', 'f') |
-                                        byte_range('A', 'F'));
+  const GrammarElement hex =
+      g.byte_set(byte_range('0', '9') | byte_range('a', 'f') | byte_range('A', 'F'));
   ByteSet hex_not_d = byte_range('0', '9') | byte_range('a', 'c') | byte_range('e', 'f') |
                       byte_range('A', 'C') | byte_range('E', 'F');
   ByteSet d_letter;
@@ -175,8 +177,7 @@ void SchemaCompiler::lexical_rules() {
       {g.byte(0xf4), g.byte_set(byte_range(0x80, 0x8f)), tail, tail},
       {g.byte('\\'), g.byte_set(escaped)},
       {g.byte('\\'), g.byte('u'), g.byte_set(hex_not_d), hex, hex, hex},
-      {g.byte('\\'), g.byte('u'), g.byte_set(d_letter), g.byte_set(byte_range('0', '7')), hex,
-       hex},
+      {g.byte('\\'), g.byte('u'), g.byte_set(d_letter), g.byte_set(byte_range('0', '7')), hex, hex},
   });
   const int32_t characters = g.add_rule();
   g.add_alternative(characters, {});
@@ -185,10 +186,9 @@ void SchemaCompiler::lexical_rules() {
 
   const GrammarElement digit = g.byte_set(byte_range('0', '9'));
   const int32_t sign = rule_of({{}, {g.byte('-')}});
-  const int32_t natural =
-      rule_of({{g.byte('0')},
-               {g.byte_set(byte_range('1', '9')),
-                Grammar::rule(up_to(digit, kMaxIntegerDigits - 1))}});
+  const int32_t natural = rule_of(
+      {{g.byte('0')},
+       {g.byte_set(byte_range('1', '9')), Grammar::rule(up_to(digit, kMaxIntegerDigits - 1))}});
   integer_ = rule_of({{Grammar::rule(sign), Grammar::rule(natural)}});
   const int32_t fraction =
       rule_of({{}, {g.byte('.'), digit, Grammar::rule(up_to(digit, kMaxFractionDigits - 1))}});
@@ -196,12 +196,10 @@ void SchemaCompiler::lexical_rules() {
   exponent_mark.set('e');
   exponent_mark.set('E');
   const int32_t exponent_sign = rule_of({{}, {g.byte('+')}, {g.byte('-')}});
-  const int32_t exponent =
-      rule_of({{},
-               {g.byte_set(exponent_mark), Grammar::rule(exponent_sign), digit,
-                Grammar::rule(up_to(digit, kMaxExponentDigits - 1))}});
-  number_ = rule_of(
-      {{Grammar::rule(integer_), Grammar::rule(fraction), Grammar::rule(exponent)}});
+  const int32_t exponent = rule_of({{},
+                                    {g.byte_set(exponent_mark), Grammar::rule(exponent_sign), digit,
+                                     Grammar::rule(up_to(digit, kMaxExponentDigits - 1))}});
+  number_ = rule_of({{Grammar::rule(integer_), Grammar::rule(fraction), Grammar::rule(exponent)}});
   boolean_ = g.add_rule();
   for (const char* word : {"true", "false"}) {
     GrammarSequence sequence;
@@ -212,8 +210,8 @@ void SchemaCompiler::lexical_rules() {
 
   // Any value: objects and arrays name it back.
   value_ = g.add_rule();
-  const int32_t member = rule_of({{Grammar::rule(string_), ws(), g.byte(':'), ws(),
-                                   Grammar::rule(value_), ws()}});
+  const int32_t member =
+      rule_of({{Grammar::rule(string_), ws(), g.byte(':'), ws(), Grammar::rule(value_), ws()}});
   const int32_t more_members = g.add_rule();
   g.add_alternative(more_members, {});
   g.add_alternative(more_members,
@@ -222,10 +220,9 @@ void SchemaCompiler::lexical_rules() {
   object_any_ = rule_of({{g.byte('{'), ws(), Grammar::rule(members), g.byte('}')}});
   const int32_t more_items = g.add_rule();
   g.add_alternative(more_items, {});
-  g.add_alternative(more_items, {g.byte(','), ws(), Grammar::rule(value_), ws(),
-                                 Grammar::rule(more_items)});
-  const int32_t items =
-      rule_of({{}, {Grammar::rule(value_), ws(), Grammar::rule(more_items)}});
+  g.add_alternative(more_items,
+                    {g.byte(','), ws(), Grammar::rule(value_), ws(), Grammar::rule(more_items)});
+  const int32_t items = rule_of({{}, {Grammar::rule(value_), ws(), Grammar::rule(more_items)}});
   array_any_ = rule_of({{g.byte('['), ws(), Grammar::rule(items), g.byte(']')}});
   for (int32_t kind : {object_any_, array_any_, string_, number_, boolean_, null_}) {
     g.add_alternative(value_, {Grammar::rule(kind)});
@@ -406,8 +403,8 @@ int32_t SchemaCompiler::compile_enum(const Json& schema, const std::string& poin
       const std::string kind = value_type(value);
       for (const std::string& name : names) {
         if (name == kind || (name == "number" && kind == "integer") ||
-            (name == "integer" && kind == "number" && std::floor(value.get<double>()) ==
-                                                          value.get<double>())) {
+            (name == "integer" && kind == "number" &&
+             std::floor(value.get<double>()) == value.get<double>())) {
           return false;
         }
       }
@@ -422,8 +419,8 @@ int32_t SchemaCompiler::compile_enum(const Json& schema, const std::string& poin
     try {
       text = value.dump();
     } catch (const nlohmann::json::exception& error) {
-      fail_at(pointer, std::string("a value of 'enum' or 'const' cannot be written: ") +
-                           error.what());
+      fail_at(pointer,
+              std::string("a value of 'enum' or 'const' cannot be written: ") + error.what());
     }
     if (text.find("null") != std::string::npos) {
       // Non-finite numbers are written as null: refuse them rather than change the value.
@@ -500,8 +497,8 @@ int32_t SchemaCompiler::compile_object(const Json& schema, const std::string& po
   for (const auto& [name, property] : properties->items()) ordered.emplace_back(name, &property);
   for (size_t index = count; index-- > 0;) {
     const auto& [name, property] = ordered[index];
-    const int32_t value = compile(*property, pointer + "/properties/" + escape_segment(name),
-                                  depth + 1);
+    const int32_t value =
+        compile(*property, pointer + "/properties/" + escape_segment(name), depth + 1);
     const bool must = std::find(required.begin(), required.end(), name) != required.end();
     for (int after_one = 0; after_one < 2; ++after_one) {
       GrammarSequence sequence;
@@ -511,8 +508,9 @@ int32_t SchemaCompiler::compile_object(const Json& schema, const std::string& po
                                      Grammar::rule(tails[index + 1][1])}) {
         sequence.push_back(element);
       }
-      tails[index][after_one] = must ? rule_of({sequence})
-                                     : rule_of({sequence, {Grammar::rule(tails[index + 1][after_one])}});
+      tails[index][after_one] =
+          must ? rule_of({sequence})
+               : rule_of({sequence, {Grammar::rule(tails[index + 1][after_one])}});
     }
   }
   return rule_of({{g.byte('{'), ws(), Grammar::rule(tails[0][0]), g.byte('}')}});
@@ -522,8 +520,8 @@ int64_t SchemaCompiler::array_bound(const Json& schema, const char* keyword,
                                     const std::string& pointer) const {
   auto found = schema.find(keyword);
   if (found == schema.end()) return -1;
-  if (!found->is_number_integer() || (found->is_number_integer() && found->get<int64_t>() < 0 &&
-                                      !found->is_number_unsigned())) {
+  if (!found->is_number_integer() ||
+      (found->is_number_integer() && found->get<int64_t>() < 0 && !found->is_number_unsigned())) {
     fail_at(pointer, std::string("'") + keyword + "' must be a non-negative integer");
   }
   if (found->is_number_unsigned() ? found->get<uint64_t>() > kMaxArrayBound
@@ -582,8 +580,9 @@ Grammar compile_json_schema(const nlohmann::ordered_json& schema) {
   } catch (const Error& error) {
     std::string what = error.what();
     if (what.find("finite sentence") != std::string::npos) {
-      fail("the schema has no JSON instance of bounded size (a required property or item "
-           "recurses without end) (at #)");
+      fail(
+          "the schema has no JSON instance of bounded size (a required property or item "
+          "recurses without end) (at #)");
     }
     fail("the schema's references loop without a value between them (at #)");
   }

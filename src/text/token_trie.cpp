@@ -19,8 +19,7 @@ TokenTrie TokenTrie::from_tokenizer(const Tokenizer& tokenizer) {
   return TokenTrie(tokens, vocab_size);
 }
 
-TokenTrie::TokenTrie(const std::vector<std::pair<uint32_t, std::string>>& tokens,
-                     size_t vocab_size)
+TokenTrie::TokenTrie(const std::vector<std::pair<uint32_t, std::string>>& tokens, size_t vocab_size)
     : token_bytes_(vocab_size) {
   std::vector<size_t> order(tokens.size());
   for (size_t index = 0; index < order.size(); ++index) {
@@ -32,7 +31,8 @@ TokenTrie::TokenTrie(const std::vector<std::pair<uint32_t, std::string>>& tokens
   }
   std::sort(order.begin(), order.end(), [&](size_t left, size_t right) {
     return tokens[left].second < tokens[right].second ||
-           (tokens[left].second == tokens[right].second && tokens[left].first < tokens[right].first);
+           (tokens[left].second == tokens[right].second &&
+            tokens[left].first < tokens[right].first);
   });
   // The path from the root to the last node added; a token shares its prefix with the previous
   // one in sorted order, and the nodes past that prefix are new.

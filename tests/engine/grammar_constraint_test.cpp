@@ -45,9 +45,8 @@ Generated generate(std::shared_ptr<const text::Grammar> grammar, int64_t max_tok
   options.temperature = temperature;
   options.repeat_penalty = 1.0;
   options.seed = 7;
-  options.constraint =
-      std::make_shared<GrammarConstraint>(grammar, qwen_trie(), std::vector<uint32_t>{eos},
-                                          max_tokens);
+  options.constraint = std::make_shared<GrammarConstraint>(grammar, qwen_trie(),
+                                                           std::vector<uint32_t>{eos}, max_tokens);
   Sampler sampler(options);
   Generated generated;
   std::vector<float> logits(151936);
@@ -90,12 +89,14 @@ TEST(GrammarConstraint, RandomLogitsGiveJsonThatFitsTheSchema) {
   int ended = 0;
   for (int run = 0; run < 4; ++run) {
     Generated generated = generate(
-        grammar, 300, [&](std::vector<float>& logits) {
+        grammar, 300,
+        [&](std::vector<float>& logits) {
           const size_t offset = random() % base.size();
           for (size_t id = 0; id < logits.size(); ++id) {
             logits[id] = base[(id + offset) % base.size()];
           }
-        }, 1.0);
+        },
+        1.0);
     expect_person(generated.text);
     ended += generated.ended;
   }
@@ -108,13 +109,15 @@ TEST(GrammarConstraint, ShortBudgetsStillCloseTheJson) {
   for (int64_t max_tokens : {19, 20, 25, 40}) {
     // Greedy on logits that favour long tokens, which a budget must stop in time.
     Generated generated = generate(
-        grammar, max_tokens, [&](std::vector<float>& logits) {
+        grammar, max_tokens,
+        [&](std::vector<float>& logits) {
           for (uint32_t id = 0; id < logits.size(); ++id) {
             logits[id] = id < qwen_trie()->vocab_size()
                              ? static_cast<float>(qwen_trie()->token_bytes(id).size())
                              : 0.0f;
           }
-        }, 0.0);
+        },
+        0.0);
     expect_person(generated.text);
     EXPECT_LE(generated.tokens, max_tokens);
   }

@@ -1,6 +1,8 @@
 // The JSON schema compiler and the grammar matcher: texts a schema must accept and reject (read
 // off the JSON Schema rules by hand), the errors that name the keyword and where it is, random
 // walks whose sentences nlohmann parses, and the token trie's masks against a token-by-token check.
+#include "text/json_schema.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -8,7 +10,6 @@
 #include <string>
 
 #include "core/error.h"
-#include "text/json_schema.h"
 #include "text/token_trie.h"
 #include "text/tokenizer_fixture.h"
 
@@ -58,8 +59,8 @@ std::string random_sentence(const Grammar& grammar, std::mt19937& random, size_t
     }
     EXPECT_FALSE(allowed.empty()) << "a live state allows no byte after " << text;
     if (allowed.empty()) return text;
-    const uint8_t byte = text.size() < length ? allowed[random() % allowed.size()]
-                                              : static_cast<uint8_t>(best);
+    const uint8_t byte =
+        text.size() < length ? allowed[random() % allowed.size()] : static_cast<uint8_t>(best);
     text += static_cast<char>(byte);
     state = matcher.next(state, byte);
   }
@@ -74,17 +75,17 @@ TEST(JsonSchema, ObjectTakesRequiredAndOptionalPropertiesInOrderAndNothingElse) 
   EXPECT_TRUE(accepts(grammar, R"({"name":"Ada","tags":["x","y"]})"));
   EXPECT_TRUE(accepts(grammar, R"({ "name" : "Ada", "age": -7, "tags": [] })"));
   EXPECT_TRUE(accepts(grammar, "{\n  \"name\": \"\\u00e9\\n\"\n}"));
-  EXPECT_FALSE(accepts(grammar, R"({})"));                           // name is required
+  EXPECT_FALSE(accepts(grammar, R"({})"));  // name is required
   EXPECT_FALSE(accepts(grammar, R"({"age":36})"));
-  EXPECT_FALSE(accepts(grammar, R"({"name":"Ada","extra":1})"));     // no additional ones
-  EXPECT_FALSE(accepts(grammar, R"({"name":"Ada","age":36.5})"));    // integer
+  EXPECT_FALSE(accepts(grammar, R"({"name":"Ada","extra":1})"));   // no additional ones
+  EXPECT_FALSE(accepts(grammar, R"({"name":"Ada","age":36.5})"));  // integer
   EXPECT_FALSE(accepts(grammar, R"({"name":"Ada",})"));
-  EXPECT_FALSE(accepts(grammar, R"({"name":"Ada"} )"));              // nothing after the value
+  EXPECT_FALSE(accepts(grammar, R"({"name":"Ada"} )"));  // nothing after the value
   EXPECT_FALSE(accepts(grammar, R"({"name":"Ada")"));
-  EXPECT_FALSE(accepts(grammar, "{\"name\":\"a\x01\"}"));           // control characters
-  EXPECT_FALSE(accepts(grammar, "{\"name\":\"\xc3\"}"));            // broken UTF-8
-  EXPECT_FALSE(accepts(grammar, "{\"name\":\"\\ud800\"}"));         // lone surrogate escape
-  EXPECT_FALSE(accepts(grammar, "{  \"name\":\"a\"}"));             // at most one space
+  EXPECT_FALSE(accepts(grammar, "{\"name\":\"a\x01\"}"));    // control characters
+  EXPECT_FALSE(accepts(grammar, "{\"name\":\"\xc3\"}"));     // broken UTF-8
+  EXPECT_FALSE(accepts(grammar, "{\"name\":\"\\ud800\"}"));  // lone surrogate escape
+  EXPECT_FALSE(accepts(grammar, "{  \"name\":\"a\"}"));      // at most one space
 }
 
 TEST(JsonSchema, ArraysCountTheirItems) {
@@ -236,8 +237,8 @@ TEST(JsonSchema, RandomSentencesParseAsJsonOfTheRightShape) {
     EXPECT_TRUE(parsed["name"].is_string()) << text;
     if (parsed.contains("items")) EXPECT_LE(parsed["items"].size(), 4u) << text;
     for (const auto& [key, value] : parsed.items()) {
-      EXPECT_TRUE(key == "id" || key == "score" || key == "name" || key == "ok" ||
-                  key == "items" || key == "any")
+      EXPECT_TRUE(key == "id" || key == "score" || key == "name" || key == "ok" || key == "items" ||
+                  key == "any")
           << text;
     }
   }
