@@ -2,8 +2,9 @@
 # Installs the npm packages that tests run, from their lock files: the independent GGUF reader
 # (@huggingface/gguf) under tests/reference/gguf/node_modules, llama.cpp's prebuilt CPU
 # binaries (node-llama-cpp) under tests/reference/llamacpp/node_modules, OpenAI's Node client
-# (openai) under tests/reference/openai/node_modules, and the driver of Debian's Chromium
-# (puppeteer-core) under tests/reference/browser/node_modules. Skips what is already installed.
+# (openai) under tests/reference/openai/node_modules, the driver of Debian's Chromium
+# (puppeteer-core) under tests/reference/browser/node_modules, and the JSON schema validator (ajv)
+# under tests/reference/json_schema/node_modules. Skips what is already installed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -39,3 +40,4 @@ install gguf GgufIndependentReader
 install llamacpp LlamaCppLoads --ignore-scripts --omit=optional
 install openai OpenAIClient.Serve
 install browser ChatPage.Browser
+install json_schema OpenAIClient.StructuredOutputs

@@ -68,6 +68,14 @@ uint32_t Sampler::sample(std::vector<float>& logits, const std::vector<uint32_t>
   apply_frequency_presence_penalty(
       logits, std::span<const uint32_t>(history).subspan(generated_from),
       options_.frequency_penalty, options_.presence_penalty);
+  if (!options_.constraint) return pick(logits);
+  options_.constraint->mask(logits);
+  const uint32_t id = pick(logits);
+  options_.constraint->accept(id);
+  return id;
+}
+
+uint32_t Sampler::pick(const std::vector<float>& logits) {
   const size_t vocab = logits.size();
   if (options_.temperature == 0.0) {
     // The first largest logit (vectorized: a 262k vocabulary is a megabyte per step).

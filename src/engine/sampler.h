@@ -3,9 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <span>
 #include <vector>
+
+#include "engine/token_constraint.h"
 
 namespace fornace {
 
@@ -20,6 +23,9 @@ struct SamplerOptions {
   double frequency_penalty = 0.0;
   double presence_penalty = 0.0;
   uint64_t seed = 299792458;
+  // Structured outputs: masks the logits (after the penalties) and follows each id picked. One
+  // request's own: it holds that request's progress.
+  std::shared_ptr<TokenConstraint> constraint;
 };
 
 class Sampler {
@@ -37,6 +43,8 @@ class Sampler {
     uint32_t id;
     double weight;  // Probability, once the softmax has run.
   };
+  // Greedy or filtered temperature sampling from the penalized (and masked) logits.
+  uint32_t pick(const std::vector<float>& logits);
   // Moves the fewest candidates, largest logit first, whose weights reach `mass` to the front
   // of candidates_, in no particular order, in expected linear time; returns how many.
   size_t select_top_mass(const std::vector<float>& logits, double mass);

@@ -7,7 +7,9 @@
 #include <optional>
 
 #include "core/error.h"
+#include "engine/grammar_constraint.h"
 #include "server/api_error.h"
+#include "text/json_schema.h"
 
 namespace fornace::server {
 namespace {
@@ -263,6 +265,77 @@ std::vector<uint32_t> parse_prompt(const json& root, const ServedModel& model) {
   return parse_token_ids(*prompt, "prompt", model.vocab_size);
 }
 
+ApiError missing(const std::string& param) {
+  return invalid_request("Missing required parameter: '" + param + "'.", param,
+                         "missing_required_parameter");
+}
+
+// The grammar that `response_format` asks for: none for "text" (or when absent), any object for
+// "json_object", the compiled schema for "json_schema" (read again from `body` in member order,
+// which the parsed root does not keep).
+std::shared_ptr<const text::Grammar> parse_response_format(const json& root, std::string_view body,
+                                                           const ServedModel& model) {
+  const json* format = field(root, "response_format");
+  if (!format) return nullptr;
+  if (!format->is_object()) throw wrong_type("response_format", "an object", *format);
+  const json* type = field(*format, "type");
+  if (!type) throw missing("response_format.type");
+  if (!type->is_string()) throw wrong_type("response_format.type", "a string", *type);
+  const std::string kind = type->get<std::string>();
+  if (kind == "text") return nullptr;
+  if (kind != "json_object" && kind != "json_schema") {
+    throw invalid_request("Invalid 'response_format.type': expected one of 'text', "
+                          "'json_object' or 'json_schema', but got '" + kind + "' instead.",
+                          "response_format.type", "invalid_value");
+  }
+  if (!model.token_trie || model.eos_ids.empty()) {
+    throw unsupported("response_format", "A response_format of type '" + kind +
+                                             "' (this model has no end-of-sequence token)");
+  }
+  if (kind == "json_object") {
+    static const auto any_object =
+        std::make_shared<const text::Grammar>(text::json_object_grammar());
+    return any_object;
+  }
+  const json* schema_format = field(*format, "json_schema");
+  if (!schema_format) throw missing("response_format.json_schema");
+  if (!schema_format->is_object()) {
+    throw wrong_type("response_format.json_schema", "an object", *schema_format);
+  }
+  const json* name = field(*schema_format, "name");
+  if (!name) throw missing("response_format.json_schema.name");
+  if (!name->is_string()) throw wrong_type("response_format.json_schema.name", "a string", *name);
+  const std::string name_text = name->get<std::string>();
+  const char* const name_characters =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
+  if (name_text.empty() || name_text.size() > 64 ||
+      name_text.find_first_not_of(name_characters) != std::string::npos) {
+    throw invalid_request("Invalid 'response_format.json_schema.name': expected 1 to 64 letters, "
+                          "digits, '_' or '-', but got '" + name_text + "' instead.",
+                          "response_format.json_schema.name", "invalid_value");
+  }
+  if (const json* strict = field(*schema_format, "strict"); strict && !strict->is_boolean()) {
+    throw wrong_type("response_format.json_schema.strict", "a boolean", *strict);
+  }
+  if (const json* description = field(*schema_format, "description");
+      description && !description->is_string()) {
+    throw wrong_type("response_format.json_schema.description", "a string", *description);
+  }
+  const std::string param = "response_format.json_schema.schema";
+  nlohmann::ordered_json schema = true;
+  if (const json* given = field(*schema_format, "schema")) {
+    if (!given->is_object()) throw wrong_type(param, "an object", *given);
+    nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body);
+    schema = std::move(ordered["response_format"]["json_schema"]["schema"]);
+  }
+  try {
+    return std::make_shared<const text::Grammar>(text::compile_json_schema(schema));
+  } catch (const Error& error) {
+    throw invalid_request("Invalid '" + param + "': " + error.what() + ".", param,
+                          "invalid_value");
+  }
+}
+
 }  // namespace
 
 SamplerOptions server_sampling_defaults() {
@@ -333,6 +406,8 @@ ApiRequest parse_request(Endpoint endpoint, std::string_view body, const ServedM
   }
   completion.top_logprobs = parse_logprobs(endpoint, root);
 
+  std::shared_ptr<const text::Grammar> grammar = parse_response_format(root, body, model);
+
   std::optional<int64_t> max_tokens;
   if (endpoint == Endpoint::chat) {
     if (const json* tools = field(root, "tools"); tools && !(tools->is_array() && tools->empty())) {
@@ -373,6 +448,10 @@ ApiRequest parse_request(Endpoint endpoint, std::string_view body, const ServedM
   // Up to the context by default; a larger request ends with "length" when the context is full.
   completion.max_tokens =
       std::min(max_tokens.value_or(model.context), model.context - prompt_tokens);
+  if (grammar) {
+    sampling.constraint = std::make_shared<GrammarConstraint>(grammar, model.token_trie,
+                                                              model.eos_ids, completion.max_tokens);
+  }
   return request;
 }
 

@@ -83,7 +83,14 @@ int serve(const ServeFlags& flags, const sigset_t& stop_signals) {
   scheduler_options.cache_prompt = !flags.no_cache_prompt;
   Scheduler scheduler(*model, tokenizer, scheduler_options);
 
-  server::ServedModel served{served_model_id(flags), &tokenizer, context, config.vocab_size};
+  server::ServedModel served;
+  served.id = served_model_id(flags);
+  served.tokenizer = &tokenizer;
+  served.context = context;
+  served.vocab_size = config.vocab_size;
+  served.eos_ids = scheduler_options.eos_ids;
+  served.token_trie =
+      std::make_shared<const text::TokenTrie>(text::TokenTrie::from_tokenizer(tokenizer));
   server::ServerOptions server_options;
   server_options.host = flags.host;
   server_options.port = static_cast<int>(flags.port);
