@@ -1,5 +1,4 @@
-// ChatTemplate over the interpreter in text/jinja/ (lexer, parser, scoping, renderer), and the
-// globals a chat template is rendered with.
+// ChatTemplate over the interpreter in text/jinja/, and the globals transformers renders with.
 #include "text/chat_template.h"
 
 #include "core/error.h"

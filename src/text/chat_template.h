@@ -1,6 +1,4 @@
-// Hugging Face chat templates (tokenizer_config.json chat_template), rendered as transformers
-// renders them: a Jinja2-subset interpreter (text/jinja/: trim_blocks, lstrip_blocks, tojson,
-// raise_exception) and the globals transformers passes.
+// Hugging Face chat templates rendered as transformers renders them (interpreter: text/jinja/).
 #pragma once
 
 #include <memory>

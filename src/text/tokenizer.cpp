@@ -293,8 +293,10 @@ std::string Tokenizer::apply_chat_template_json(std::string_view messages_json,
   TemplateValue tools = TemplateValue::none();
   if (!tools_json.empty()) {
     tools = TemplateValue::from_json(tools_json, "tools");
-    if (tools.kind() != TemplateValue::Kind::list) fail("tools: expected an array");
-    for (size_t index = 0; index < tools.as_list().size(); ++index) {
+    if (tools.kind() != TemplateValue::Kind::list && tools.kind() != TemplateValue::Kind::none)
+      fail("tools: expected an array");
+    for (size_t index = 0;
+         tools.kind() == TemplateValue::Kind::list && index < tools.as_list().size(); ++index) {
       if (tools.as_list()[index].kind() != TemplateValue::Kind::dict)
         fail("tools[", index, "]: expected an object");
     }

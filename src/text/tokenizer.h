@@ -77,9 +77,9 @@ class Tokenizer {
   // "tool_calls" (content then null or absent), a tool's "tool_call_id" and "name". Members are
   // passed to the template as given (a tool call's "arguments" as an object or a JSON string
   // alike). `tools_json`: an array of {"type": "function", "function": {"name", "description",
-  // "parameters"}}, or empty for none (the template sees None). Without a template, ChatML takes
-  // string contents and no tools. Bad JSON, or a message that is not an object with one of those
-  // roles, throws Error naming "messages[i]" or "tools".
+  // "parameters"}}, or empty or null for none (the template sees None). Without a template, ChatML
+  // takes string contents and no tools. Bad JSON, or a message that is not an object with one of
+  // those roles, throws Error naming "messages[i]" or "tools".
   std::string apply_chat_template_json(std::string_view messages_json, std::string_view tools_json,
                                        bool add_generation_prompt,
                                        std::optional<bool> enable_thinking = std::nullopt) const;

@@ -1,5 +1,4 @@
-// Reads tokenizer_config.json with the JSON scanner, which skips what it does not need (Gemma 3's
-// file lists 6,000 added tokens) without building it.
+// Reads tokenizer_config.json with the JSON scanner, which skips the rest without building it.
 #include "text/tokenizer_config.h"
 
 #include "text/json_scanner.h"

@@ -370,10 +370,12 @@ TEST(ChatTemplateTools, BadMessagesAndToolsNameTheParameter) {
 
 TEST(ChatTemplateTools, TheJsonFormEqualsTheMessageFormWithoutTools) {
   const Tokenizer& tokenizer = testing::qwen_tokenizer();
-  EXPECT_EQ(tokenizer.apply_chat_template_json(
-                R"([{"role": "system", "content": "S"}, {"role": "user", "content": "Hi"}])", "",
-                true, false),
-            tokenizer.apply_chat_template({{"system", "S"}, {"user", "Hi"}}, true, false));
+  const char* messages =
+      R"([{"role": "system", "content": "S"}, {"role": "user", "content": "Hi"}])";
+  std::string expected =
+      tokenizer.apply_chat_template({{"system", "S"}, {"user", "Hi"}}, true, false);
+  EXPECT_EQ(tokenizer.apply_chat_template_json(messages, "", true, false), expected);
+  EXPECT_EQ(tokenizer.apply_chat_template_json(messages, "null", true, false), expected);
 }
 
 TEST(ChatTemplateTools, ChatMlWithoutATemplateRefusesToolsAndCalls) {

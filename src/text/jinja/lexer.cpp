@@ -1,5 +1,4 @@
-// The lexer: text and tags with Jinja's whitespace rules (trim_blocks, lstrip_blocks, '-' and
-// '+' markers), Python's number and string literals.
+// The lexer: Jinja's whitespace rules (trim_blocks, lstrip_blocks, '-' '+'), Python's literals.
 #include "text/jinja/lexer.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// The template as a tree: expressions and statements, as the parser builds and the renderer walks.
+// The template as a tree of expressions and statements, built by the parser, walked to render.
 #pragma once
 
 #include <memory>

@@ -1,5 +1,4 @@
-// A value as a template sees it (Python's types and Jinja's Undefined), the limits on what a
-// render may build, and Python's semantics over values: truth, str(), repr(), json.dumps.
+// Template values (Python's types, Jinja's Undefined), render limits, and Python's semantics.
 #pragma once
 
 #include <cstddef>
