@@ -40,4 +40,4 @@ install gguf GgufIndependentReader
 install llamacpp LlamaCppLoads --ignore-scripts --omit=optional
 install openai OpenAIClient.Serve
 install browser ChatPage.Browser
-install json_schema OpenAIClient.StructuredOutputs
+install json_schema "OpenAIClient.StructuredOutputs and OpenAIClient.ToolCalls"

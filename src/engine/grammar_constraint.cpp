@@ -29,6 +29,10 @@ GrammarConstraint::GrammarConstraint(std::shared_ptr<const text::Grammar> gramma
   state_ = matcher_->initial_state();
 }
 
+std::shared_ptr<TokenConstraint> GrammarConstraint::restarted() const {
+  return std::make_shared<GrammarConstraint>(grammar_, trie_, eos_ids_, max_tokens_);
+}
+
 bool GrammarConstraint::complete() const {
   return state_ != text::GrammarMatcher::kDead && matcher_->accepting(state_);
 }

@@ -28,6 +28,7 @@ class GrammarConstraint : public TokenConstraint {
 
   void mask(std::vector<float>& logits) override;
   void accept(uint32_t id) override;
+  std::shared_ptr<TokenConstraint> restarted() const override;
 
   // The ids allowed next, a bit per id of the trie's vocabulary (end-of-sequence ids past it
   // count in eos_allowed()).

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace fornace {
@@ -14,6 +15,8 @@ class TokenConstraint {
   virtual void mask(std::vector<float>& logits) = 0;
   // Advances past `id`, the one picked.
   virtual void accept(uint32_t id) = 0;
+  // The same constraint at its start, for another completion of the same request.
+  virtual std::shared_ptr<TokenConstraint> restarted() const = 0;
 };
 
 }  // namespace fornace

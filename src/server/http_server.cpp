@@ -81,9 +81,13 @@ class CompletionBody {
       : endpoint_(request.endpoint),
         identity_(identity),
         logprobs_(request.completion.top_logprobs >= 0),
+        tool_calls_(request.tool_calls),
         completions_(std::move(completions)),
         text_offsets_(completions_.size(), 0),
         tokenizer_(tokenizer) {
+    for (size_t index = 0; index < completions_.size(); ++index) {
+      tool_parsers_.push_back(new_tool_parser(index));
+    }
     if (request.stream) {
       stream_.emplace(endpoint_, std::move(identity), request.include_usage,
                       completions_[0]->prompt_tokens(), static_cast<int64_t>(completions_.size()));
@@ -115,7 +119,16 @@ class CompletionBody {
       if (!update) continue;
       if (update->finished) done_.insert(index);
       if (stream_) {
-        out += stream_->events(*update, static_cast<int64_t>(index), stream_logprobs(index, *update));
+        // The text splits into content and tool-call pieces.
+        text::ToolCallParser::Output parsed = tool_parsers_[index].push(update->text);
+        if (update->finished) {
+          text::ToolCallParser::Output rest = tool_parsers_[index].finish();
+          parsed.content += rest.content;
+          parsed.calls.insert(parsed.calls.end(), rest.calls.begin(), rest.calls.end());
+        }
+        update->text = std::move(parsed.content);
+        out += stream_->events(*update, static_cast<int64_t>(index), stream_logprobs(index, *update),
+                               parsed.calls);
       }
     }
     if (!stream_ && done_.size() == completions_.size() && !finished_) {
@@ -130,6 +143,12 @@ class CompletionBody {
   const std::vector<std::shared_ptr<Completion>>& completions() const { return completions_; }
 
  private:
+  // Choice `index`'s calls are named call_<response id>_<choice>_<call>.
+  text::ToolCallParser new_tool_parser(size_t index) const {
+    const std::string suffix = identity_.id.substr(identity_.id.find('-') + 1);
+    return text::ToolCallParser(tool_calls_, "call_" + suffix + "_" + std::to_string(index) + "_");
+  }
+
   json stream_logprobs(size_t index, const CompletionUpdate& update) {
     if (!logprobs_) return nullptr;
     json value = logprobs_json(endpoint_, update.logprobs, tokenizer_, text_offsets_[index]);
@@ -143,8 +162,11 @@ class CompletionBody {
     std::vector<Choice> choices;
     Usage usage;
     usage.prompt_tokens = completions_[0]->prompt_tokens();
-    for (const auto& completion : completions_) {
-      Choice choice{completion->text(), completion->finish_reason(), nullptr};
+    for (size_t index = 0; index < completions_.size(); ++index) {
+      const std::shared_ptr<Completion>& completion = completions_[index];
+      text::ToolCallParser parser = new_tool_parser(index);
+      Choice choice{parser.push(completion->text()).content + parser.finish().content,
+                    completion->finish_reason(), nullptr, parser.calls()};
       if (logprobs_) choice.logprobs = logprobs_json(endpoint_, completion->logprobs(), tokenizer_);
       choices.push_back(std::move(choice));
       usage.completion_tokens += completion->completion_tokens();
@@ -156,7 +178,9 @@ class CompletionBody {
   Endpoint endpoint_;
   ResponseIdentity identity_;
   bool logprobs_;
+  text::ToolCallFormat tool_calls_;
   std::vector<std::shared_ptr<Completion>> completions_;
+  std::vector<text::ToolCallParser> tool_parsers_;  // Of the streamed text, per choice.
   std::vector<int64_t> text_offsets_;  // Bytes of each choice's tokens streamed so far.
   std::set<size_t> done_;              // Choices whose last update has been rendered.
   const Tokenizer& tokenizer_;
@@ -366,6 +390,10 @@ void HttpServer::complete(Endpoint endpoint, const std::string& body, httplib::R
     for (int64_t choice = 0; choice < request.choices; ++choice) {
       CompletionRequest one = request.completion;
       one.sampling.seed = seed + static_cast<uint64_t>(choice);
+      // Each choice follows its own structured output.
+      if (choice > 0 && one.sampling.constraint) {
+        one.sampling.constraint = one.sampling.constraint->restarted();
+      }
       completions.push_back(scheduler_.submit(std::move(one)));
     }
   } catch (const Error& error) {

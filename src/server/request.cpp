@@ -1,6 +1,7 @@
 // Parsing and validation of the completion endpoints' request bodies.
 #include "server/request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -85,6 +86,15 @@ std::optional<bool> boolean_field(const json& root, const char* name) {
   return value->get<bool>();
 }
 
+ApiError missing(const std::string& param) {
+  return invalid_request("Missing required parameter: '" + param + "'.", param,
+                         "missing_required_parameter");
+}
+
+// The characters of a function's or a schema's name.
+constexpr const char* kNameCharacters =
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
+
 ApiError unsupported(const std::string& param, const std::string& what) {
   return invalid_request(what + " is not supported by this server.", param,
                          "unsupported_parameter");
@@ -163,11 +173,34 @@ std::string message_content(const json& content, const std::string& param) {
   return text;
 }
 
-std::vector<ChatMessage> parse_messages(const json& root) {
+// A message's `tool_calls`: an array of {"id"?, "type": "function", "function": {"name",
+// "arguments"}}, arguments a JSON string or an object.
+void check_tool_calls(const json& calls, const std::string& param) {
+  if (!calls.is_array()) throw wrong_type(param, "an array", calls);
+  for (size_t index = 0; index < calls.size(); ++index) {
+    const std::string call_param = param + "[" + std::to_string(index) + "]";
+    if (!calls[index].is_object()) throw wrong_type(call_param, "an object", calls[index]);
+    const json* function = field(calls[index], "function");
+    if (!function) throw missing(call_param + ".function");
+    if (!function->is_object()) throw wrong_type(call_param + ".function", "an object", *function);
+    const json* name = field(*function, "name");
+    if (!name) throw missing(call_param + ".function.name");
+    if (!name->is_string()) throw wrong_type(call_param + ".function.name", "a string", *name);
+    const json* arguments = field(*function, "arguments");
+    if (arguments && !arguments->is_string() && !arguments->is_object()) {
+      throw wrong_type(call_param + ".function.arguments", "a string or an object", *arguments);
+    }
+  }
+}
+
+// The messages, checked, as the chat template takes them (member order kept): roles system
+// (or developer), user, assistant and tool; contents as strings; an assistant's tool_calls (its
+// content may then be null); a tool's tool_call_id. `uses_tools` is set when a message has tool
+// calls or a tool's result.
+nlohmann::ordered_json parse_messages(const json& root, const nlohmann::ordered_json& ordered,
+                                      bool& uses_tools) {
   const json* messages = field(root, "messages");
-  if (!messages)
-    throw invalid_request("Missing required parameter: 'messages'.", "messages",
-                          "missing_required_parameter");
+  if (!messages) throw missing("messages");
   if (!messages->is_array()) throw wrong_type("messages", "an array", *messages);
   if (messages->empty()) {
     throw invalid_request(
@@ -175,33 +208,168 @@ std::vector<ChatMessage> parse_messages(const json& root) {
         "1, but got an empty array instead.",
         "messages", "empty_array");
   }
-  std::vector<ChatMessage> parsed;
+  nlohmann::ordered_json parsed = nlohmann::ordered_json::array();
   for (size_t index = 0; index < messages->size(); ++index) {
     const json& message = (*messages)[index];
     std::string param = "messages[" + std::to_string(index) + "]";
     if (!message.is_object()) throw wrong_type(param, "an object", message);
     const json* role = field(message, "role");
-    if (!role)
-      throw invalid_request("Missing required parameter: '" + param + ".role'.", param + ".role",
-                            "missing_required_parameter");
+    if (!role) throw missing(param + ".role");
     if (!role->is_string()) throw wrong_type(param + ".role", "a string", *role);
     std::string role_name = role->get<std::string>();
     // OpenAI's "developer" messages are the newer name of system messages.
     if (role_name == "developer") role_name = "system";
-    if (role_name != "system" && role_name != "user" && role_name != "assistant") {
+    if (role_name != "system" && role_name != "user" && role_name != "assistant" &&
+        role_name != "tool") {
       throw invalid_request("Invalid value: '" + role->get<std::string>() +
                                 "'. Supported values "
-                                "are: 'system', 'developer', 'user' and 'assistant'.",
+                                "are: 'system', 'developer', 'user', 'assistant' and 'tool'.",
                             param + ".role", "invalid_value");
     }
-    const json* content = field(message, "content");
-    if (!content) {
-      throw invalid_request("Missing required parameter: '" + param + ".content'.",
-                            param + ".content", "missing_required_parameter");
+    nlohmann::ordered_json turn = {{"role", role_name}};
+    const json* calls = field(message, "tool_calls");
+    if (calls && role_name != "assistant") {
+      throw invalid_request("Invalid '" + param + ".tool_calls': only assistant messages have tool calls.",
+                            param + ".tool_calls", "invalid_value");
     }
-    parsed.push_back({role_name, message_content(*content, param + ".content")});
+    const json* content = field(message, "content");
+    if (content) {
+      turn["content"] = message_content(*content, param + ".content");
+    } else if (calls) {
+      turn["content"] = nullptr;
+    } else {
+      throw missing(param + ".content");
+    }
+    if (calls) {
+      check_tool_calls(*calls, param + ".tool_calls");
+      turn["tool_calls"] = ordered["messages"][index]["tool_calls"];
+      uses_tools = true;
+    }
+    if (role_name == "tool") {
+      uses_tools = true;
+      for (const char* key : {"tool_call_id", "name"}) {
+        if (const json* value = field(message, key)) {
+          if (!value->is_string()) throw wrong_type(param + "." + key, "a string", *value);
+          turn[key] = value->get<std::string>();
+        }
+      }
+    }
+    parsed.push_back(std::move(turn));
   }
   return parsed;
+}
+
+// What a request's `tools` and `tool_choice` ask of the completion.
+struct ToolUse {
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();  // For the chat template.
+  text::ToolCallFormat format = text::ToolCallFormat::none;        // Calls parsed from the answer.
+  // "required" or a named function: the answer is a call (of that function), by grammar.
+  std::shared_ptr<const text::Grammar> grammar;
+};
+
+// `tools` (OpenAI function definitions) and `tool_choice` ("none", "auto", "required" or
+// {"type": "function", "function": {"name": N}}).
+ToolUse parse_tools(const json& root, const nlohmann::ordered_json& ordered,
+                    const ServedModel& model) {
+  ToolUse use;
+  const json* tools = field(root, "tools");
+  if (tools && !tools->is_array()) throw wrong_type("tools", "an array", *tools);
+  std::vector<std::string> names;
+  for (size_t index = 0; tools && index < tools->size(); ++index) {
+    const std::string param = "tools[" + std::to_string(index) + "]";
+    const json& tool = (*tools)[index];
+    if (!tool.is_object()) throw wrong_type(param, "an object", tool);
+    const json* type = field(tool, "type");
+    if (!type || *type != "function") {
+      throw invalid_request("Invalid '" + param + ".type': expected 'function'.", param + ".type",
+                            "invalid_value");
+    }
+    const json* function = field(tool, "function");
+    if (!function) throw missing(param + ".function");
+    if (!function->is_object()) throw wrong_type(param + ".function", "an object", *function);
+    const json* name = field(*function, "name");
+    if (!name) throw missing(param + ".function.name");
+    if (!name->is_string()) throw wrong_type(param + ".function.name", "a string", *name);
+    const std::string text = name->get<std::string>();
+    if (text.empty() || text.size() > 64 || text.find_first_not_of(kNameCharacters) != std::string::npos) {
+      throw invalid_request("Invalid '" + param + ".function.name': expected 1 to 64 letters, "
+                            "digits, '_' or '-', but got '" + text + "' instead.",
+                            param + ".function.name", "invalid_value");
+    }
+    if (const json* description = field(*function, "description"); description && !description->is_string()) {
+      throw wrong_type(param + ".function.description", "a string", *description);
+    }
+    if (const json* parameters = field(*function, "parameters")) {
+      if (!parameters->is_object()) throw wrong_type(param + ".function.parameters", "an object", *parameters);
+      try {
+        text::compile_json_schema(ordered["tools"][index]["function"]["parameters"]);
+      } catch (const Error& error) {
+        throw invalid_request("Invalid '" + param + ".function.parameters': " + error.what() + ".",
+                              param + ".function.parameters", "invalid_value");
+      }
+    }
+    names.push_back(text);
+  }
+
+  std::string choice = names.empty() ? "none" : "auto";
+  std::string chosen;
+  if (const json* given = field(root, "tool_choice")) {
+    if (given->is_string()) {
+      choice = given->get<std::string>();
+      if (choice != "none" && choice != "auto" && choice != "required") {
+        throw invalid_request("Invalid 'tool_choice': expected 'none', 'auto', 'required' or a "
+                              "function, but got '" + choice + "' instead.",
+                              "tool_choice", "invalid_value");
+      }
+    } else if (given->is_object()) {
+      const json* function = field(*given, "function");
+      const json* name = function && function->is_object() ? field(*function, "name") : nullptr;
+      if (!name || !name->is_string()) {
+        throw invalid_request("Invalid 'tool_choice': expected {\"type\": \"function\", "
+                              "\"function\": {\"name\": ...}}.",
+                              "tool_choice", "invalid_value");
+      }
+      choice = "function";
+      chosen = name->get<std::string>();
+      if (std::find(names.begin(), names.end(), chosen) == names.end()) {
+        throw invalid_request("Invalid 'tool_choice': no tool is named '" + chosen + "'.",
+                              "tool_choice", "invalid_value");
+      }
+    } else {
+      throw wrong_type("tool_choice", "a string or an object", *given);
+    }
+    if (choice != "none" && names.empty()) {
+      throw invalid_request("Invalid 'tool_choice': '" + choice + "' needs 'tools'.",
+                            "tool_choice", "invalid_value");
+    }
+  }
+  if (choice == "none") return use;
+  use.format = model.tokenizer->tool_call_format();
+  if (use.format == text::ToolCallFormat::none) {
+    throw unsupported("tools", "Tool calling with this model's chat template (it shows no tools)");
+  }
+  use.tools = ordered["tools"];
+  if (choice == "auto") return use;
+  if (!model.token_trie || model.eos_ids.empty()) {
+    throw unsupported("tool_choice", "A required tool call (this model has no end-of-sequence token)");
+  }
+  // The call as the template asks for it, its arguments validated by the function's schema.
+  std::vector<text::FramedSchema> calls;
+  for (size_t index = 0; index < names.size(); ++index) {
+    if (choice == "function" && names[index] != chosen) continue;
+    const auto& function = ordered["tools"][index]["function"];
+    nlohmann::ordered_json schema = function.contains("parameters") && !function["parameters"].is_null()
+                                        ? function["parameters"]
+                                        : nlohmann::ordered_json{{"type", "object"}};
+    const std::string name = json(names[index]).dump();
+    if (use.format == text::ToolCallFormat::tagged) {
+      calls.push_back({"<tool_call>\n{\"name\": " + name + ", \"arguments\": ", schema, "}\n</tool_call>"});
+    } else {
+      calls.push_back({"{\"name\": " + name + ", \"parameters\": ", schema, "}"});
+    }
+  }
+  use.grammar = std::make_shared<const text::Grammar>(text::compile_framed_schemas(calls));
+  return use;
 }
 
 // Text to ids as the CLI encodes a prompt: the tokenizer's prefix token (Gemma's <bos>) first,
@@ -265,11 +433,6 @@ std::vector<uint32_t> parse_prompt(const json& root, const ServedModel& model) {
   return parse_token_ids(*prompt, "prompt", model.vocab_size);
 }
 
-ApiError missing(const std::string& param) {
-  return invalid_request("Missing required parameter: '" + param + "'.", param,
-                         "missing_required_parameter");
-}
-
 // The grammar that `response_format` asks for: none for "text" (or when absent), any object for
 // "json_object", the compiled schema for "json_schema" (read again from `body` in member order,
 // which the parsed root does not keep).
@@ -306,10 +469,8 @@ std::shared_ptr<const text::Grammar> parse_response_format(const json& root, std
   if (!name) throw missing("response_format.json_schema.name");
   if (!name->is_string()) throw wrong_type("response_format.json_schema.name", "a string", *name);
   const std::string name_text = name->get<std::string>();
-  const char* const name_characters =
-      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
   if (name_text.empty() || name_text.size() > 64 ||
-      name_text.find_first_not_of(name_characters) != std::string::npos) {
+      name_text.find_first_not_of(kNameCharacters) != std::string::npos) {
     throw invalid_request("Invalid 'response_format.json_schema.name': expected 1 to 64 letters, "
                           "digits, '_' or '-', but got '" + name_text + "' instead.",
                           "response_format.json_schema.name", "invalid_value");
@@ -410,15 +571,31 @@ ApiRequest parse_request(Endpoint endpoint, std::string_view body, const ServedM
 
   std::optional<int64_t> max_tokens;
   if (endpoint == Endpoint::chat) {
-    if (const json* tools = field(root, "tools"); tools && !(tools->is_array() && tools->empty())) {
-      throw unsupported("tools", "Tool calling");
-    }
     max_tokens = integer_field(root, "max_completion_tokens", 1);
     if (!max_tokens) max_tokens = integer_field(root, "max_tokens", 1);
-    std::vector<ChatMessage> messages = parse_messages(root);
+    // Read again in member order, which the template shows (tojson of tools and arguments).
+    const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body);
+    bool uses_tools = false;
+    nlohmann::ordered_json messages = parse_messages(root, ordered, uses_tools);
+    ToolUse tools = parse_tools(root, ordered, model);
+    if (tools.grammar && grammar) {
+      throw invalid_request("A required tool call and a response_format cannot be combined.",
+                            "tool_choice", "invalid_value");
+    }
+    if (tools.grammar) grammar = tools.grammar;
+    request.tool_calls = tools.format;
     std::string text;
     try {
-      text = model.tokenizer->apply_chat_template(messages, true);
+      if (uses_tools || !tools.tools.empty()) {
+        text = model.tokenizer->apply_chat_template_json(
+            messages.dump(), tools.tools.empty() ? "" : tools.tools.dump(), true);
+      } else {
+        std::vector<ChatMessage> plain;
+        for (const auto& turn : messages) {
+          plain.push_back({turn["role"].get<std::string>(), turn["content"].get<std::string>()});
+        }
+        text = model.tokenizer->apply_chat_template(plain, true);
+      }
     } catch (const Error& error) {
       throw invalid_request(std::string("Invalid 'messages': ") + error.what(), "messages");
     }

@@ -35,6 +35,8 @@ struct ApiRequest {
   int64_t choices = 1;  // `n`: completions of the prompt, seeds seed, seed + 1, ...
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  // The form of the tool calls to parse out of the answer (none: its text is all content).
+  text::ToolCallFormat tool_calls = text::ToolCallFormat::none;
 };
 
 // The sampling defaults of the server: OpenAI's temperature 1 and top_p 1, no repeat penalty.

@@ -33,6 +33,10 @@ const char* api_finish_reason(FinishReason reason) {
   return reason == FinishReason::length ? "length" : "stop";
 }
 
+const char* api_finish_reason(FinishReason reason, bool called_tools) {
+  return called_tools && reason != FinishReason::length ? "tool_calls" : api_finish_reason(reason);
+}
+
 json usage_json(const Usage& usage) {
   return {{"prompt_tokens", usage.prompt_tokens},
           {"completion_tokens", usage.completion_tokens},
@@ -101,11 +105,23 @@ json completion_json(Endpoint endpoint, const ResponseIdentity& identity,
   response["choices"] = json::array();
   for (size_t index = 0; index < choices.size(); ++index) {
     const Choice& choice = choices[index];
+    const bool called = !choice.tool_calls.empty();
     json object = {{"index", index},
                    {"logprobs", choice.logprobs},
-                   {"finish_reason", api_finish_reason(choice.finish_reason)}};
+                   {"finish_reason", api_finish_reason(choice.finish_reason, called)}};
     if (endpoint == Endpoint::chat) {
-      object["message"] = {{"role", "assistant"}, {"content", choice.text}, {"refusal", nullptr}};
+      object["message"] = {{"role", "assistant"},
+                           {"content", called && choice.text.empty() ? json() : json(choice.text)},
+                           {"refusal", nullptr}};
+      if (called) {
+        json calls = json::array();
+        for (const text::ToolCall& call : choice.tool_calls) {
+          calls.push_back({{"id", call.id},
+                           {"type", "function"},
+                           {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+        }
+        object["message"]["tool_calls"] = std::move(calls);
+      }
     } else {
       object["text"] = choice.text;
     }
@@ -131,7 +147,7 @@ SseStream::SseStream(Endpoint endpoint, ResponseIdentity identity, bool include_
 }
 
 json SseStream::chunk(int64_t index, const std::string& text, const char* finish_reason,
-                      const json& logprobs) {
+                      const json& logprobs, const std::vector<text::ToolCallDelta>& calls) {
   json value = envelope(endpoint_, identity_, true);
   json choice = {{"index", index}, {"logprobs", logprobs}};
   choice["finish_reason"] = finish_reason ? json(finish_reason) : json(nullptr);
@@ -142,7 +158,18 @@ json SseStream::chunk(int64_t index, const std::string& text, const char* finish
       delta["role"] = "assistant";
       state.role_sent = true;
     }
-    if (!text.empty() || finish_reason == nullptr) delta["content"] = text;
+    if (!text.empty() || (finish_reason == nullptr && calls.empty())) delta["content"] = text;
+    for (const text::ToolCallDelta& call : calls) {
+      json piece = {{"index", call.index}};
+      json function = {{"arguments", call.arguments}};
+      if (!call.id.empty()) {
+        piece["id"] = call.id;
+        piece["type"] = "function";
+        function["name"] = call.name;
+      }
+      piece["function"] = std::move(function);
+      delta["tool_calls"].push_back(std::move(piece));
+    }
     choice["delta"] = delta;
   } else {
     choice["text"] = text;
@@ -153,19 +180,22 @@ json SseStream::chunk(int64_t index, const std::string& text, const char* finish
   return value;
 }
 
-std::string SseStream::events(const CompletionUpdate& update, int64_t index, const json& logprobs) {
+std::string SseStream::events(const CompletionUpdate& update, int64_t index, const json& logprobs,
+                              const std::vector<text::ToolCallDelta>& calls) {
   ChoiceState& state = choices_.at(static_cast<size_t>(index));
   if (state.finished) return "";
   std::string out;
   const bool has_logprobs = !logprobs.is_null() && (logprobs.contains("content")
                                                         ? !logprobs["content"].empty()
                                                         : !logprobs["tokens"].empty());
-  if (!update.text.empty() || has_logprobs ||
+  if (!calls.empty()) state.called_tools = true;
+  if (!update.text.empty() || has_logprobs || !calls.empty() ||
       (!state.role_sent && endpoint_ == Endpoint::chat && !update.finished)) {
-    out += sse_event(chunk(index, update.text, nullptr, logprobs));
+    out += sse_event(chunk(index, update.text, nullptr, logprobs, calls));
   }
   if (update.finished) {
-    out += sse_event(chunk(index, "", api_finish_reason(update.finish_reason), nullptr));
+    out += sse_event(
+        chunk(index, "", api_finish_reason(update.finish_reason, state.called_tools), nullptr));
     state.finished = true;
     usage_.completion_tokens += update.completion_tokens;
     usage_.cached_tokens += update.cached_tokens;

@@ -9,6 +9,7 @@
 
 #include "engine/scheduler.h"
 #include "server/request.h"
+#include "text/tool_calls.h"
 
 namespace fornace::server {
 
@@ -25,6 +26,8 @@ ResponseIdentity new_identity(Endpoint endpoint, const std::string& model);
 // OpenAI's finish_reason: "stop" or "length"; a completion cancelled by the server (shutdown)
 // reads "stop", as OpenAI has no other word for it.
 const char* api_finish_reason(FinishReason reason);
+// The same for a choice that called tools: "tool_calls" unless it ran out of tokens.
+const char* api_finish_reason(FinishReason reason, bool called_tools);
 
 // The token counts of a response; cached_tokens counts the prompt tokens reused from a slot's
 // cache.
@@ -40,6 +43,7 @@ struct Choice {
   std::string text;
   FinishReason finish_reason = FinishReason::length;
   nlohmann::json logprobs;  // logprobs_json, or null when the request did not ask.
+  std::vector<text::ToolCall> tool_calls;  // Parsed from the answer: then its text is the rest.
 };
 
 // The whole (non-streamed) response.
@@ -71,17 +75,21 @@ class SseStream {
             int64_t prompt_tokens, int64_t choices = 1);
   // The events for choice `index`'s `update`, whose tokens' `logprobs` (logprobs_json, or null)
   // go with its text (empty when it carries nothing new).
+  // `calls`: pieces of tool calls that come with the update's text.
   std::string events(const CompletionUpdate& update, int64_t index = 0,
-                     const nlohmann::json& logprobs = nullptr);
+                     const nlohmann::json& logprobs = nullptr,
+                     const std::vector<text::ToolCallDelta>& calls = {});
   bool finished() const { return finished_; }
 
  private:
   struct ChoiceState {
     bool role_sent = false;
     bool finished = false;
+    bool called_tools = false;
   };
   nlohmann::json chunk(int64_t index, const std::string& text, const char* finish_reason,
-                       const nlohmann::json& logprobs);
+                       const nlohmann::json& logprobs,
+                       const std::vector<text::ToolCallDelta>& calls = {});
 
   Endpoint endpoint_;
   ResponseIdentity identity_;

@@ -571,10 +571,10 @@ int32_t SchemaCompiler::compile_array(const Json& schema, const std::string& poi
 
 }  // namespace
 
-Grammar compile_json_schema(const nlohmann::ordered_json& schema) {
-  Grammar grammar;
-  SchemaCompiler compiler(grammar, schema);
-  const int32_t start = compiler.compile_at("", schema, 0);
+namespace {
+
+// Finishes `grammar` at `start`, saying in the schema's terms why it cannot be.
+void finish_schema_grammar(Grammar& grammar, int32_t start) {
   try {
     grammar.finish(start);
   } catch (const Error& error) {
@@ -586,6 +586,30 @@ Grammar compile_json_schema(const nlohmann::ordered_json& schema) {
     }
     fail("the schema's references loop without a value between them (at #)");
   }
+}
+
+}  // namespace
+
+Grammar compile_json_schema(const nlohmann::ordered_json& schema) {
+  Grammar grammar;
+  SchemaCompiler compiler(grammar, schema);
+  finish_schema_grammar(grammar, compiler.compile_at("", schema, 0));
+  return grammar;
+}
+
+Grammar compile_framed_schemas(const std::vector<FramedSchema>& alternatives) {
+  Grammar grammar;
+  const int32_t start = grammar.add_rule();
+  for (const FramedSchema& alternative : alternatives) {
+    SchemaCompiler compiler(grammar, alternative.schema);
+    const int32_t value = compiler.compile_at("", alternative.schema, 0);
+    GrammarSequence sequence;
+    grammar.append_text(sequence, alternative.before);
+    sequence.push_back(Grammar::rule(value));
+    grammar.append_text(sequence, alternative.after);
+    grammar.add_alternative(start, sequence);
+  }
+  finish_schema_grammar(grammar, start);
   return grammar;
 }
 

@@ -2,7 +2,9 @@
 // sentences are compact JSON texts that validate against it.
 #pragma once
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "text/grammar.h"
 
@@ -21,6 +23,16 @@ Grammar compile_json_schema(const nlohmann::ordered_json& schema);
 
 // Any JSON object (response_format json_object).
 Grammar json_object_grammar();
+
+// Text, then a JSON text that validates against a schema, then text.
+struct FramedSchema {
+  std::string before;
+  nlohmann::ordered_json schema;
+  std::string after;
+};
+// Any one of `alternatives` (a tool call of one of several functions). Throws Error as
+// compile_json_schema does.
+Grammar compile_framed_schemas(const std::vector<FramedSchema>& alternatives);
 
 inline constexpr int64_t kMaxArrayBound = 1024;
 

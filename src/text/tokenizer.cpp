@@ -273,6 +273,11 @@ std::string Tokenizer::apply_chat_template(const std::vector<ChatMessage>& messa
                      TemplateValue::none(), add_generation_prompt, enable_thinking);
 }
 
+text::ToolCallFormat Tokenizer::tool_call_format() const {
+  const std::optional<std::string>& source = impl_->config.chat_template;
+  return source ? text::tool_call_format(*source) : text::ToolCallFormat::none;
+}
+
 std::string Tokenizer::apply_chat_template_json(std::string_view messages_json,
                                                 std::string_view tools_json,
                                                 bool add_generation_prompt,

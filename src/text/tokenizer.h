@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "text/tool_calls.h"
+
 namespace fornace {
 
 struct ModelConfig;
@@ -71,6 +73,8 @@ class Tokenizer {
   std::string apply_chat_template(const std::vector<ChatMessage>& messages,
                                   bool add_generation_prompt,
                                   std::optional<bool> enable_thinking = std::nullopt) const;
+  // The form of tool calls that the chat template asks the model for (none without tools in it).
+  text::ToolCallFormat tool_call_format() const;
   // The same for a conversation in OpenAI's chat form given as JSON text, whose key order is
   // kept (it shows in what a template prints with tojson). `messages_json`: an array of
   // {"role", "content"} with role system, user, assistant or tool; an assistant's may carry
