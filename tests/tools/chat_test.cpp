@@ -60,7 +60,8 @@ class Chat : public ::testing::Test {
   // The JSON objects that a --json run wrote, one per line.
   std::vector<nlohmann::json> answers(const Outcome& outcome) {
     std::vector<nlohmann::json> objects;
-    for (const std::string& line : lines_of(outcome.out)) objects.push_back(nlohmann::json::parse(line));
+    for (const std::string& line : lines_of(outcome.out))
+      objects.push_back(nlohmann::json::parse(line));
     return objects;
   }
 
@@ -79,9 +80,9 @@ class Chat : public ::testing::Test {
 TEST_F(Chat, LaterTurnsReuseTheHistoryAndAnswerAsAFreshPrefillWould) {
   std::string saved = scratch_file("three-turns.json");
   const std::string flags = "--json --max-new-tokens 8 --ignore-eos";
-  Outcome outcome = chat("Hello there\nTell me more\nWhy is that?\n/save " + saved +
-                             "\nAnd then what happened?\n",
-                         flags);
+  Outcome outcome = chat(
+      "Hello there\nTell me more\nWhy is that?\n/save " + saved + "\nAnd then what happened?\n",
+      flags);
   ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
   std::vector<nlohmann::json> turns = answers(outcome);
   ASSERT_EQ(turns.size(), 4u) << outcome.out;
@@ -125,8 +126,9 @@ TEST_F(Chat, LaterTurnsReuseTheHistoryAndAnswerAsAFreshPrefillWould) {
 
 TEST_F(Chat, AFullContextIsAnErrorThatKeepsTheConversation) {
   std::string saved = scratch_file("full.json");
-  Outcome outcome = chat("one\ntwo\nthree\n/save " + saved + "\n/reset\nfour\n",
-                         "--json --max-new-tokens 8 --ignore-eos --context 60 --system 'Be brief.'");
+  Outcome outcome =
+      chat("one\ntwo\nthree\n/save " + saved + "\n/reset\nfour\n",
+           "--json --max-new-tokens 8 --ignore-eos --context 60 --system 'Be brief.'");
   ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
   std::vector<nlohmann::json> turns = answers(outcome);
   ASSERT_EQ(turns.size(), 4u) << outcome.out;
@@ -178,8 +180,8 @@ TEST_F(Chat, DropOldestKeepsTheSystemPromptAndTheLatestTurns) {
   EXPECT_EQ(static_cast<int64_t>(messages.size()), 2 * (5 - dropped));
   EXPECT_EQ(messages[messages.size() - 2]["content"], "five");
   EXPECT_EQ(messages.back()["content"], turns[4]["content"]);
-  EXPECT_EQ(messages[0]["content"], std::vector<std::string>({"one", "two", "three", "four",
-                                                              "five"})[dropped]);
+  EXPECT_EQ(messages[0]["content"],
+            std::vector<std::string>({"one", "two", "three", "four", "five"})[dropped]);
   // A message that cannot fit even alone is an error.
   ASSERT_TRUE(turns[5].contains("error")) << turns[5];
   EXPECT_NE(turns[5]["error"].get<std::string>().find("even with no earlier turns"),
@@ -213,8 +215,8 @@ TEST_F(Chat, CommandsResetSetTheSystemPromptSaveAndLoad) {
   EXPECT_NE(errors[2].find(".missing"), std::string::npos) << errors[2];
   EXPECT_EQ(errors[3], "error: unknown command /bogus (/help lists the commands)");
   EXPECT_EQ(errors[4], "error: /save needs a file name");
-  for (const char* command : {"/reset", "/system TEXT", "/save FILE", "/load FILE", "/help",
-                              "/quit"}) {
+  for (const char* command :
+       {"/reset", "/system TEXT", "/save FILE", "/load FILE", "/help", "/quit"}) {
     EXPECT_NE(outcome.err.find(command), std::string::npos) << command;
   }
 
@@ -240,7 +242,8 @@ TEST_F(Chat, PlainLinesWithoutATerminalAndQuitEndsTheInput) {
   EXPECT_EQ(lines_of(outcome.out).size(), 1u) << outcome.out;
   EXPECT_EQ(outcome.out.find("\x1b"), std::string::npos);
   EXPECT_EQ(outcome.out.find("> "), std::string::npos);
-  EXPECT_TRUE(std::regex_search(outcome.err, std::regex("^4 tokens, .* prompt \\d+ prefilled \\+ 0 reused\n$")))
+  EXPECT_TRUE(std::regex_search(outcome.err,
+                                std::regex("^4 tokens, .* prompt \\d+ prefilled \\+ 0 reused\n$")))
       << outcome.err;
 }
 
@@ -257,9 +260,9 @@ TEST_F(Chat, BadFlagsAndMessagesGetOneErrorLine) {
 TEST_F(Chat, HelpNamesTheFlags) {
   Outcome outcome = run_fornace("chat --help");
   ASSERT_EQ(outcome.exit_code, 0);
-  for (const char* flag : {"--model", "--context", "--on-full", "--system", "--json",
-                           "--max-new-tokens", "--temperature", "--top-p", "--top-k", "--seed",
-                           "--threads", "--dtype"}) {
+  for (const char* flag :
+       {"--model", "--context", "--on-full", "--system", "--json", "--max-new-tokens",
+        "--temperature", "--top-p", "--top-k", "--seed", "--threads", "--dtype"}) {
     EXPECT_NE(outcome.out.find(std::string("  ") + flag + " "), std::string::npos) << flag;
   }
   EXPECT_NE(outcome.out.find("drop-oldest"), std::string::npos);
@@ -277,7 +280,10 @@ class TmuxChat {
     std::string script = "trap : INT; " + command + "; echo $? > " + exit_path_ + "; sleep 30";
     EXPECT_EQ(tmux("new-session -d -x 150 -y 50 -s chat bash -c " + quote(script)), 0);
   }
-  ~TmuxChat() { tmux("kill-server"); std::remove(exit_path_.c_str()); }
+  ~TmuxChat() {
+    tmux("kill-server");
+    std::remove(exit_path_.c_str());
+  }
 
   void type(const std::string& text) { tmux("send-keys -t chat -l " + quote(text)); }
   void key(const std::string& name) { tmux("send-keys -t chat " + name); }
@@ -318,7 +324,8 @@ class TmuxChat {
  private:
   static std::string quote(const std::string& text) {
     std::string quoted = "'";
-    for (char character : text) quoted += character == '\'' ? std::string("'\\''") : std::string(1, character);
+    for (char character : text)
+      quoted += character == '\'' ? std::string("'\\''") : std::string(1, character);
     return quoted + "'";
   }
   int tmux(const std::string& arguments) {
@@ -337,7 +344,8 @@ struct Stats {
 };
 std::vector<Stats> stats_lines(const std::string& screen) {
   std::vector<Stats> all;
-  std::regex line(R"((\d+) tokens, [0-9.]+ tok/s, first token \d+ ms, prompt (\d+) prefilled \+ (\d+) reused( \(stopped\))?)");
+  std::regex line(
+      R"((\d+) tokens, [0-9.]+ tok/s, first token \d+ ms, prompt (\d+) prefilled \+ (\d+) reused( \(stopped\))?)");
   for (auto match = std::sregex_iterator(screen.begin(), screen.end(), line);
        match != std::sregex_iterator(); ++match) {
     all.push_back({std::stoll((*match)[1]), std::stoll((*match)[2]), std::stoll((*match)[3]),
@@ -347,8 +355,10 @@ std::vector<Stats> stats_lines(const std::string& screen) {
 }
 
 TEST_F(Chat, TerminalTurnsReuseTheHistoryAndCtrlDLeaves) {
-  TmuxChat session(fornace_binary() + " chat --model " + model + " --max-new-tokens 6 --ignore-eos");
-  session.wait_for([](const std::string& screen) { return screen.find("Ctrl-D leaves") != std::string::npos; });
+  TmuxChat session(fornace_binary() + " chat --model " + model +
+                   " --max-new-tokens 6 --ignore-eos");
+  session.wait_for(
+      [](const std::string& screen) { return screen.find("Ctrl-D leaves") != std::string::npos; });
   session.type("Hello there");
   session.key("Enter");
   session.wait_for([](const std::string& screen) { return stats_lines(screen).size() == 1; });
@@ -373,7 +383,8 @@ TEST_F(Chat, TerminalTurnsReuseTheHistoryAndCtrlDLeaves) {
 TEST_F(Chat, CtrlCStopsTheAnswerNotTheProgram) {
   TmuxChat session(fornace_binary() + " chat --model " + model +
                    " --max-new-tokens 2000 --ignore-eos --context 4096");
-  session.wait_for([](const std::string& screen) { return screen.find("Ctrl-D leaves") != std::string::npos; });
+  session.wait_for(
+      [](const std::string& screen) { return screen.find("Ctrl-D leaves") != std::string::npos; });
   // Sends `message`, waits for some of its answer, and stops it with Ctrl-C.
   auto ask_and_stop = [&](const std::string& message, size_t answers_before) {
     session.type(message);
@@ -384,8 +395,9 @@ TEST_F(Chat, CtrlCStopsTheAnswerNotTheProgram) {
              screen.find_first_not_of(" \n", at + message.size() + 3) != std::string::npos;
     });
     session.key("C-c");
-    std::string screen = session.wait_for(
-        [&](const std::string& screen) { return stats_lines(screen).size() == answers_before + 1; });
+    std::string screen = session.wait_for([&](const std::string& screen) {
+      return stats_lines(screen).size() == answers_before + 1;
+    });
     Stats stats = stats_lines(screen)[answers_before];
     EXPECT_TRUE(stats.stopped) << screen;
     EXPECT_LT(stats.tokens, 2000);

@@ -100,8 +100,8 @@ inline void check_context(const Model& model, int64_t context, const std::string
       KvCacheSet::prealloc_bytes(config.num_hidden_layers, model.kv_cache_shape(context));
   int64_t available = available_memory_bytes();
   if (available > 0 && cache_bytes > available) {
-    fail(flag, " ", context, " needs a KV cache of ", cache_bytes,
-         " bytes, more than the ", available, " bytes of memory available");
+    fail(flag, " ", context, " needs a KV cache of ", cache_bytes, " bytes, more than the ",
+         available, " bytes of memory available");
   }
   if (context > config.max_position_embeddings) {
     fail("a context of ", context, " exceeds the model's max_position_embeddings of ",

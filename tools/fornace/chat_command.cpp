@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <csignal>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -170,7 +170,10 @@ struct Display {
     std::fprintf(stderr, "%s%s%s\n", colour_err ? "\x1b[2m" : "", text.c_str(),
                  colour_err ? "\x1b[0m" : "");
   }
-  void error(const std::string& text) const { std::fprintf(stderr, "error: %s\n", text.c_str()); }
+  void error(const std::string& text) const {
+    std::fprintf(stderr, "%serror:%s %s\n", colour_err ? "\x1b[31m" : "",
+                 colour_err ? "\x1b[0m" : "", text.c_str());
+  }
   void prompt() const {
     if (interactive) write_out(colour_out ? "\x1b[1;32m> \x1b[0m" : "> ");
   }
@@ -223,8 +226,7 @@ class ChatSession {
     } else if (name == "/system") {
       if (!valid_utf8(argument, "the system prompt")) return true;
       conversation_.turns.clear();
-      conversation_.system =
-          argument.empty() ? std::nullopt : std::optional<std::string>(argument);
+      conversation_.system = argument.empty() ? std::nullopt : std::optional<std::string>(argument);
       display_.notice(argument.empty() ? "no system prompt; the conversation is reset"
                                        : "system prompt set; the conversation is reset");
     } else if (name == "/save" || name == "/load") {
@@ -328,16 +330,12 @@ class ChatSession {
     const int64_t tokens = static_cast<int64_t>(result.generated.size());
     const char* finish = stopped ? "stopped" : result.stopped_at_eos ? "eos" : "length";
     if (display_.json) {
-      nlohmann::ordered_json line = {{"role", "assistant"},
-                             {"content", content},
-                             {"tokens", tokens},
-                             {"prompt_tokens", prompt.size()},
-                             {"reused_tokens", reused},
-                             {"prefilled_tokens", prefilled},
-                             {"ttft_ms", first_token_ms},
-                             {"tokens_per_second", result.decode_tokens_per_second()},
-                             {"finish_reason", finish},
-                             {"dropped_turns", dropped}};
+      nlohmann::ordered_json line = {
+          {"role", "assistant"},       {"content", content},
+          {"tokens", tokens},          {"prompt_tokens", prompt.size()},
+          {"reused_tokens", reused},   {"prefilled_tokens", prefilled},
+          {"ttft_ms", first_token_ms}, {"tokens_per_second", result.decode_tokens_per_second()},
+          {"finish_reason", finish},   {"dropped_turns", dropped}};
       write_out(line.dump() + "\n");
       return;
     }
@@ -346,9 +344,9 @@ class ChatSession {
     std::snprintf(stats, sizeof(stats),
                   "%lld tokens, %.1f tok/s, first token %.0f ms, prompt %lld prefilled + %lld "
                   "reused%s",
-                  static_cast<long long>(tokens), result.decode_tokens_per_second(),
-                  first_token_ms, static_cast<long long>(prefilled),
-                  static_cast<long long>(reused), stopped ? " (stopped)" : "");
+                  static_cast<long long>(tokens), result.decode_tokens_per_second(), first_token_ms,
+                  static_cast<long long>(prefilled), static_cast<long long>(reused),
+                  stopped ? " (stopped)" : "");
     display_.notice(stats);
   }
 
@@ -366,8 +364,9 @@ void add_chat_flags(CommandLine& app, ChatFlags& flags) {
   flags.length.max_new_tokens = 512;
   add_length_flags(app, flags.length, "the most tokens an answer has");
   add_sampling_flags(app, flags.sampling);
-  app.add_option("--context", flags.context, "positions the KV cache holds: the conversation's "
-                                             "tokens and an answer's --max-new-tokens")
+  app.add_option("--context", flags.context,
+                 "positions the KV cache holds: the conversation's "
+                 "tokens and an answer's --max-new-tokens")
       ->type_name("N")
       ->transform(integer_in(1, INT64_MAX / 4))
       ->default_str("4096 or the model's max_position_embeddings if fewer");
