@@ -95,7 +95,7 @@ GenerationResult Generator::generate(const std::vector<uint32_t>& prompt,
 
   memory::PhaseScope phase(Phase::decode);
   result.steps.reserve(options.max_new_tokens);
-  while (sequence_.decoding()) {
+  while (sequence_.decoding() && !(options.should_stop && options.should_stop())) {
     const CopyBytes copies_before = run.copied();
     const int64_t kv_read_before = run.attention_read_bytes;
     const int64_t allocated_before = run.allocated_bytes;

@@ -27,6 +27,9 @@ struct GenerationOptions {
   // Keep the positions that the cache holds from the previous generation and that this prompt
   // begins with, and prefill only the rest (a conversation's earlier turns).
   bool reuse_cache = false;
+  // Checked before each decode step: returning true ends the generation there (the tokens so far
+  // stay in the result and the cache).
+  std::function<bool()> should_stop;
 };
 
 struct DecodeStep {

@@ -10,6 +10,7 @@ int synth_command(int argc, char** argv);     // fornace synth --preset NAME --o
 int tokenize_command(int argc, char** argv);  // fornace tokenize --model DIR [--decode]
 int quantize_command(int argc, char** argv);  // fornace quantize --type T --model P --out F
 int serve_command(int argc, char** argv);     // fornace serve --model PATH [--port N]
+int chat_command(int argc, char** argv);      // fornace chat --model PATH
 
 // `fornace NAME ...` runs `run` with argv[0] == NAME; `fornace --help` lists the summaries.
 struct Subcommand {
@@ -22,6 +23,7 @@ inline constexpr Subcommand kSubcommands[] = {
     {"synth", "write a synthetic checkpoint (seeded random weights) from a preset", synth_command},
     {"tokenize", "encode JSON strings to ids, or decode ids, one per line", tokenize_command},
     {"quantize", "write a GGUF file (bf16, q8_0, q4_0, q4_k_m, ...) from a model", quantize_command},
+    {"chat", "a conversation in the terminal; the history stays in the KV cache", chat_command},
     {"serve", "serve the model over HTTP with OpenAI's API (continuous batching)", serve_command},
 };
 

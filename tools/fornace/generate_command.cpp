@@ -13,8 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.h"
+#include "common/generation_flags.h"
 #include "common/memory_info.h"
 #include "common/progress.h"
+#include "common/stream_out.h"
 #include "core/memory.h"
 #include "cpu/thread_pool.h"
 #include "engine/generator.h"
@@ -54,22 +56,15 @@ std::vector<uint32_t> parse_ids(const std::string& text) {
 
 // The flags of a generation, holding their defaults until the command line is parsed.
 struct GenerateFlags {
-  std::string model_path;
+  ModelFlags model;
   std::optional<std::string> prompt_text;
   std::optional<std::string> prompt_file;
   std::optional<std::string> prompt_ids;
   bool chat = false;
   std::optional<std::string> system;
-  int64_t max_new_tokens = 128;
-  bool ignore_eos = false;
-  std::string kv_cache = "prealloc";
-  std::string attention;
-  std::string dtype;
-  std::string activations;
-  int64_t threads = 0;
+  LengthFlags length;
   SamplerOptions sampling;
   int64_t max_context = 0;
-  int64_t prefill_chunk = 512;
   bool trace = false;
   bool json = false;
   std::optional<std::string> dump_logits;
@@ -77,9 +72,7 @@ struct GenerateFlags {
 };
 
 void add_generate_flags(CommandLine& app, GenerateFlags& flags) {
-  app.add_option("--model", flags.model_path, "checkpoint directory or GGUF file")
-      ->type_name("PATH")
-      ->required();
+  add_model_flags(app, flags.model);
   app.add_option("--prompt", flags.prompt_text, "prompt text")->type_name("TEXT");
   app.add_option("--prompt-file", flags.prompt_file, "prompt text read from a UTF-8 file")
       ->type_name("PATH");
@@ -90,49 +83,12 @@ void add_generate_flags(CommandLine& app, GenerateFlags& flags) {
   app.add_option("--system", flags.system, "system message for --chat")
       ->type_name("TEXT")
       ->default_str("none");
-  app.add_option("--max-new-tokens", flags.max_new_tokens,
-                 "tokens to generate; 0 runs prefill only")
-      ->type_name("N")
-      ->transform(integer_in(0, 1 << 24));
-  app.add_flag("--ignore-eos", flags.ignore_eos, "keep generating past end-of-sequence ids");
-  app.add_option("--kv-cache", flags.kv_cache, "prealloc | cat | cat-contiguous")
-      ->type_name("KIND")
-      ->check(parsed_by(parse_kv_cache_kind));
-  add_attention_flag(app, flags.attention);
-  add_dtype_flag(app, flags.dtype);
-  add_activations_flag(app, flags.activations);
-  add_threads_flag(app, flags.threads);
-  SamplerOptions& sampling = flags.sampling;
-  app.add_option("--temperature", sampling.temperature, "0 is greedy")
-      ->type_name("T")
-      ->check(number_in(0, 1e6));
-  app.add_option("--top-k", sampling.top_k, "keep the K most likely tokens; 0 is off")
-      ->type_name("K")
-      ->transform(integer_in(0, INT32_MAX));
-  app.add_option("--top-p", sampling.top_p, "keep the smallest set with probability P; 1 is off")
-      ->type_name("P")
-      ->check(number_in(0, 1, RangeEnds::open_min));
-  app.add_option("--min-p", sampling.min_p,
-                 "drop tokens below P times the top probability; 0 is off")
-      ->type_name("P")
-      ->check(number_in(0, 1, RangeEnds::open_max));
-  app.add_option("--seed", sampling.seed, "sampling seed")
-      ->type_name("S")
-      ->transform(integer_in(0, INT64_MAX));
-  app.add_option("--repeat-penalty", sampling.repeat_penalty, "HF/Candle repeat penalty; 1 is off")
-      ->type_name("P")
-      ->check(number_in(1e-6, 1e6));
-  app.add_option("--repeat-last-n", sampling.repeat_last_n, "tokens the penalty looks back over")
-      ->type_name("N")
-      ->transform(integer_in(0, INT32_MAX));
+  add_length_flags(app, flags.length, "tokens to generate; 0 runs prefill only");
+  add_sampling_flags(app, flags.sampling);
   app.add_option("--max-context", flags.max_context, "positions the KV cache holds")
       ->type_name("N")
       ->transform(integer_in(1, INT64_MAX / 4))
       ->default_str("prompt + max-new-tokens");
-  app.add_option("--prefill-chunk", flags.prefill_chunk,
-                 "the prompt runs in equal chunks of N to 2N-1 tokens; 0 is one pass")
-      ->type_name("N")
-      ->transform(integer_in(0, INT64_MAX / 4));
   app.add_flag("--trace", flags.trace,
                "report memory per phase, bytes copied per decode step, top ops, and the time "
                "of each op in prefill and decode");
@@ -155,33 +111,16 @@ std::string subcommands_footer() {
   return footer;
 }
 
-// Raised when stdout is closed under us (e.g. `| head`): generation stops quietly.
-struct OutputClosed {};
-
-void write_out(const std::string& text) {
-  if (text.empty()) return;
-  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
-    if (errno == EPIPE) throw OutputClosed{};
-    fail("writing to stdout failed");
-  }
-}
-
-// Milliseconds since `start`.
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-      .count();
-}
-
 int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point command_start) {
-  const std::string& model_path = flags.model_path;
+  const std::string& model_path = flags.model.model_path;
   const std::optional<std::string>& prompt_text = flags.prompt_text;
   const std::optional<std::string>& prompt_file = flags.prompt_file;
   const std::optional<std::string>& prompt_ids = flags.prompt_ids;
   const std::optional<std::string>& system = flags.system;
   const std::optional<std::string>& dump_logits = flags.dump_logits;
   const bool chat = flags.chat;
-  const int64_t max_new_tokens = flags.max_new_tokens;
-  const int64_t threads = flags.threads;
+  const int64_t max_new_tokens = flags.length.max_new_tokens;
+  const int64_t threads = flags.model.threads;
   const bool quiet = flags.quiet;
 
   int prompt_sources = !!prompt_text + !!prompt_file + !!prompt_ids;
@@ -191,11 +130,8 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
     throw UsageError("give only one of --prompt, --prompt-file and --prompt-ids");
   if (system && !chat) throw UsageError("--system needs --chat");
   if (chat && prompt_ids) throw UsageError("--chat needs a text prompt, not --prompt-ids");
-  KvCacheKind kind = parse_kv_cache_kind(flags.kv_cache);
-  ModelOptions model_options;
-  if (!flags.dtype.empty()) model_options.dtype = parse_dtype(flags.dtype);
-  model_options.attention = parse_attention_path(flags.attention);
-  model_options.activation_rounding = parse_activation_rounding(flags.activations);
+  KvCacheKind kind = parse_kv_cache_kind(flags.model.kv_cache);
+  const ModelOptions model_options = tools::model_options(flags.model);
   if (prompt_text && prompt_text->empty()) throw UsageError("the prompt is empty");
   set_num_threads(static_cast<int>(threads));
 
@@ -234,11 +170,7 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
       messages.push_back({"user", text});
       text = tokenizer->apply_chat_template(messages, true);
     }
-    prompt = tokenizer->encode(text);
-    // As Hugging Face's encode by default: the post-processor's leading token (Gemma's <bos>),
-    // unless a chat template already wrote it.
-    std::optional<uint32_t> prefix = tokenizer->prefix_token_id();
-    if (prefix && (prompt.empty() || prompt.front() != *prefix)) prompt.insert(prompt.begin(), *prefix);
+    prompt = encode_prompt(*tokenizer, text);
   }
   if (prompt.empty()) fail("the prompt encodes to no tokens");
   for (uint32_t id : prompt) {
@@ -249,17 +181,7 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
 
   int64_t needed = static_cast<int64_t>(prompt.size()) + max_new_tokens;
   int64_t max_context = flags.max_context ? flags.max_context : needed;
-  int64_t cache_bytes =
-      KvCacheSet::prealloc_bytes(config.num_hidden_layers, model->kv_cache_shape(max_context));
-  int64_t available = available_memory_bytes();
-  if (available > 0 && cache_bytes > available) {
-    fail("--max-context ", max_context, " needs a KV cache of ", cache_bytes,
-         " bytes, more than the ", available, " bytes of memory available");
-  }
-  if (max_context > config.max_position_embeddings) {
-    fail("a context of ", max_context, " exceeds the model's max_position_embeddings of ",
-         config.max_position_embeddings);
-  }
+  check_context(*model, max_context, "--max-context");
   if (needed > max_context) {
     fail(prompt.size(), " prompt tokens + ", max_new_tokens, " new tokens exceed the context of ",
          max_context);
@@ -267,10 +189,10 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
 
   GenerationOptions options;
   options.max_new_tokens = max_new_tokens;
-  options.ignore_eos = flags.ignore_eos;
+  options.ignore_eos = flags.length.ignore_eos;
   options.eos_ids = end_of_sequence_ids(config, tokenizer ? &*tokenizer : nullptr);
   options.keep_logits = dump_logits.has_value();
-  options.prefill_chunk = flags.prefill_chunk;
+  options.prefill_chunk = flags.model.prefill_chunk;
   ProgressLine prefill_progress("prefill", "tokens", quiet || flags.json);
   options.on_prefill_progress = [&](int64_t done, int64_t total) {
     if (done < total) prefill_progress.update(done, total);
