@@ -2,7 +2,7 @@
 # Installs the Debian packages that the build, the tests and the tools need; skips what is there.
 set -euo pipefail
 packages=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git ccache
   libgtest-dev libgmock-dev libbenchmark-dev
   libpcre2-dev libutf8proc-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev
   libcpp-httplib-dev
