@@ -6,7 +6,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libpcre2-dev libutf8proc-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev
   libcpp-httplib-dev
-  python3 python3-numpy python3-jinja2 curl ca-certificates
+  python3 python3-numpy python3-jinja2 curl ca-certificates xz-utils
   clang-14 libclang-rt-14-dev
   chromium
 )
