@@ -4,14 +4,28 @@ JOBS ?= $(shell nproc)
 SYNTH_MODEL ?= models/synth-qwen2.5-0.5b
 MODEL ?= qwen2.5-0.5b
 
-.PHONY: setup build test bench model tokenizer test-packages synth clean
+# ccache, when installed (looked up as the recipe runs, after setup), behind both compilers;
+# paths under the clone are hashed relative to it, so a fresh clone elsewhere hits the cache.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
+LAUNCHERS = $$(command -v ccache >/dev/null && echo -DCMAKE_C_COMPILER_LAUNCHER=ccache \
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+
+.PHONY: setup configure build programs test bench model tokenizer test-packages synth clean
 
 setup:
 	bash scripts/setup.sh
 
-build: setup
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+configure:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(LAUNCHERS)
+
+# Everything: the library, the tools, every test and microbenchmark.
+build: configure
 	cmake --build $(BUILD) -j $(JOBS)
+
+# What the benches run: fornace and fornace-bench only.
+programs: configure
+	cmake --build $(BUILD) -j $(JOBS) --target fornace fornace-bench
 
 tokenizer: setup
 	bash scripts/get-tokenizer.sh
@@ -20,13 +34,14 @@ tokenizer: setup
 test-packages: setup
 	bash scripts/get-test-packages.sh
 
-test: build tokenizer test-packages
+test: setup build tokenizer test-packages
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-synth: build tokenizer
+synth: programs tokenizer
 	@[ -f $(SYNTH_MODEL)/model.safetensors ] || $(BUILD)/bin/fornace synth --preset qwen2.5-0.5b --out $(SYNTH_MODEL)
 
-bench: synth
+# Writes its CSV, Markdown and SVG to runs/ (ignored by git).
+bench: setup synth
 	bash scripts/bench.sh $(BUILD) $(SYNTH_MODEL)
 
 # Quantized GGUF files of the synthetic model (fornace quantize) against its BF16 checkpoint.

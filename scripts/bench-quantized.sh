@@ -6,7 +6,7 @@ build=${1:-build}
 model=${2:-models/synth-qwen2.5-0.5b}
 types=${TYPES:-q8_0,q4_0,q4_k_m,q5_k_m}
 if [ ! -x "$build/bin/fornace-bench" ]; then
-  echo "error: $build/bin/fornace-bench is not built (run make build, or give the build directory)" >&2
+  echo "error: $build/bin/fornace-bench is not built (run make programs, or give the build directory)" >&2
   exit 1
 fi
 models=$model

@@ -4,7 +4,7 @@ set -euo pipefail
 build=${1:-build}
 model=${2:-models/synth-qwen2.5-0.5b}
 if [ ! -x "$build/bin/fornace-bench" ]; then
-  echo "error: $build/bin/fornace-bench is not built (run make build, or give the build directory)" >&2
+  echo "error: $build/bin/fornace-bench is not built (run make programs, or give the build directory)" >&2
   exit 1
 fi
 # Two rounds of two recorded runs: the caches take turns, so that the drift of a shared machine's

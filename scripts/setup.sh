@@ -2,11 +2,11 @@
 # Installs the Debian packages that the build, the tests and the tools need; skips what is there.
 set -euo pipefail
 packages=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git ccache
   libgtest-dev libgmock-dev libbenchmark-dev
   libpcre2-dev libutf8proc-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev
   libcpp-httplib-dev
-  python3 python3-numpy python3-jinja2 curl ca-certificates
+  python3 python3-numpy python3-jinja2 curl ca-certificates xz-utils
   tmux
   clang-14 libclang-rt-14-dev
   chromium

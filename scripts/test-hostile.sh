@@ -19,6 +19,13 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # The encode and decode targets load the Qwen tokenizer from here.
 export FORNACE_TOKENIZER_DIR=${FORNACE_TOKENIZER_DIR:-$root/models}
 
+# ccache, when installed, with paths hashed relative to the clone (a fresh clone hits the cache).
+export CCACHE_BASEDIR=$root CCACHE_NOHASHDIR=1
+launchers=()
+if command -v ccache >/dev/null; then
+  launchers=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+
 fuzz_targets() {
   for source in tests/fuzz/*_fuzzer.cpp; do
     basename "$source" _fuzzer.cpp
@@ -30,7 +37,7 @@ fuzz_targets() {
 configure_hostile() {
   cmake -S . -B build-hostile -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
-    -DFORNACE_FUZZ=ON -DFORNACE_SANITIZE=ON -DFORNACE_MICROBENCH=OFF >/dev/null
+    -DFORNACE_FUZZ=ON -DFORNACE_SANITIZE=ON -DFORNACE_MICROBENCH=OFF "${launchers[@]}" >/dev/null
 }
 
 build_asan() {

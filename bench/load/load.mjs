@@ -1,10 +1,10 @@
 // Load benchmark of `fornace serve`: 1, 2, 4 and 8 concurrent streams of 128 tokens, time to first
 // token and per-token latency, aggregate tok/s; and single-stream decode against `fornace` itself,
 // in alternating runs; the machine's roofs before each round. Writes
-// bench/runs/<date>-<commit>-load.{csv,md,svg} and -load-roofs.csv.
+// runs/<date>-<commit>-load.{csv,md,svg} and -load-roofs.csv.
 //
 // node bench/load/load.mjs --fornace build/bin/fornace --model models/synth-qwen2.5-0.5b
-//   [--streams 1,2,4,8] [--tokens 128] [--rounds 3] [--threads 2] [--out bench/runs]
+//   [--streams 1,2,4,8] [--tokens 128] [--rounds 3] [--threads 2] [--out runs]
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
 import { cpus, getPriority, setPriority, tmpdir } from 'node:os';
@@ -14,7 +14,7 @@ import { parseOptions, startServer } from './serve_process.mjs';
 function parseArgs(argv) {
   const options = parseOptions(argv, {
     fornace: 'build/bin/fornace', model: 'models/synth-qwen2.5-0.5b', streams: '1,2,4,8',
-    tokens: '128', rounds: '3', threads: '2', out: 'bench/runs', prompt: 'bench/prompts/alice-512.txt',
+    tokens: '128', rounds: '3', threads: '2', out: 'runs', prompt: 'bench/prompts/alice-512.txt',
   });
   options.streams = options.streams.split(',').map(Number);
   for (const key of ['tokens', 'rounds', 'threads']) options[key] = Number(options[key]);

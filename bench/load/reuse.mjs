@@ -3,14 +3,14 @@
 // in alternating rounds on one server; prints medians and ranges and writes a CSV.
 //
 // node bench/load/reuse.mjs --fornace build/bin/fornace --model models/synth-qwen2.5-0.5b
-//   [--history 500,2000] [--rounds 5] [--threads 2] [--out build/bench-runs]
+//   [--history 500,2000] [--rounds 5] [--threads 2] [--out runs]
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { parseOptions, startServer } from './serve_process.mjs';
 
 function parseArgs(argv) {
   const options = parseOptions(argv, {
     fornace: 'build/bin/fornace', model: 'models/synth-qwen2.5-0.5b', history: '500,2000',
-    rounds: '5', threads: '2', out: 'build/bench-runs', text: 'bench/prompts/alice-2048.txt',
+    rounds: '5', threads: '2', out: 'runs', text: 'bench/prompts/alice-2048.txt',
   });
   options.history = options.history.split(',').map(Number);
   options.rounds = Number(options.rounds);

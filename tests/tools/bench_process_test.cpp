@@ -538,9 +538,15 @@ TEST_F(BenchProcess, BytesPerTokenOfASlidingWindowModelFollowWhatAttentionReads)
 }
 
 TEST_F(BenchProcess, ReportReadsTheCsvsWrittenBeforeModelsAndPathsWereRecorded) {
-  const fs::path recorded = fs::path(FORNACE_SOURCE_DIR) / "bench" / "runs";
-  fs::copy_file(recorded / "2026-11-29-144cd57.csv", directory_ / "old.csv");
-  fs::copy_file(recorded / "2026-11-29-144cd57-steps.csv", directory_ / "old-steps.csv");
+  // A run of finding 0001, kept xz-compressed beside the finding.
+  const fs::path recorded = fs::path(FORNACE_SOURCE_DIR) / "findings" / "0001";
+  for (const std::string suffix : {"", "-steps"}) {
+    fs::path compressed = recorded / ("2026-11-29-144cd57" + suffix + ".csv.xz");
+    fs::path plain = directory_ / ("old" + suffix + ".csv");
+    fornace::Outcome unpacked = fornace::run_shell_capturing("xz -dc " + compressed.string() +
+                                                             " >" + plain.string() + " 2>{err}");
+    ASSERT_EQ(unpacked.exit_code, 0) << unpacked.err;
+  }
   Process report = start({kBench, "report", (directory_ / "old.csv").string()}, directory_);
   ASSERT_EQ(exit_code(wait_for(report)), 0) << report.err();
   std::string out = report.out();

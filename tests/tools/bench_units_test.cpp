@@ -339,7 +339,7 @@ TEST(BenchRecords, StepsCsvRoundTripsEveryField) {
 }
 
 TEST(BenchRecords, StepsCsvWithoutTheLaterColumnsReadsTheFusedPathAndNoRuns) {
-  // The shape of the steps CSVs in bench/runs/ before the model, path and run counts.
+  // The shape of the older steps CSVs (kept in findings/) before the model, path and run counts.
   std::string text =
       "kv_cache,prompt,run,step,position,ms,copied_contiguous_bytes,copied_strided_bytes,"
       "allocated_bytes,date,cpu,cores,threads,dtype,commit,dirty,read_gbs,peak_gflops\n"
@@ -361,11 +361,11 @@ TEST(BenchRecords, ReadingRejectsAFileWithoutTheBenchColumns) {
 }
 
 TEST(BenchRecords, CompanionPathsReplaceTheCsvExtension) {
-  OutputPaths paths = output_paths_for("bench/runs/2026-11-29-abc1234.csv");
-  EXPECT_EQ(paths.runs_csv, "bench/runs/2026-11-29-abc1234.csv");
-  EXPECT_EQ(paths.steps_csv, "bench/runs/2026-11-29-abc1234-steps.csv");
-  EXPECT_EQ(paths.markdown, "bench/runs/2026-11-29-abc1234.md");
-  EXPECT_EQ(paths.svg, "bench/runs/2026-11-29-abc1234.svg");
+  OutputPaths paths = output_paths_for("runs/2026-11-29-abc1234.csv");
+  EXPECT_EQ(paths.runs_csv, "runs/2026-11-29-abc1234.csv");
+  EXPECT_EQ(paths.steps_csv, "runs/2026-11-29-abc1234-steps.csv");
+  EXPECT_EQ(paths.markdown, "runs/2026-11-29-abc1234.md");
+  EXPECT_EQ(paths.svg, "runs/2026-11-29-abc1234.svg");
   EXPECT_EQ(output_paths_for("out/base").steps_csv, "out/base-steps.csv");
 }
 

@@ -562,7 +562,7 @@ void add_bench_flags(tools::CommandLine& app, BenchPlan& plan) {
       ->transform(integer_in(1, 1000));
   app.add_option("--out", plan.out, "runs CSV; next to it go -steps.csv, .md and .svg")
       ->type_name("PATH.csv")
-      ->default_str("bench/runs/<YYYY-MM-DD>-<short commit>.csv in the git tree");
+      ->default_str("runs/<YYYY-MM-DD>-<short commit>.csv at the git tree's top (ignored by git)");
   app.add_flag("--quiet", plan.quiet,
                "errors only on stderr: no progress line and no summary lines (the tables still "
                "go to stdout)");
@@ -620,8 +620,8 @@ int run_bench(BenchPlan& plan) {
   data.context.dirty = git.dirty;
   if (plan.out.empty()) {
     std::filesystem::path runs = git.top_level.empty()
-                                     ? std::filesystem::path("bench/runs")
-                                     : std::filesystem::path(git.top_level) / "bench/runs";
+                                     ? std::filesystem::path("runs")
+                                     : std::filesystem::path(git.top_level) / "runs";
     plan.out = (runs / (data.context.date + "-" + git.commit + ".csv")).string();
   }
   validate_plan(plan);

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "common/cli.h"
-#include "common/eos_ids.h"
 #include "common/generation_flags.h"
 #include "common/stream_out.h"
 #include "engine/generator.h"
