@@ -88,7 +88,9 @@ int serve(const ServeFlags& flags, const sigset_t& stop_signals) {
   served.tokenizer = &tokenizer;
   served.context = context;
   served.vocab_size = config.vocab_size;
-  served.eos_ids = scheduler_options.eos_ids;
+  for (int64_t id : scheduler_options.eos_ids) {
+    if (id >= 0 && id <= UINT32_MAX) served.eos_ids.push_back(static_cast<uint32_t>(id));
+  }
   served.token_trie =
       std::make_shared<const text::TokenTrie>(text::TokenTrie::from_tokenizer(tokenizer));
   server::ServerOptions server_options;
