@@ -75,14 +75,14 @@ void replay(benchmark::State& state, std::shared_ptr<const text::Grammar> gramma
   const std::vector<uint32_t> eos = {*qwen().token_to_id("<|im_end|>")};
   std::vector<float> logits(kQwenLogits);
   for (auto _ : state) {
-    GrammarConstraint constraint(grammar, qwen_trie(), eos, 4096);
+    auto progress = GrammarConstraint(grammar, qwen_trie(), eos, 4096).start_progress();
     for (uint32_t id : ids) {
       std::fill(logits.begin(), logits.end(), 0.0f);
-      constraint.mask(logits);
+      progress->mask(logits);
       if (logits[id] != 0.0f) state.SkipWithError("the text's own id was masked");
-      constraint.accept(id);
+      progress->accept(id);
     }
-    if (!constraint.complete()) state.SkipWithError("the text did not complete the grammar");
+    if (!progress->complete()) state.SkipWithError("the text did not complete the grammar");
   }
   state.counters["steps"] = static_cast<double>(ids.size());
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(ids.size()));

@@ -1,5 +1,5 @@
-// The grammar constraint: masks from the token trie, cached per grammar state, the length budget
-// and the end-of-sequence ids.
+// The grammar constraint and its progress: masks from the token trie, cached per grammar state, the
+// length budget and the end-of-sequence ids.
 #include "engine/grammar_constraint.h"
 
 #include <algorithm>
@@ -25,25 +25,34 @@ GrammarConstraint::GrammarConstraint(std::shared_ptr<const text::Grammar> gramma
       eos_ids_(std::move(eos_ids)),
       max_tokens_(max_tokens) {
   if (eos_ids_.empty()) fail("a grammar constraint needs an end-of-sequence id");
+}
+
+std::unique_ptr<GrammarProgress> GrammarConstraint::start_progress() const {
+  return std::make_unique<GrammarProgress>(grammar_, trie_, eos_ids_, max_tokens_);
+}
+
+GrammarProgress::GrammarProgress(std::shared_ptr<const text::Grammar> grammar,
+                                 std::shared_ptr<const text::TokenTrie> trie,
+                                 std::vector<uint32_t> eos_ids, int64_t max_tokens)
+    : grammar_(std::move(grammar)),
+      trie_(std::move(trie)),
+      eos_ids_(std::move(eos_ids)),
+      max_tokens_(max_tokens) {
   matcher_.emplace(*grammar_);
   state_ = matcher_->initial_state();
 }
 
-std::shared_ptr<TokenConstraint> GrammarConstraint::restarted() const {
-  return std::make_shared<GrammarConstraint>(grammar_, trie_, eos_ids_, max_tokens_);
-}
-
-bool GrammarConstraint::complete() const {
+bool GrammarProgress::complete() const {
   return state_ != text::GrammarMatcher::kDead && matcher_->accepting(state_);
 }
 
-void GrammarConstraint::restart_matcher() {
+void GrammarProgress::restart_matcher() {
   cache_.clear();
   matcher_.emplace(*grammar_);
   state_ = matcher_->next(matcher_->initial_state(), text_);
 }
 
-const std::vector<uint64_t>& GrammarConstraint::allowed() {
+const std::vector<uint64_t>& GrammarProgress::allowed() {
   const size_t words = (trie_->vocab_size() + 63) / 64;
   eos_allowed_ = ended_ || state_ == text::GrammarMatcher::kDead || complete();
   if (eos_allowed_ && (ended_ || state_ == text::GrammarMatcher::kDead)) {
@@ -82,7 +91,7 @@ const std::vector<uint64_t>& GrammarConstraint::allowed() {
   return current_;
 }
 
-void GrammarConstraint::mask(std::vector<float>& logits) {
+void GrammarProgress::mask(std::vector<float>& logits) {
   const std::vector<uint64_t>& bits = allowed();
   constexpr float kRefused = -std::numeric_limits<float>::infinity();
   const size_t in_vocabulary = std::min(logits.size(), trie_->vocab_size());
@@ -100,7 +109,7 @@ void GrammarConstraint::mask(std::vector<float>& logits) {
   }
 }
 
-void GrammarConstraint::accept(uint32_t id) {
+void GrammarProgress::accept(uint32_t id) {
   ++accepted_;
   if (ended_) return;
   if (std::find(eos_ids_.begin(), eos_ids_.end(), id) != eos_ids_.end()) {

@@ -16,19 +16,16 @@
 
 namespace fornace {
 
-class GrammarConstraint : public TokenConstraint {
+// One sequence under a grammar.
+class GrammarProgress : public ConstrainedSequence {
  public:
-  // `max_tokens`: the completion's length limit. An id is allowed only when the text after it
-  // can still become a sentence within the tokens left (a token per byte at worst: every
-  // byte-level vocabulary has one for each byte), so that a sentence whose shortest form fits
-  // in max_tokens is always finished. `eos_ids` must not be empty.
-  GrammarConstraint(std::shared_ptr<const text::Grammar> grammar,
-                    std::shared_ptr<const text::TokenTrie> trie, std::vector<uint32_t> eos_ids,
-                    int64_t max_tokens);
+  // See GrammarConstraint.
+  GrammarProgress(std::shared_ptr<const text::Grammar> grammar,
+                  std::shared_ptr<const text::TokenTrie> trie, std::vector<uint32_t> eos_ids,
+                  int64_t max_tokens);
 
   void mask(std::vector<float>& logits) override;
   void accept(uint32_t id) override;
-  std::shared_ptr<TokenConstraint> restarted() const override;
 
   // The ids allowed next, a bit per id of the trie's vocabulary (end-of-sequence ids past it
   // count in eos_allowed()).
@@ -57,6 +54,26 @@ class GrammarConstraint : public TokenConstraint {
   std::unordered_map<int32_t, CachedMask> cache_;
   std::vector<uint64_t> current_;
   bool eos_allowed_ = false;
+};
+
+class GrammarConstraint : public TokenConstraint {
+ public:
+  // `max_tokens`: the completion's length limit. An id is allowed only when the text after it
+  // can still become a sentence within the tokens left (a token per byte at worst: every
+  // byte-level vocabulary has one for each byte), so that a sentence whose shortest form fits
+  // in max_tokens is always finished. `eos_ids` must not be empty.
+  GrammarConstraint(std::shared_ptr<const text::Grammar> grammar,
+                    std::shared_ptr<const text::TokenTrie> trie, std::vector<uint32_t> eos_ids,
+                    int64_t max_tokens);
+
+  std::unique_ptr<ConstrainedSequence> start() const override { return start_progress(); }
+  std::unique_ptr<GrammarProgress> start_progress() const;
+
+ private:
+  std::shared_ptr<const text::Grammar> grammar_;
+  std::shared_ptr<const text::TokenTrie> trie_;
+  std::vector<uint32_t> eos_ids_;
+  int64_t max_tokens_;
 };
 
 }  // namespace fornace

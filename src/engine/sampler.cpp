@@ -46,6 +46,7 @@ Sampler::Sampler(const SamplerOptions& options) : options_(options), generator_(
   if (options.repeat_penalty <= 0) fail("sampler: repeat penalty must be > 0");
   if (options.top_p <= 0 || options.top_p > 1) fail("sampler: top-p must be in (0, 1]");
   if (options.min_p < 0 || options.min_p >= 1) fail("sampler: min-p must be in [0, 1)");
+  if (options.constraint) constrained_ = options.constraint->start();
 }
 
 namespace {
@@ -68,10 +69,10 @@ uint32_t Sampler::sample(std::vector<float>& logits, const std::vector<uint32_t>
   apply_frequency_presence_penalty(
       logits, std::span<const uint32_t>(history).subspan(generated_from),
       options_.frequency_penalty, options_.presence_penalty);
-  if (!options_.constraint) return pick(logits);
-  options_.constraint->mask(logits);
+  if (!constrained_) return pick(logits);
+  constrained_->mask(logits);
   const uint32_t id = pick(logits);
-  options_.constraint->accept(id);
+  constrained_->accept(id);
   return id;
 }
 

@@ -23,9 +23,9 @@ struct SamplerOptions {
   double frequency_penalty = 0.0;
   double presence_penalty = 0.0;
   uint64_t seed = 299792458;
-  // Structured outputs: masks the logits (after the penalties) and follows each id picked. One
-  // request's own: it holds that request's progress.
-  std::shared_ptr<TokenConstraint> constraint;
+  // Structured outputs: each sampler starts its own sequence of it, which masks the logits
+  // (after the penalties) and follows each id picked.
+  std::shared_ptr<const TokenConstraint> constraint;
 };
 
 class Sampler {
@@ -50,6 +50,7 @@ class Sampler {
   size_t select_top_mass(const std::vector<float>& logits, double mass);
 
   SamplerOptions options_;
+  std::unique_ptr<ConstrainedSequence> constrained_;
   std::mt19937_64 generator_;
   std::vector<Candidate> candidates_;  // Scratch.
   std::vector<float> probabilities_;   // Scratch: the softmax over the vocabulary.

@@ -390,10 +390,6 @@ void HttpServer::complete(Endpoint endpoint, const std::string& body, httplib::R
     for (int64_t choice = 0; choice < request.choices; ++choice) {
       CompletionRequest one = request.completion;
       one.sampling.seed = seed + static_cast<uint64_t>(choice);
-      // Each choice follows its own structured output.
-      if (choice > 0 && one.sampling.constraint) {
-        one.sampling.constraint = one.sampling.constraint->restarted();
-      }
       completions.push_back(scheduler_.submit(std::move(one)));
     }
   } catch (const Error& error) {

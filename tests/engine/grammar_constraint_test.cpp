@@ -126,11 +126,11 @@ TEST(GrammarConstraint, ShortBudgetsStillCloseTheJson) {
 TEST(GrammarConstraint, OnlyEndOfSequenceAfterTheJson) {
   const auto grammar = std::make_shared<const text::Grammar>(text::json_object_grammar());
   const uint32_t eos = *testing::qwen_tokenizer().token_to_id("<|im_end|>");
-  GrammarConstraint constraint(grammar, qwen_trie(), {eos}, 100);
-  for (uint32_t id : testing::qwen_tokenizer().encode("{\"a\": [1, 2]}")) constraint.accept(id);
-  ASSERT_TRUE(constraint.complete());
+  auto progress = GrammarConstraint(grammar, qwen_trie(), {eos}, 100).start_progress();
+  for (uint32_t id : testing::qwen_tokenizer().encode("{\"a\": [1, 2]}")) progress->accept(id);
+  ASSERT_TRUE(progress->complete());
   std::vector<float> logits(151936, 0.0f);
-  constraint.mask(logits);
+  progress->mask(logits);
   for (uint32_t id = 0; id < logits.size(); ++id) {
     ASSERT_EQ(logits[id] == 0.0f, id == eos) << id;
   }

@@ -175,6 +175,17 @@ test('streamed structured output is the same valid JSON', async () => {
   assert.ok(validator(schemas.defs_and_refs)(JSON.parse(text)), text);
 });
 
+test('each of n choices is its own valid JSON', async () => {
+  const schema = schemas.enum_and_const;
+  const validate = validator(schema);
+  const response = await structured({ type: 'json_schema', json_schema: { name: 'choices', schema } }, 51, { n: 3 });
+  assert.equal(response.choices.length, 3);
+  for (const choice of response.choices) {
+    const text = choice.message.content;
+    assert.ok(validate(JSON.parse(text)), `${JSON.stringify(validate.errors)} in ${text}`);
+  }
+});
+
 test('text completions take response_format too', async () => {
   const response = await client.completions.create({
     model: modelId, prompt: 'JSON:', max_tokens: maxTokens, seed: 41, response_format: { type: 'json_object' },
