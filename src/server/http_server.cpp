@@ -165,8 +165,9 @@ class CompletionBody {
     for (size_t index = 0; index < completions_.size(); ++index) {
       const std::shared_ptr<Completion>& completion = completions_[index];
       text::ToolCallParser parser = new_tool_parser(index);
-      Choice choice{parser.push(completion->text()).content + parser.finish().content,
-                    completion->finish_reason(), nullptr, parser.calls()};
+      std::string content = parser.push(completion->text()).content;
+      content += parser.finish().content;
+      Choice choice{std::move(content), completion->finish_reason(), nullptr, parser.calls()};
       if (logprobs_) choice.logprobs = logprobs_json(endpoint_, completion->logprobs(), tokenizer_);
       choices.push_back(std::move(choice));
       usage.completion_tokens += completion->completion_tokens();

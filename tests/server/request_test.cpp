@@ -231,8 +231,8 @@ TEST(ParseRequest, EmptyOrUnknownMessagesAre400) {
 TEST(ParseRequest, UnsupportedFeaturesAre400) {
   const std::string chat_head = R"({"messages": [{"role": "user", "content": "Hi"}], )";
   expect_error(Endpoint::chat, chat_head + R"("n": 0})", 400, "n", "invalid_value");
-  expect_error(Endpoint::chat, chat_head + R"("tools": [{"type": "function"}]})", 400, "tools",
-               "unsupported_parameter");
+  expect_error(Endpoint::chat, chat_head + R"("tools": [{"type": "function"}]})", 400,
+               "tools[0].function", "missing_required_parameter");
   expect_error(Endpoint::completions, R"({"prompt": ["a", "b"]})", 400, "prompt",
                "unsupported_parameter");
   expect_error(Endpoint::completions, R"({"prompt": "a", "echo": true})", 400, "echo",

@@ -1,5 +1,5 @@
 // Tool calls through `fornace serve` and the official OpenAI Node client, on the tiny random-weight
-// model (Qwen's chat template): required and named calls constrained to valid calls whose
+// model (Qwen3's chat template): required and named calls constrained to valid calls whose
 // arguments Ajv validates, streamed call deltas that add up to the whole response, histories with
 // tool calls and results, and each kind of bad tool definition or choice as a 400 naming it. Run
 // by CTest as OpenAIClient.ToolCalls (environment as OpenAIClient.Serve).
@@ -110,7 +110,8 @@ test('streamed call deltas: the id, type and name first, then arguments that add
 test('auto with a history of calls and results renders and answers', async () => {
   const history = [
     ...messages,
-    { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function',
+    // Qwen3's template needs a string content beside the calls (it looks for '</think>' in it).
+    { role: 'assistant', content: '', tool_calls: [{ id: 'call_1', type: 'function',
       function: { name: 'get_weather', arguments: '{"city": "Paris", "days": 3}' } }] },
     { role: 'tool', tool_call_id: 'call_1', content: '{"forecast": ["sun", "rain", "sun"]}' },
   ];
