@@ -9,7 +9,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
 import { cpus, getPriority, setPriority, tmpdir } from 'node:os';
 import { dirname } from 'node:path';
-import { parseOptions, startServer } from './serve_process.mjs';
+import { parseOptions, sseChunks, startServer } from './serve_process.mjs';
 
 function parseArgs(argv) {
   const options = parseOptions(argv, {
@@ -45,20 +45,9 @@ async function streamCompletion(url, prompt, tokens) {
   if (!response.ok) throw new Error(`HTTP ${response.status}: ${await response.text()}`);
   const chunkTimes = [];
   let usage = null;
-  let buffer = '';
-  const decoder = new TextDecoder();
-  for await (const bytes of response.body) {
-    const now = performance.now();
-    buffer += decoder.decode(bytes, { stream: true });
-    let end;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const event = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      if (!event.startsWith('data: ') || event === 'data: [DONE]') continue;
-      const chunk = JSON.parse(event.slice(6));
-      if (chunk.usage) usage = chunk.usage;
-      if (chunk.choices?.[0]?.text) chunkTimes.push(now);
-    }
+  for await (const { chunk, now } of sseChunks(response)) {
+    if (chunk.usage) usage = chunk.usage;
+    if (chunk.choices?.[0]?.text) chunkTimes.push(now);
   }
   if (!usage || chunkTimes.length === 0) throw new Error('a stream ended without text or usage');
   return { start, end: performance.now(), chunkTimes, promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens };

@@ -5,7 +5,7 @@
 // node bench/load/reuse.mjs --fornace build/bin/fornace --model models/synth-qwen2.5-0.5b
 //   [--history 500,2000] [--rounds 5] [--threads 2] [--out runs]
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
-import { parseOptions, startServer } from './serve_process.mjs';
+import { parseOptions, sseChunks, startServer } from './serve_process.mjs';
 
 function parseArgs(argv) {
   const options = parseOptions(argv, {
@@ -34,22 +34,13 @@ async function chat(url, messages, maxTokens, cachePrompt) {
       ignore_eos: true, cache_prompt: cachePrompt, stream_options: { include_usage: true } }),
   });
   if (!response.ok) throw new Error(`HTTP ${response.status}: ${await response.text()}`);
-  let text = '', firstMs = null, usage = null, buffer = '';
-  const decoder = new TextDecoder();
-  for await (const bytes of response.body) {
-    buffer += decoder.decode(bytes, { stream: true });
-    let end;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const event = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      if (!event.startsWith('data: ') || event === 'data: [DONE]') continue;
-      const chunk = JSON.parse(event.slice(6));
-      if (chunk.usage) usage = chunk.usage;
-      const piece = chunk.choices?.[0]?.delta?.content;
-      if (piece) {
-        if (firstMs === null) firstMs = performance.now() - start;
-        text += piece;
-      }
+  let text = '', firstMs = null, usage = null;
+  for await (const { chunk, now } of sseChunks(response)) {
+    if (chunk.usage) usage = chunk.usage;
+    const piece = chunk.choices?.[0]?.delta?.content;
+    if (piece) {
+      if (firstMs === null) firstMs = now - start;
+      text += piece;
     }
   }
   return { text, firstMs, usage };

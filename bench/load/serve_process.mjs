@@ -1,6 +1,6 @@
-// Starts `fornace serve` on a free port and resolves once it prints its listening line, and reads
-// the `--name value` options of a benchmark; shared by the load benchmarks and the OpenAI client
-// tests.
+// Starts `fornace serve` on a free port and resolves once it prints its listening line, reads the
+// `--name value` options of a benchmark and the chunks of a streamed response; shared by the load
+// benchmarks and the OpenAI client tests.
 import { spawn } from 'node:child_process';
 
 // Resolves to { child, url, exited } where `exited` resolves to { code, signal, stderr }.
@@ -39,4 +39,21 @@ export function parseOptions(argv, defaults) {
     options[key] = argv[i + 1];
   }
   return options;
+}
+
+// The JSON chunks of a server-sent event stream, each with the time its bytes arrived.
+export async function* sseChunks(response) {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const bytes of response.body) {
+    const now = performance.now();
+    buffer += decoder.decode(bytes, { stream: true });
+    let end;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const event = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      if (!event.startsWith('data: ') || event === 'data: [DONE]') continue;
+      yield { chunk: JSON.parse(event.slice(6)), now };
+    }
+  }
 }
