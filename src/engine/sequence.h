@@ -68,7 +68,6 @@ class Sequence {
   std::vector<uint32_t> prompt() const;
   std::vector<uint32_t> generated() const;
   const std::vector<uint32_t>& tokens() const { return tokens_; }  // Prompt, then generated.
-  const std::vector<float>& last_logits() const { return logits_; }
   std::vector<std::vector<float>>& kept_logits() { return kept_logits_; }
   // One per generated token, when limits.top_logprobs >= 0.
   const std::vector<TokenLogprob>& logprobs() const { return logprobs_; }
