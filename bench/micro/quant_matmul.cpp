@@ -89,7 +89,7 @@ Problem shared_fields(const Shape& shape, int64_t rows, const std::vector<float>
 }
 
 void run(benchmark::State& state, const Shape& shape, int64_t rows, int threads, BlockType type,
-         fornace::InputRounding rounding, bool cached, bool interleaved = false) {
+         fornace::ActivationRounding rounding, bool cached, bool interleaved = false) {
   fornace::set_num_threads(threads);
   size_t row_bytes = 0;
   const int64_t one_copy = static_cast<int64_t>(fornace::block_row_bytes(type, shape.depth)) * shape.outputs;
@@ -121,7 +121,7 @@ void run(benchmark::State& state, const Shape& shape, int64_t rows, int threads,
           shared_fields<fornace::cpu::QuantizedLinearProblem>(shape, rows, input, output, weight);
       problem.weight_type = type;
       problem.weight_row_bytes = row_bytes;
-      problem.input_rounding = rounding;
+      problem.activation_rounding = rounding;
       problem.interleaved = interleaved;
       fornace::cpu::quantized_linear(problem);
     }
@@ -139,16 +139,16 @@ void run(benchmark::State& state, const Shape& shape, int64_t rows, int threads,
 using fornace::micro::minimum;
 using fornace::micro::maximum;
 
-constexpr fornace::InputRounding kRoundings[] = {fornace::InputRounding::int8,
-                                                 fornace::InputRounding::int8_residual,
-                                                 fornace::InputRounding::none};
+constexpr fornace::ActivationRounding kRoundings[] = {fornace::ActivationRounding::int8,
+                                                      fornace::ActivationRounding::int8x2,
+                                                      fornace::ActivationRounding::f32};
 
 // The name suffix of a rounding other than the default int8.
-std::string variant_suffix(fornace::InputRounding rounding) {
+std::string variant_suffix(fornace::ActivationRounding rounding) {
   switch (rounding) {
-    case fornace::InputRounding::int8:
+    case fornace::ActivationRounding::int8:
       return "";
-    case fornace::InputRounding::none:
+    case fornace::ActivationRounding::f32:
       return "/f32-input";
     default:
       return "/int8x2";
@@ -162,7 +162,7 @@ std::string variant_suffix(fornace::InputRounding rounding) {
 // the model packs them: Quant/<shape>/rows:1/threads:<T>/<type>/interleaved and
 // .../threads:1/<type>/interleaved/cached.
 void register_run(const std::string& name, const Shape& shape, int64_t rows, int threads,
-                  BlockType type, fornace::InputRounding rounding, bool cached,
+                  BlockType type, fornace::ActivationRounding rounding, bool cached,
                   bool interleaved = false) {
   benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
     run(state, shape, rows, threads, type, rounding, cached, interleaved);
@@ -181,8 +181,8 @@ const bool kRegistered = [] {
       if (rows > 1 && shape.decode_only) continue;
       for (int threads : {1, 2}) {
         for (BlockType type : types) {
-          for (fornace::InputRounding rounding : kRoundings) {
-            if (rounding != fornace::InputRounding::int8 &&
+          for (fornace::ActivationRounding rounding : kRoundings) {
+            if (rounding != fornace::ActivationRounding::int8 &&
                 (rows > 1 || type == BlockType::bf16)) {
               continue;
             }
@@ -196,9 +196,9 @@ const bool kRegistered = [] {
     }
   }
   for (BlockType type : types) {
-    for (fornace::InputRounding rounding :
-         {fornace::InputRounding::int8, fornace::InputRounding::int8_residual}) {
-      if (type == BlockType::bf16 && rounding != fornace::InputRounding::int8) continue;
+    for (fornace::ActivationRounding rounding :
+         {fornace::ActivationRounding::int8, fornace::ActivationRounding::int8x2}) {
+      if (type == BlockType::bf16 && rounding != fornace::ActivationRounding::int8) continue;
       register_run(std::string("Quant/q_proj/rows:1/threads:1/") +
                        fornace::block_format(type).name + variant_suffix(rounding) + "/cached",
                    kShapes[0], 1, 1, type, rounding, true);
@@ -209,13 +209,13 @@ const bool kRegistered = [] {
     const std::string name = std::string("/") + fornace::block_format(type).name + "/interleaved";
     for (const Shape& shape : kShapes) {
       for (int threads : {1, 2}) {
-        register_run(std::string("Quant/") + shape.name + "/rows:1/threads:" +
-                         std::to_string(threads) + name,
-                     shape, 1, threads, type, fornace::InputRounding::int8, false, true);
+        register_run(std::string("Quant/") + shape.name +
+                         "/rows:1/threads:" + std::to_string(threads) + name,
+                     shape, 1, threads, type, fornace::ActivationRounding::int8, false, true);
       }
     }
     register_run("Quant/q_proj/rows:1/threads:1" + name + "/cached", kShapes[0], 1, 1, type,
-                 fornace::InputRounding::int8, true, true);
+                 fornace::ActivationRounding::int8, true, true);
   }
   return true;
 }();

@@ -2,7 +2,6 @@
 #include "core/block_type.h"
 
 #include <array>
-#include <cctype>
 #include <string>
 #include <utility>
 
@@ -37,19 +36,6 @@ std::optional<BlockType> block_type_from_ggml(uint32_t ggml_type) {
   return std::nullopt;
 }
 
-std::optional<BlockType> parse_block_type(std::string_view name) {
-  for (const BlockFormat& format : kFormats) {
-    std::string_view known = format.name;
-    if (known.size() != name.size()) continue;
-    bool same = true;
-    for (size_t i = 0; i < name.size() && same; ++i) {
-      same = std::toupper(static_cast<unsigned char>(name[i])) == known[i];
-    }
-    if (same) return format.type;
-  }
-  return std::nullopt;
-}
-
 bool is_quantized(BlockType type) { return block_format(type).block_elements > 1; }
 
 size_t block_row_bytes(BlockType type, int64_t elements) {
@@ -63,23 +49,24 @@ size_t block_row_bytes(BlockType type, int64_t elements) {
 }
 
 namespace {
-constexpr std::array<std::pair<InputRounding, const char*>, 3> kRoundingNames = {{
-    {InputRounding::none, "f32"}, {InputRounding::int8, "int8"},
-    {InputRounding::int8_residual, "int8x2"}}};
+constexpr std::array<std::pair<ActivationRounding, const char*>, 3> kRoundingNames = {
+    {{ActivationRounding::f32, "f32"},
+     {ActivationRounding::int8, "int8"},
+     {ActivationRounding::int8x2, "int8x2"}}};
 }  // namespace
 
-const char* input_rounding_name(InputRounding rounding) {
+const char* activation_rounding_name(ActivationRounding rounding) {
   for (const auto& [each, name] : kRoundingNames) {
     if (each == rounding) return name;
   }
   return "?";
 }
 
-std::optional<InputRounding> parse_input_rounding(std::string_view name) {
+ActivationRounding parse_activation_rounding(std::string_view name) {
   for (const auto& [each, known] : kRoundingNames) {
     if (name == known) return each;
   }
-  return std::nullopt;
+  fail("expects int8, int8x2 or f32, got '", name, "'");
 }
 
 }  // namespace fornace

@@ -20,26 +20,26 @@ struct BlockFormat {
   size_t block_bytes;      // Bytes per block.
 };
 
-// How the input of a quantized layer meets its weights.
-enum class InputRounding {
+// How activations (the input of a quantized layer) meet its weights; `--activations` takes
+// the value names.
+enum class ActivationRounding {
   // f32 input against weights widened in registers: no rounding.
-  none,
+  f32,
   // Each block of the input rounded to int8 with its own scale, integer dot products (as
   // llama.cpp does): an element moves by up to 1/254 of its block's largest magnitude.
   int8,
   // int8, and what that rounding left rounded to int8 again: two integer dot products per
   // weight block (one pass over the weights), an element within 1/64,516 of its block's largest.
-  int8_residual,
+  int8x2,
 };
-// "f32" (none), "int8", "int8x2"; parse_input_rounding reads them back (nothing when unknown).
-const char* input_rounding_name(InputRounding rounding);
-std::optional<InputRounding> parse_input_rounding(std::string_view name);
+// "f32", "int8", "int8x2"; parse_activation_rounding reads them back and throws Error
+// ("expects int8, int8x2 or f32, got '...'") otherwise.
+const char* activation_rounding_name(ActivationRounding rounding);
+ActivationRounding parse_activation_rounding(std::string_view name);
 
 const BlockFormat& block_format(BlockType type);
 // The type with this GGUF id, or nothing for ids Fornace does not support.
 std::optional<BlockType> block_type_from_ggml(uint32_t ggml_type);
-// Parses a name as block_format().name (any case); nothing when unknown.
-std::optional<BlockType> parse_block_type(std::string_view name);
 bool is_quantized(BlockType type);
 // Bytes of a row of `elements`; throws Error when `elements` is not a multiple of the block.
 size_t block_row_bytes(BlockType type, int64_t elements);

@@ -83,7 +83,7 @@ struct QuantizedLinearProblem {
   const float* bias = nullptr;
   float* output = nullptr;
   int64_t output_stride = 0;
-  InputRounding input_rounding = InputRounding::int8;
+  ActivationRounding activation_rounding = ActivationRounding::int8;
   bool interleaved = false;  // weight rows from interleave_rows (int8 input rounding only)
 };
 

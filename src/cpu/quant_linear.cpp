@@ -36,7 +36,7 @@ const BlockKernels& weight_kernels(const QuantizedLinearProblem& problem) {
 }
 
 void check(const QuantizedLinearProblem& problem) {
-  if (problem.interleaved && problem.input_rounding == InputRounding::none) {
+  if (problem.interleaved && problem.activation_rounding == ActivationRounding::f32) {
     fail("quantized_linear: interleaved ", block_format(problem.weight_type).name,
          " rows take 8-bit activations only");
   }
@@ -52,17 +52,17 @@ void check(const QuantizedLinearProblem& problem) {
   }
 }
 
-// Activation rows per input row: the rounding's, and with int8_residual its residual's.
-int64_t activation_rows_per_input(InputRounding rounding) {
-  return rounding == InputRounding::int8_residual ? 2 : 1;
+// Activation rows per input row: the rounding's, and with int8x2 its residual's.
+int64_t activation_rows_per_input(ActivationRounding rounding) {
+  return rounding == ActivationRounding::int8x2 ? 2 : 1;
 }
 
 // Rounds every input row to the kernels' activation blocks, into `activations`: row m to
-// activation row m, or with int8_residual to rows 2m (the rounding) and 2m + 1 (what it left).
+// activation row m, or with int8x2 to rows 2m (the rounding) and 2m + 1 (what it left).
 void quantize_input(const QuantizedLinearProblem& problem, const BlockKernels& kernels,
                     size_t activation_row_bytes, uint8_t* activations) {
-  const bool residual = problem.input_rounding == InputRounding::int8_residual;
-  const int64_t per_input = activation_rows_per_input(problem.input_rounding);
+  const bool residual = problem.activation_rounding == ActivationRounding::int8x2;
+  const int64_t per_input = activation_rows_per_input(problem.activation_rounding);
   auto quantize_rows = [&](int64_t begin, int64_t end) {
     float* left = residual ? static_cast<float*>(thread_scratch(
                                  ScratchSlot::rounding_residual, problem.depth * sizeof(float)))
@@ -104,7 +104,7 @@ void add_bias(const float* bias, int64_t first, int64_t count, float* out, int64
 }
 
 // Weight rows [begin, end) of one layer: block by block, every group of input rows over each
-// block, so that a cache-sized block of rows is read from memory once. With int8_residual a
+// block, so that a cache-sized block of rows is read from memory once. With int8x2 a
 // group's activation rows are its inputs' roundings and residuals in turn, whose dot products
 // are summed per input.
 void run_weight_rows(const PreparedLayer& layer, int64_t begin, int64_t end) {
@@ -114,8 +114,8 @@ void run_weight_rows(const PreparedLayer& layer, int64_t begin, int64_t end) {
   const int64_t weight_row_bytes = std::max<int64_t>(1, problem.weight_row_bytes);
   const int64_t block_rows = std::max<int64_t>(
       kRowUnit, kCacheBlockBytes / weight_row_bytes / kRowUnit * kRowUnit);
-  const int64_t per_input = layer.activations ? activation_rows_per_input(problem.input_rounding)
-                                              : 1;
+  const int64_t per_input =
+      layer.activations ? activation_rows_per_input(problem.activation_rounding) : 1;
   const int64_t inputs_per_pass = kQuantMaxColumns / per_input;
   float* partial = per_input > 1 ? static_cast<float*>(thread_scratch(
                                        ScratchSlot::quantized_partial_sums,
@@ -194,8 +194,8 @@ void widened_bf16_gemm(const QuantizedLinearProblem& problem) {
 }  // namespace
 
 bool quantized_linear_widens_to_bf16(const QuantizedLinearProblem& problem) {
-  return problem.input_rounding != InputRounding::none && problem.rows >= kWidenedGemmMinRows &&
-         linear_rounds_input_to_bf16(DType::bf16) &&
+  return problem.activation_rounding != ActivationRounding::f32 &&
+         problem.rows >= kWidenedGemmMinRows && linear_rounds_input_to_bf16(DType::bf16) &&
          weight_kernels(problem).widen_row_bf16 != nullptr;
 }
 
@@ -228,7 +228,7 @@ void quantized_linear_group(const QuantizedLinearProblem* problems, int count) {
     const QuantizedLinearProblem& problem = problems[index];
     if (problem.input != first.input || problem.input_stride != first.input_stride ||
         problem.rows != first.rows || problem.depth != first.depth ||
-        problem.input_rounding != first.input_rounding) {
+        problem.activation_rounding != first.activation_rounding) {
       fail("quantized_linear_group: layer ", index,
            " does not share the input, rows, depth and rounding of layer 0");
     }
@@ -244,8 +244,8 @@ void quantized_linear_group(const QuantizedLinearProblem* problems, int count) {
   }
 
   // The input is rounded once per activation format (layers of one block type share it).
-  const bool rounds_input = first.input_rounding != InputRounding::none;
-  const int64_t activation_rows = first.rows * activation_rows_per_input(first.input_rounding);
+  const bool rounds_input = first.activation_rounding != ActivationRounding::f32;
+  const int64_t activation_rows = first.rows * activation_rows_per_input(first.activation_rounding);
   std::array<PreparedLayer, kMaxQuantizedGroupLayers> layers;
   size_t activation_bytes = 0;
   for (int index = 0; index < count; ++index) {

@@ -28,9 +28,8 @@ class GrammarProgress : public ConstrainedSequence {
   void accept(uint32_t id) override;
 
   // The ids allowed next, a bit per id of the trie's vocabulary (end-of-sequence ids past it
-  // count in eos_allowed()).
+  // count in eos_allowed_).
   const std::vector<uint64_t>& allowed();
-  bool eos_allowed() const { return eos_allowed_; }
   // The text so far is a whole sentence.
   bool complete() const;
 

@@ -21,18 +21,6 @@ constexpr auto kRecentWindow = std::chrono::seconds(5);
 
 }  // namespace
 
-const char* finish_reason_name(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::stop:
-      return "stop";
-    case FinishReason::length:
-      return "length";
-    case FinishReason::cancelled:
-      return "cancelled";
-  }
-  return "?";
-}
-
 // --- Completion -----------------------------------------------------------------------------
 
 Completion::Completion(int64_t prompt_tokens)
@@ -116,11 +104,6 @@ double Completion::time_to_first_token_ms() const {
   return first_token_ms_;
 }
 
-double Completion::total_ms() const {
-  std::lock_guard lock(mutex_);
-  return total_ms_;
-}
-
 void Completion::add_token(uint32_t id, const std::string& text, const std::vector<float>* logits,
                            const TokenLogprob* logprob) {
   {
@@ -140,7 +123,6 @@ void Completion::finish(FinishReason reason, const std::string& text) {
     text_ += text;
     finished_ = true;
     finish_reason_ = reason;
-    total_ms_ = ms_between(submitted_, Clock::now());
   }
   changed_.notify_all();
 }

@@ -26,8 +26,6 @@
 namespace fornace {
 
 enum class FinishReason { stop, length, cancelled };
-// "stop", "length" or "cancelled".
-const char* finish_reason_name(FinishReason reason);
 
 struct CompletionRequest {
   std::vector<uint32_t> prompt;    // Token ids; not empty.
@@ -78,9 +76,8 @@ class Completion {
   FinishReason finish_reason() const;
   std::vector<std::vector<float>> logits() const;
   std::vector<TokenLogprob> logprobs() const;  // One per token, when the request asked.
-  // Milliseconds from submit to the first generated token (0 before it), and to the end.
+  // Milliseconds from submit to the first generated token (0 before it).
   double time_to_first_token_ms() const;
-  double total_ms() const;
 
  private:
   friend class Scheduler;
@@ -105,7 +102,6 @@ class Completion {
   bool cancelled_ = false;
   FinishReason finish_reason_ = FinishReason::length;
   double first_token_ms_ = 0;
-  double total_ms_ = 0;
 };
 
 struct SchedulerOptions {

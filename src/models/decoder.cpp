@@ -22,9 +22,9 @@ void DecoderModel::load_ends(const WeightReader& weights, RmsNorm final_norm,
                  ? weights.linear_of(embedding_)
                  : weights.linear("lm_head", config_.vocab_size, hidden, false);
   normed_dtype_ = weight_dtype_ == DType::bf16 ? lm_head_.input_dtype() : DType::f32;
-  step_buffers_.reserve(Slot::hidden, {1, 1, hidden});
-  step_buffers_.reserve(Slot::normed, {1, 1, hidden}, normed_dtype_);
-  step_buffers_.reserve(Slot::logits, {1, 1, config_.vocab_size});
+  step_buffers_.reserve(ActivationBuffer::hidden, {1, 1, hidden});
+  step_buffers_.reserve(ActivationBuffer::normed, {1, 1, hidden}, normed_dtype_);
+  step_buffers_.reserve(ActivationBuffer::logits, {1, 1, config_.vocab_size});
 }
 
 void DecoderModel::reserve_buffers(const SelfAttention& attention, const GatedMlp& mlp) {
@@ -40,6 +40,7 @@ AttentionShape DecoderModel::attention_shape(double scale, int64_t window) const
   shape.scale = scale;
   shape.window = window;
   shape.path = options_.attention;
+  shape.candle = candle_variant_of(config_.model_type);
   shape.kv_dtype = kv_dtype_;
   return shape;
 }
@@ -80,16 +81,18 @@ Tensor DecoderModel::run(const Tensor& ids, const Sequences& sequences, bool dec
   const int64_t length = ids.dim(1);
   const int64_t width = config_.hidden_size;
   Activations activations(step_buffers_, decode_step);
-  Tensor hidden = activations.get(Slot::hidden, {1, length, width}, "embedding");
+  Tensor hidden = activations.get(ActivationBuffer::hidden, {1, length, width}, "embedding");
   embedding_.forward_into(hidden, ids);
   if (embedding_scale_ != 0) scale_into(hidden, hidden, embedding_scale_);
-  Tensor normed = activations.get(Slot::normed, {1, length, width}, "rms_norm", normed_dtype_);
+  Tensor normed =
+      activations.get(ActivationBuffer::normed, {1, length, width}, "rms_norm", normed_dtype_);
   forward_layers(hidden, normed, sequences, activations);
   if (logit_rows == 0) return Tensor();
   Tensor last_hidden = hidden.narrow(1, length - logit_rows, logit_rows);
   Tensor last_normed = normed.narrow(1, length - logit_rows, logit_rows);
   final_norm_.forward_into(last_normed, last_hidden);
-  Tensor logits = activations.get(Slot::logits, {1, logit_rows, config_.vocab_size}, "linear");
+  Tensor logits =
+      activations.get(ActivationBuffer::logits, {1, logit_rows, config_.vocab_size}, "linear");
   lm_head_.forward_into(logits, last_normed);
   if (config_.final_logit_softcapping > 0) {
     soft_cap_into(logits, logits, config_.final_logit_softcapping);

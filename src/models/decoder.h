@@ -16,7 +16,6 @@ class DecoderModel : public Model {
  public:
   const ModelConfig& config() const override { return config_; }
   DType weight_dtype() const override { return weight_dtype_; }
-  DType activation_dtype() const override { return DType::f32; }
   DType kv_dtype() const override { return kv_dtype_; }
   const WeightTally& weights_read_per_token() const override { return weights_read_; }
   // In a decode step the returned logits live in a buffer that the next forward overwrites.

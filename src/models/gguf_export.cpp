@@ -181,8 +181,6 @@ std::vector<std::string> gguf_file_type_names() {
   return names;
 }
 
-uint32_t gguf_file_type_id(GgufFileType type) { return file_type_entry(type).id; }
-
 BlockType gguf_tensor_type(GgufFileType type, const std::string& gguf_name, int64_t columns,
                            int64_t layers, bool tied_embeddings) {
   const BlockType base = file_type_entry(type).base;

@@ -20,8 +20,6 @@ enum class GgufFileType { f32, bf16, q8_0, q4_0, q4_k_m, q5_k_m };
 // Parses "f32", "bf16", "q8_0", "q4_0", "q4_k_m", "q5_k_m" (any case).
 std::optional<GgufFileType> parse_gguf_file_type(std::string_view name);
 std::vector<std::string> gguf_file_type_names();
-// llama.cpp's file-type id (general.file_type).
-uint32_t gguf_file_type_id(GgufFileType type);
 
 // The type of one tensor (GGUF name, row length) in a file of `type`, as llama-quantize picks it:
 // the file's base type, more bits for the output and for some layers' attn_v and ffn_down

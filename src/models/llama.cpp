@@ -37,8 +37,6 @@ class LlamaModel : public DecoderModel {
                                  config.rope_frequency_divisors),
         config.max_position_embeddings);
     AttentionShape shape = attention_shape(1.0 / std::sqrt(static_cast<double>(head_dim)));
-    shape.candle_f32_operands = variant.candle_f32_operands;
-    shape.contiguous_value = variant.contiguous_value;
     memory::OpScope scope("load_weights");
     for (int64_t index = 0; index < config.num_hidden_layers; ++index) {
       const std::string layer = "model.layers." + std::to_string(index) + ".";
@@ -92,7 +90,7 @@ std::unique_ptr<Model> load_llama_variant(const ModelConfig& config, const Weigh
 
 std::unique_ptr<Model> load_llama(const ModelConfig& config, const WeightSource& source,
                                   const ModelOptions& options) {
-  return load_llama_variant(config, source, options, {.candle_f32_operands = true});
+  return load_llama_variant(config, source, options, {});
 }
 
 }  // namespace fornace

@@ -13,8 +13,6 @@ namespace fornace {
 struct LlamaVariant {
   bool query_key_norms = false;  // Per-head RMSNorm on Q and K before RoPE (Qwen3).
   bool output_bias = true;       // o_proj has a bias when q, k and v do (not so in Qwen2).
-  bool candle_f32_operands = false;  // Candle's llama.rs multiplies K and V in f32.
-  bool contiguous_value = false;     // Candle's qwen3.rs makes V contiguous before its cache.
 };
 
 std::unique_ptr<Model> load_llama_variant(const ModelConfig& config, const WeightSource& source,

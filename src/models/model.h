@@ -10,7 +10,7 @@
 #include "core/tensor.h"
 #include "io/config.h"
 #include "io/gguf.h"
-#include "nn/attention.h"
+#include "nn/candle_path.h"
 #include "nn/kv_cache.h"
 #include "nn/weights.h"
 
@@ -25,8 +25,6 @@ class Model {
   virtual const ModelConfig& config() const = 0;
   // The dtype the weights are held in.
   virtual DType weight_dtype() const = 0;
-  // The dtype of activations.
-  virtual DType activation_dtype() const = 0;
   // The dtype of the KV cache: the weights' dtype, as Candle keeps it (bf16 for a bf16
   // checkpoint), so K and V take half the memory and bandwidth of f32.
   virtual DType kv_dtype() const = 0;
@@ -58,8 +56,8 @@ struct ModelOptions {
   std::optional<DType> dtype;  // Weights in this dtype (converted at load); default: as stored.
   AttentionPath attention = AttentionPath::fused;
   // Quantized weights: how activations meet them (8-bit blocks for integer dot products, their
-  // residual rounded again with int8_residual, or f32 against weights widened in registers).
-  InputRounding activation_rounding = InputRounding::int8;
+  // residual rounded again with int8x2, or f32 against weights widened in registers).
+  ActivationRounding activation_rounding = ActivationRounding::int8;
   // The KV cache's dtype; default: the weights' float dtype (bf16 for quantized weights).
   std::optional<DType> kv_dtype;
   // Where this load's weights are packed for the kernels, and what it packed: load_model sets it

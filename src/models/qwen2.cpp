@@ -1,5 +1,5 @@
 // Qwen2 and Qwen2.5: Llama with biases on the q, k and v projections (config.attention_bias is
-// always set for qwen2). V reaches the KV cache as Candle's Qwen2 leaves it, a transposed view.
+// always set for qwen2), and none on o_proj.
 #include "models/architectures.h"
 #include "models/llama.h"
 

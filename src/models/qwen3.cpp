@@ -1,6 +1,5 @@
 // Qwen3: Llama with a per-head RMSNorm on Q and K before RoPE (q_norm, k_norm), head_dim from
-// the config (128 on Qwen3-0.6B, not hidden / heads), and no biases. V reaches the KV cache
-// contiguous, as Candle's qwen3.rs makes it.
+// the config (128 on Qwen3-0.6B, not hidden / heads), and no biases.
 #include "models/architectures.h"
 #include "models/llama.h"
 
@@ -8,8 +7,7 @@ namespace fornace {
 
 std::unique_ptr<Model> load_qwen3(const ModelConfig& config, const WeightSource& source,
                                   const ModelOptions& options) {
-  return load_llama_variant(config, source, options,
-                            {.query_key_norms = true, .contiguous_value = true});
+  return load_llama_variant(config, source, options, {.query_key_norms = true});
 }
 
 }  // namespace fornace

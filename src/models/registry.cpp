@@ -55,10 +55,9 @@ std::unique_ptr<Model> load_with_packed_cache(
     const std::function<std::unique_ptr<Model>(const ModelOptions&)>& load) {
   std::optional<std::string> directory = packed_cache_directory();
   if (!directory || options.packed_weights) return load(options);
-  const std::string signature =
-      concat(cpu::kernel_choices(), "; dtype ",
-             options.dtype ? dtype_name(*options.dtype) : "as stored", "; activations ",
-             input_rounding_name(options.activation_rounding));
+  const std::string signature = concat(
+      cpu::kernel_choices(), "; dtype ", options.dtype ? dtype_name(*options.dtype) : "as stored",
+      "; activations ", activation_rounding_name(options.activation_rounding));
   std::optional<PackedCache> cache;
   std::optional<StoredPackedForms> stored;
   std::string problem;

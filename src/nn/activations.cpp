@@ -6,11 +6,11 @@
 
 namespace fornace {
 
-void StepBuffers::reserve(Slot slot, const Dims& shape, DType dtype) {
-  Tensor& buffer = buffers_[static_cast<size_t>(slot)];
+void StepBuffers::reserve(ActivationBuffer id, const Dims& shape, DType dtype) {
+  Tensor& buffer = buffers_[static_cast<size_t>(id)];
   if (buffer.defined()) {
     if (!(buffer.shape() == shape) || buffer.dtype() != dtype) {
-      fail("decode buffers: slot ", static_cast<int>(slot), " is ", buffer.describe(),
+      fail("decode buffers: buffer ", static_cast<int>(id), " is ", buffer.describe(),
            ", asked again as ", dtype_name(dtype), shape.to_string());
     }
     return;
@@ -19,10 +19,11 @@ void StepBuffers::reserve(Slot slot, const Dims& shape, DType dtype) {
   buffer = Tensor::empty(shape, dtype);
 }
 
-Tensor Activations::get(Slot slot, const Dims& shape, const char* op, DType dtype) {
-  if (decode_step_) return step_buffers_.get(slot);
-  bool kept_by_cache = slot == Slot::key_rotated || slot == Slot::value || slot == Slot::value_cached;
-  Tensor& reused = pass_buffers_[static_cast<size_t>(slot)];
+Tensor Activations::get(ActivationBuffer id, const Dims& shape, const char* op, DType dtype) {
+  if (decode_step_) return step_buffers_.get(id);
+  bool kept_by_cache = id == ActivationBuffer::key_rotated || id == ActivationBuffer::value ||
+                       id == ActivationBuffer::value_cached;
+  Tensor& reused = pass_buffers_[static_cast<size_t>(id)];
   if (!kept_by_cache && reused.defined() && reused.shape() == shape && reused.dtype() == dtype) {
     return reused;
   }

@@ -9,7 +9,7 @@
 namespace fornace {
 
 // The activations of a decoder layer and of the model around the layers.
-enum class Slot {
+enum class ActivationBuffer {
   hidden,
   normed,
   query,
@@ -31,12 +31,12 @@ enum class Slot {
 // The decode buffers, made at load. Layers of one model share them.
 class StepBuffers {
  public:
-  // Makes the slot's buffer, or checks that the one made already has this shape and dtype.
-  void reserve(Slot slot, const Dims& shape, DType dtype = DType::f32);
-  const Tensor& get(Slot slot) const { return buffers_[static_cast<size_t>(slot)]; }
+  // Makes the buffer `id`, or checks that the one made already has this shape and dtype.
+  void reserve(ActivationBuffer id, const Dims& shape, DType dtype = DType::f32);
+  const Tensor& get(ActivationBuffer id) const { return buffers_[static_cast<size_t>(id)]; }
 
  private:
-  std::array<Tensor, static_cast<size_t>(Slot::count)> buffers_;
+  std::array<Tensor, static_cast<size_t>(ActivationBuffer::count)> buffers_;
 };
 
 // Hands out the tensor an op writes into: in a decode step (one token after the prompt), the
@@ -47,12 +47,12 @@ class Activations {
  public:
   Activations(const StepBuffers& step_buffers, bool decode_step)
       : step_buffers_(step_buffers), decode_step_(decode_step) {}
-  Tensor get(Slot slot, const Dims& shape, const char* op, DType dtype = DType::f32);
+  Tensor get(ActivationBuffer id, const Dims& shape, const char* op, DType dtype = DType::f32);
   bool decode_step() const { return decode_step_; }
 
  private:
   const StepBuffers& step_buffers_;
-  std::array<Tensor, static_cast<size_t>(Slot::count)> pass_buffers_;
+  std::array<Tensor, static_cast<size_t>(ActivationBuffer::count)> pass_buffers_;
   bool decode_step_;
 };
 

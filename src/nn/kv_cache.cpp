@@ -1,5 +1,5 @@
-// The three KV cache kinds. The cat kinds grow by concatenation as Candle's Qwen2 does; prealloc
-// writes into a buffer sized for the whole context.
+// The three KV cache kinds. prealloc writes into a buffer sized for the whole context; the cat
+// kinds grow by concatenation as Candle's Qwen2 does (nn/candle_path.cpp).
 #include "nn/kv_cache.h"
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "nn/candle_path.h"
 #include "ops/copy.h"
 
 namespace fornace {
@@ -35,70 +36,6 @@ KvCacheKind parse_kv_cache_kind(std::string_view name) {
 }
 
 namespace {
-
-// Keeps the whole cache as one tensor per side and concatenates each new step along the
-// position dim. With `make_contiguous` false the new K/V go in as they arrive: V is a
-// transposed view, so cat takes its strided path and the cache stays non-contiguous.
-// With a window, only the last window - 1 positions are kept after each append (a narrowed view
-// of the cat's result), so the next cat copies the window rather than the whole history.
-class ConcatenatingCache : public KvCache {
- public:
-  ConcatenatingCache(bool make_contiguous, int64_t window)
-      : make_contiguous_(make_contiguous), window_(window) {}
-
-  std::pair<Tensor, Tensor> append(const Tensor& key, const Tensor& value) override {
-    memory::OpScope scope("kv_cache");
-    Tensor new_key = make_contiguous_ ? contiguous(key) : key;
-    Tensor new_value = make_contiguous_ ? contiguous(value) : value;
-    if (!keys_.defined()) {
-      keys_ = new_key;
-      values_ = new_value;
-    } else {
-      keys_ = cat({keys_, new_key}, 2);
-      values_ = cat({values_, new_value}, 2);
-    }
-    length_ += key.dim(2);
-    std::pair<Tensor, Tensor> attended{keys_, values_};
-    int64_t held = keys_.dim(2);
-    if (window_ > 0 && held > window_ - 1) {
-      keys_ = keys_.narrow(2, held - (window_ - 1), window_ - 1);
-      values_ = values_.narrow(2, held - (window_ - 1), window_ - 1);
-    }
-    return attended;
-  }
-
-  std::pair<Tensor, Tensor> contents() const override { return {keys_, values_}; }
-  int64_t length() const override { return length_; }
-  void clear() override {
-    keys_ = Tensor();
-    values_ = Tensor();
-    length_ = 0;
-  }
-  bool can_truncate(int64_t length) const override {
-    return length <= length_ && first_held() <= first_kept(length);
-  }
-  void truncate(int64_t length) override {
-    if (length == 0) return clear();
-    const int64_t first = first_kept(length);
-    const int64_t offset = first - first_held();
-    keys_ = keys_.narrow(2, offset, length - first);
-    values_ = values_.narrow(2, offset, length - first);
-    length_ = length;
-  }
-
- private:
-  // The first position held now, and the first that `length` positions would leave held.
-  int64_t first_held() const { return length_ - (keys_.defined() ? keys_.dim(2) : 0); }
-  int64_t first_kept(int64_t length) const {
-    return window_ > 0 ? std::max<int64_t>(0, length - (window_ - 1)) : 0;
-  }
-
-  bool make_contiguous_;
-  int64_t window_;
-  Tensor keys_;
-  Tensor values_;
-  int64_t length_ = 0;
-};
 
 // The buffers of a set's prealloc caches, cut from one allocation made at the first append. A
 // set's K and V come to megabytes, so they sit in 2 MiB pages; a layer's buffer alone is often
@@ -255,9 +192,9 @@ std::unique_ptr<KvCache> make_layer_cache(KvCacheKind kind, const KvCacheShape& 
       if (window > 0) return std::make_unique<RingCache>(shape, window, std::move(arena));
       return std::make_unique<PreallocatedCache>(shape, std::move(arena));
     case KvCacheKind::cat:
-      return std::make_unique<ConcatenatingCache>(false, window);
+      return make_candle_cat_cache(false, window);
     case KvCacheKind::cat_contiguous:
-      return std::make_unique<ConcatenatingCache>(true, window);
+      return make_candle_cat_cache(true, window);
   }
   fail("unknown KV cache kind");
 }

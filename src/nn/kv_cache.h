@@ -1,4 +1,5 @@
-// KV cache kinds behind one interface: cat (Candle's Qwen2), cat-contiguous and prealloc.
+// KV cache kinds behind one interface: prealloc, and cat and cat-contiguous (Candle's Qwen2
+// cache, in nn/candle_path.h).
 #pragma once
 
 #include <memory>

@@ -54,7 +54,8 @@ Tensor Linear::forward(const Tensor& input) const {
   Dims shape = input.shape();
   shape[shape.size() - 1] = quantized_->rows;
   Tensor output = Tensor::empty(shape, DType::f32);
-  quantized_linear_into(output, to_dtype(input, DType::f32), *quantized_, bias_, input_rounding_);
+  quantized_linear_into(output, to_dtype(input, DType::f32), *quantized_, bias_,
+                        activation_rounding_);
   return input.dtype() == DType::f32 ? output : to_dtype(output, input.dtype());
 }
 
@@ -65,7 +66,7 @@ DType Linear::input_dtype() const {
 void Linear::forward_into(const Tensor& output, const Tensor& input) const {
   if (quantized_) {
     quantized_linear_into(output, input.dtype() == DType::f32 ? input : to_dtype(input, DType::f32),
-                          *quantized_, bias_, input_rounding_);
+                          *quantized_, bias_, activation_rounding_);
   } else {
     linear_into(output, input, weight_, bias_, packed_.get());
   }
@@ -109,7 +110,7 @@ void forward_together(const Tensor& input,
   }
   const bool alike = quantized == layers.size() && input.dtype() == DType::f32 &&
                      std::all_of(layers.begin(), layers.end(), [&](const auto& each) {
-                       return each.first->input_rounding() == first.input_rounding();
+                       return each.first->activation_rounding() == first.activation_rounding();
                      });
   if (!alike) {  // Float and quantized layers mixed: one by one.
     for (const auto& [layer, output] : layers) layer->forward_into(*output, input);
@@ -121,7 +122,7 @@ void forward_together(const Tensor& input,
     targets[count++] = QuantizedLayerInto{output, &*layer->quantized_weight(), &layer->bias()};
   }
   quantized_linear_group_into(input, std::span<const QuantizedLayerInto>(targets.data(), count),
-                              first.input_rounding());
+                              first.activation_rounding());
 }
 
 Tensor RmsNorm::forward(const Tensor& input) const { return rms_norm(input, weight_, eps_); }

@@ -45,10 +45,12 @@ class Linear {
  public:
   Linear() = default;
   Linear(Tensor weight, std::optional<Tensor> bias) : weight_(std::move(weight)), bias_(std::move(bias)) {}
-  // Block-quantized weights, used as stored; `input_rounding`: how the input meets them (8-bit
+  // Block-quantized weights, used as stored; `activation_rounding`: how the input meets them (8-bit
   // blocks for integer dot products, or f32; see ops/quantized.h).
-  Linear(QuantizedMatrix weight, std::optional<Tensor> bias, InputRounding input_rounding)
-      : quantized_(std::move(weight)), bias_(std::move(bias)), input_rounding_(input_rounding) {}
+  Linear(QuantizedMatrix weight, std::optional<Tensor> bias, ActivationRounding activation_rounding)
+      : quantized_(std::move(weight)),
+        bias_(std::move(bias)),
+        activation_rounding_(activation_rounding) {}
   Tensor forward(const Tensor& input) const;
   void forward_into(const Tensor& output, const Tensor& input) const;
   // Packs a float weight for the CPU kernels once (into `packed`), where they take it; forward
@@ -60,7 +62,7 @@ class Linear {
   // The float weight [out, in]; undefined when the weights are quantized.
   const Tensor& weight() const { return weight_; }
   const std::optional<QuantizedMatrix>& quantized_weight() const { return quantized_; }
-  InputRounding input_rounding() const { return input_rounding_; }
+  ActivationRounding activation_rounding() const { return activation_rounding_; }
   const std::optional<Tensor>& bias() const { return bias_; }
   // The input dtype the layer's kernels take as it is (ops linear_input_dtype): bf16 where they
   // would round an f32 input to bf16 anyway, so the layer before can write bf16. Any float input
@@ -72,7 +74,7 @@ class Linear {
   std::shared_ptr<const Storage> packed_;
   std::optional<QuantizedMatrix> quantized_;
   std::optional<Tensor> bias_;
-  InputRounding input_rounding_ = InputRounding::int8;
+  ActivationRounding activation_rounding_ = ActivationRounding::int8;
 };
 
 // Runs Linear layers that share `input` at once, each into its output (Q, K and V; gate and up):

@@ -12,26 +12,26 @@ GatedMlp GatedMlp::read(const WeightReader& weights, const std::string& prefix, 
 
 void GatedMlp::reserve(StepBuffers& buffers) const {
   int64_t intermediate = gate_.outputs();
-  buffers.reserve(Slot::gate, {1, 1, intermediate});
-  buffers.reserve(Slot::up, {1, 1, intermediate});
+  buffers.reserve(ActivationBuffer::gate, {1, 1, intermediate});
+  buffers.reserve(ActivationBuffer::up, {1, 1, intermediate});
   if (down_.input_dtype() != DType::f32) {
-    buffers.reserve(Slot::gated, {1, 1, intermediate}, down_.input_dtype());
+    buffers.reserve(ActivationBuffer::gated, {1, 1, intermediate}, down_.input_dtype());
   }
-  buffers.reserve(Slot::projected, {1, 1, down_.outputs()});
+  buffers.reserve(ActivationBuffer::projected, {1, 1, down_.outputs()});
 }
 
 Tensor GatedMlp::forward(const Tensor& input, Activations& activations) const {
   Dims shape{1, input.dim(1), gate_.outputs()};
-  Tensor gate = activations.get(Slot::gate, shape, "linear");
-  Tensor up = activations.get(Slot::up, shape, "linear");
+  Tensor gate = activations.get(ActivationBuffer::gate, shape, "linear");
+  Tensor up = activations.get(ActivationBuffer::up, shape, "linear");
   // In place over the gate, or into a tensor of the dtype down takes as it is.
   Tensor gated = down_.input_dtype() == DType::f32
                      ? gate
-                     : activations.get(Slot::gated, shape, gated_op_name(activation_),
+                     : activations.get(ActivationBuffer::gated, shape, gated_op_name(activation_),
                                        down_.input_dtype());
   forward_gated(input, gate_, up_, gate, up, gated, activation_);
   Tensor output =
-      activations.get(Slot::projected, {1, input.dim(1), down_.outputs()}, "linear");
+      activations.get(ActivationBuffer::projected, {1, input.dim(1), down_.outputs()}, "linear");
   down_.forward_into(output, gated);
   return output;
 }

@@ -23,7 +23,7 @@ class GatedMlp {
 
   // Makes the one-token decode buffers it writes into.
   void reserve(StepBuffers& buffers) const;
-  // input [1, S, hidden] -> [1, S, hidden] (Slot::projected).
+  // input [1, S, hidden] -> [1, S, hidden] (ActivationBuffer::projected).
   Tensor forward(const Tensor& input, Activations& activations) const;
 
  private:

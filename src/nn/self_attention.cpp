@@ -1,6 +1,6 @@
 // The attention block. Layouts follow Candle's models: Q, K and V are views reshaped to
 // [B, S, H, D] and transposed to [B, H, S, D]; RoPE writes new contiguous Q and K, and V reaches
-// the KV cache as the transposed view it is.
+// the KV cache as the transposed view it is (or as the family's Candle model makes it).
 #include "nn/self_attention.h"
 
 #include "core/error.h"
@@ -39,26 +39,27 @@ SelfAttention SelfAttention::read(const WeightReader& weights, const std::string
 void SelfAttention::reserve(StepBuffers& buffers) const {
   const int64_t query_width = shape_.query_heads * shape_.head_dim;
   const int64_t kv_width = shape_.kv_heads * shape_.head_dim;
-  buffers.reserve(Slot::query, {1, 1, query_width});
-  buffers.reserve(Slot::key, {1, 1, kv_width});
-  buffers.reserve(Slot::value, {1, 1, kv_width});
-  buffers.reserve(Slot::value_cached, {1, 1, kv_width}, shape_.kv_dtype);
-  buffers.reserve(Slot::query_rotated, {1, shape_.query_heads, 1, shape_.head_dim});
-  buffers.reserve(Slot::key_rotated, {1, shape_.kv_heads, 1, shape_.head_dim}, shape_.kv_dtype);
-  buffers.reserve(Slot::attended, {1, 1, query_width}, output_.input_dtype());
-  buffers.reserve(Slot::projected, {1, 1, output_.outputs()});
+  buffers.reserve(ActivationBuffer::query, {1, 1, query_width});
+  buffers.reserve(ActivationBuffer::key, {1, 1, kv_width});
+  buffers.reserve(ActivationBuffer::value, {1, 1, kv_width});
+  buffers.reserve(ActivationBuffer::value_cached, {1, 1, kv_width}, shape_.kv_dtype);
+  buffers.reserve(ActivationBuffer::query_rotated, {1, shape_.query_heads, 1, shape_.head_dim});
+  buffers.reserve(ActivationBuffer::key_rotated, {1, shape_.kv_heads, 1, shape_.head_dim},
+                  shape_.kv_dtype);
+  buffers.reserve(ActivationBuffer::attended, {1, 1, query_width}, output_.input_dtype());
+  buffers.reserve(ActivationBuffer::projected, {1, 1, output_.outputs()});
 }
 
 Tensor SelfAttention::forward(const Tensor& input, const Sequences& sequences, int64_t layer,
                               Activations& activations) const {
   const int64_t rows = input.dim(1);
   const int64_t head_dim = shape_.head_dim;
-  auto projection = [&](Slot slot, int64_t heads) {
-    return activations.get(slot, {1, rows, heads * head_dim}, "linear");
+  auto projection = [&](ActivationBuffer id, int64_t heads) {
+    return activations.get(id, {1, rows, heads * head_dim}, "linear");
   };
-  Tensor projected_query = projection(Slot::query, shape_.query_heads);
-  Tensor projected_key = projection(Slot::key, shape_.kv_heads);
-  Tensor value_cached = projection(Slot::value, shape_.kv_heads);
+  Tensor projected_query = projection(ActivationBuffer::query, shape_.query_heads);
+  Tensor projected_key = projection(ActivationBuffer::key, shape_.kv_heads);
+  Tensor value_cached = projection(ActivationBuffer::value, shape_.kv_heads);
   forward_together(input, {{&query_, &projected_query},
                            {&key_, &projected_key},
                            {&value_, &value_cached}});
@@ -74,8 +75,8 @@ Tensor SelfAttention::forward(const Tensor& input, const Sequences& sequences, i
   // V is converted to the cache's dtype in its projection layout, then reaches the cache as the
   // transposed view it is in Candle.
   if (shape_.kv_dtype != value_cached.dtype()) {
-    Tensor converted =
-        activations.get(Slot::value_cached, value_cached.shape(), "to_dtype", shape_.kv_dtype);
+    Tensor converted = activations.get(ActivationBuffer::value_cached, value_cached.shape(),
+                                       "to_dtype", shape_.kv_dtype);
     copy_into(converted, value_cached);
     value_cached = converted;
   }
@@ -85,8 +86,8 @@ Tensor SelfAttention::forward(const Tensor& input, const Sequences& sequences, i
                     sequences.cache(0).layer(layer), sequences.start(0), activations);
   } else {
     // One token per sequence: each row attends over its own cache at its own position.
-    merged = activations.get(Slot::merged, {1, rows, shape_.query_heads * head_dim}, "attention",
-                             output_.input_dtype());
+    merged = activations.get(ActivationBuffer::merged, {1, rows, shape_.query_heads * head_dim},
+                             "attention", output_.input_dtype());
     for (int64_t row = 0; row < rows; ++row) {
       Tensor attended =
           attend(projected_query.narrow(1, row, 1), projected_key.narrow(1, row, 1),
@@ -95,7 +96,8 @@ Tensor SelfAttention::forward(const Tensor& input, const Sequences& sequences, i
       copy_into(merged.narrow(1, row, 1), attended);
     }
   }
-  Tensor output = activations.get(Slot::projected, {1, rows, output_.outputs()}, "linear");
+  Tensor output =
+      activations.get(ActivationBuffer::projected, {1, rows, output_.outputs()}, "linear");
   output_.forward_into(output, merged);
   return output;
 }
@@ -109,32 +111,32 @@ Tensor SelfAttention::attend(const Tensor& projected_query, const Tensor& projec
   auto split_heads = [&](const Tensor& projected, int64_t heads) {
     return projected.view({1, length, heads, head_dim}).transpose(1, 2);
   };
-  auto rotate = [&](const Tensor& projected, int64_t heads, Slot slot, DType dtype) {
+  auto rotate = [&](const Tensor& projected, int64_t heads, ActivationBuffer id, DType dtype) {
     Tensor split = split_heads(projected, heads);
-    Tensor rotated = activations.get(slot, split.shape(), "rope", dtype);
+    Tensor rotated = activations.get(id, split.shape(), "rope", dtype);
     rotary_->apply_into(rotated, split, start);
     return rotated;
   };
-  Tensor query = rotate(projected_query, shape_.query_heads, Slot::query_rotated, DType::f32);
+  Tensor query =
+      rotate(projected_query, shape_.query_heads, ActivationBuffer::query_rotated, DType::f32);
   // K leaves RoPE as a new contiguous tensor in the cache's dtype.
-  Tensor key = rotate(projected_key, shape_.kv_heads, Slot::key_rotated, shape_.kv_dtype);
-  Tensor value = split_heads(projected_value, shape_.kv_heads);
-  if (shape_.contiguous_value) value = contiguous(value);
+  Tensor key =
+      rotate(projected_key, shape_.kv_heads, ActivationBuffer::key_rotated, shape_.kv_dtype);
+  Tensor value =
+      candle_value_for_cache(split_heads(projected_value, shape_.kv_heads), shape_.candle);
   auto [all_keys, all_values] = cache.append(key, value);
   memory::record_attention_read(
       (all_keys.numel() + all_values.numel()) * static_cast<int64_t>(all_keys.element_size()));
   if (shape_.path == AttentionPath::candle) {
-    // Candle's models: attn_output.transpose(1, 2)?.reshape((b_sz, q_len, hidden))?
-    Tensor attended = candle_attention(query, all_keys, all_values, shape_.scale, shape_.window,
-                                       shape_.candle_f32_operands);
-    return reshape(attended.transpose(1, 2), {1, length, -1}, ReshapeViews::only_when_contiguous);
+    return candle_attention_merged(query, all_keys, all_values, shape_.scale, shape_.window,
+                                   shape_.candle);
   }
   // The kernel writes [1, H, S, D] through the transposed view of [1, S, H, D]: the heads
   // come out merged as [1, S, H * D], with no copy.
   const int64_t heads = shape_.query_heads;
   // In the dtype o_proj takes as it is (bf16 for a bf16 model).
-  Tensor merged = activations.get(Slot::attended, {1, length, heads * head_dim}, "attention",
-                                  output_.input_dtype());
+  Tensor merged = activations.get(ActivationBuffer::attended, {1, length, heads * head_dim},
+                                  "attention", output_.input_dtype());
   attention_into(merged.view({1, length, heads, head_dim}).transpose(1, 2), query, all_keys,
                  all_values, shape_.scale, length > 1 || shape_.window, shape_.window);
   return merged;

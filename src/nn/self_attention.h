@@ -8,7 +8,7 @@
 #include <string>
 
 #include "nn/activations.h"
-#include "nn/attention.h"
+#include "nn/candle_path.h"
 #include "nn/kv_cache.h"
 #include "nn/layers.h"
 #include "nn/sequences.h"
@@ -23,10 +23,8 @@ struct AttentionShape {
   double scale = 0;    // Applied to q · k.
   int64_t window = 0;  // A sliding-window layer sees the last `window` positions; 0: all.
   AttentionPath path = AttentionPath::fused;
-  bool candle_f32_operands = false;  // The candle path converts K and V to f32 (llama.rs).
-  // V goes to the cache contiguous, as Candle's qwen3.rs makes it (kv_cache.append(&k.contiguous()?,
-  // &v.contiguous()?)); the other families' Candle code hands the cache the transposed view.
-  bool contiguous_value = false;
+  // The family's Candle model: the V its cache gets, and the candle path's steps.
+  CandleVariant candle = CandleVariant::qwen2;
   DType kv_dtype = DType::f32;
 };
 
@@ -49,7 +47,7 @@ class SelfAttention {
   void reserve(StepBuffers& buffers) const;
   // input [1, rows, hidden] of `sequences` (one sequence's S tokens, or one token of each of B
   // sequences); appends each row's K and V to its sequence's cache of layer `layer` and returns
-  // the output projection [1, rows, hidden] (Slot::projected).
+  // the output projection [1, rows, hidden] (ActivationBuffer::projected).
   Tensor forward(const Tensor& input, const Sequences& sequences, int64_t layer,
                  Activations& activations) const;
 

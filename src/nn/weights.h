@@ -34,17 +34,17 @@ struct WeightTally {
 class WeightReader {
  public:
   // `dtype`: convert every weight to it (quantized ones are widened); none keeps them as stored.
-  // `input_rounding`: how quantized linear layers take their input.
+  // `activation_rounding`: how quantized linear layers take their input.
   // `tally`, when given, counts what each layer's forward pass reads: every linear and norm
   // weight, and the embedding only when it is also the lm_head (otherwise decode reads a row).
   // `packed`: where linear() and the embeddings pack weights for the kernels (new buffers when
   // null).
   WeightReader(const WeightSource& source, std::optional<DType> dtype,
-               InputRounding input_rounding = InputRounding::int8, WeightTally* tally = nullptr,
-               std::shared_ptr<PackedWeights> packed = nullptr)
+               ActivationRounding activation_rounding = ActivationRounding::int8,
+               WeightTally* tally = nullptr, std::shared_ptr<PackedWeights> packed = nullptr)
       : source_(source),
         dtype_(dtype),
-        input_rounding_(input_rounding),
+        activation_rounding_(activation_rounding),
         tally_(tally),
         packed_(packed ? std::move(packed) : std::make_shared<PackedWeights>()) {}
 
@@ -77,7 +77,7 @@ class WeightReader {
 
   const WeightSource& source_;
   std::optional<DType> dtype_;
-  InputRounding input_rounding_ = InputRounding::int8;
+  ActivationRounding activation_rounding_ = ActivationRounding::int8;
   WeightTally* tally_ = nullptr;
   std::shared_ptr<PackedWeights> packed_;
 };

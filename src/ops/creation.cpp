@@ -42,28 +42,6 @@ Tensor full(const Dims& shape, double value, DType dtype) {
 Tensor zeros(const Dims& shape, DType dtype) { return full(shape, 0.0, dtype); }
 Tensor ones(const Dims& shape, DType dtype) { return full(shape, 1.0, dtype); }
 
-Tensor arange(int64_t start, int64_t end, DType dtype) {
-  if (end < start) fail("arange: end ", end, " is before start ", start);
-  memory::OpScope scope("arange");
-  Tensor result = Tensor::empty({end - start}, dtype);
-  for (int64_t i = 0; i < end - start; ++i) {
-    switch (dtype) {
-      case DType::i32:
-        result.data<int32_t>()[i] = static_cast<int32_t>(start + i);
-        break;
-      case DType::u32:
-        result.data<uint32_t>()[i] = static_cast<uint32_t>(start + i);
-        break;
-      default: {
-        float value = static_cast<float>(start + i);
-        cpu::convert(static_cast<char*>(result.raw()) + i * result.element_size(), dtype, &value,
-                     DType::f32, 1);
-      }
-    }
-  }
-  return result;
-}
-
 Tensor from_vector(const std::vector<float>& values, const Dims& shape, DType dtype) {
   if (static_cast<int64_t>(values.size()) != shape.product()) {
     fail("from_vector: ", values.size(), " values for shape ", shape.to_string());

@@ -1,4 +1,4 @@
-// Ops that create tensors: filled, ranges, from host vectors, seeded normal, and back to host.
+// Ops that create tensors: filled, from host vectors, seeded normal, and back to host.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +11,6 @@ namespace fornace {
 Tensor full(const Dims& shape, double value, DType dtype = DType::f32);
 Tensor zeros(const Dims& shape, DType dtype = DType::f32);
 Tensor ones(const Dims& shape, DType dtype = DType::f32);
-// [start, end) with step 1, as a 1-D tensor.
-Tensor arange(int64_t start, int64_t end, DType dtype = DType::f32);
 // A tensor of `shape` from host values, converted to `dtype`. Sizes must agree.
 Tensor from_vector(const std::vector<float>& values, const Dims& shape, DType dtype = DType::f32);
 Tensor from_ids(const std::vector<int32_t>& values, const Dims& shape, DType dtype = DType::u32);

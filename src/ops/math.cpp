@@ -201,18 +201,6 @@ void add_into(const Tensor& output, const Tensor& left, const Tensor& right) {
   binary_into(output, cpu::BinaryOp::add, left, right);
 }
 
-Tensor silu_mul(const Tensor& gate, const Tensor& up) {
-  check_gated(gate, up, GateActivation::silu);
-  memory::OpScope scope("silu_mul");
-  Tensor result = Tensor::empty(gate.shape(), gate.dtype());
-  gated_kernel_into(result, gate, up, GateActivation::silu);
-  return result;
-}
-
-void silu_mul_into(const Tensor& output, const Tensor& gate, const Tensor& up) {
-  gated_activation_into(output, gate, up, GateActivation::silu);
-}
-
 void gated_activation_into(const Tensor& output, const Tensor& gate, const Tensor& up,
                            GateActivation activation) {
   check_gated(gate, up, activation);

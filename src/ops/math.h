@@ -135,9 +135,6 @@ void add_into(const Tensor& output, const Tensor& left, const Tensor& right);
 Tensor mul(const Tensor& left, const Tensor& right);
 Tensor scale(const Tensor& input, double factor);
 void scale_into(const Tensor& output, const Tensor& input, double factor);
-// silu(gate) * up, the SwiGLU activation, in one pass.
-Tensor silu_mul(const Tensor& gate, const Tensor& up);
-void silu_mul_into(const Tensor& output, const Tensor& gate, const Tensor& up);
 // The op's name in traces: silu_mul or gelu_tanh_mul.
 const char* gated_op_name(GateActivation activation);
 // activation(gate) * up into `output`, which may alias gate or up, of any float dtype (computed

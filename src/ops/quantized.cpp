@@ -28,14 +28,15 @@ void dequantize_row(const QuantizedMatrix& matrix, int64_t row, float* out) {
 }  // namespace
 
 void quantized_linear_into(const Tensor& output, const Tensor& input, const QuantizedMatrix& weight,
-                           const std::optional<Tensor>& bias, InputRounding input_rounding) {
+                           const std::optional<Tensor>& bias,
+                           ActivationRounding activation_rounding) {
   const QuantizedLayerInto layer{&output, &weight, &bias};
   quantized_linear_group_into(input, std::span<const QuantizedLayerInto>(&layer, 1),
-                              input_rounding);
+                              activation_rounding);
 }
 
 void quantized_linear_group_into(const Tensor& input, std::span<const QuantizedLayerInto> layers,
-                                 InputRounding input_rounding) {
+                                 ActivationRounding activation_rounding) {
   if (layers.empty() || layers.size() > static_cast<size_t>(cpu::kMaxQuantizedGroupLayers)) {
     fail("quantized_linear_group_into: ", layers.size(), " layers, not 1 to ",
          cpu::kMaxQuantizedGroupLayers);
@@ -75,7 +76,7 @@ void quantized_linear_group_into(const Tensor& input, std::span<const QuantizedL
     problem.bias = bias ? bias->data<float>() : nullptr;
     problem.output = layers[index].output->data<float>();
     problem.output_stride = weight.rows;
-    problem.input_rounding = input_rounding;
+    problem.activation_rounding = activation_rounding;
     problem.interleaved = weight.interleaved;
   }
   cpu::quantized_linear_group(problems.data(), static_cast<int>(layers.size()));

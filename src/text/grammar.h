@@ -44,9 +44,6 @@ class Grammar {
   void finish(int32_t start);
 
   int32_t start() const { return start_; }
-  size_t rule_count() const { return alternatives_.size(); }
-  // The fewest bytes of a sentence of `rule_id` (kUnbounded when there is none).
-  int64_t min_length(int32_t rule_id) const { return min_length_[rule_id]; }
 
  private:
   friend class GrammarMatcher;

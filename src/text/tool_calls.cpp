@@ -93,18 +93,6 @@ ToolCallFormat tool_call_format(std::string_view chat_template) {
   return ToolCallFormat::none;
 }
 
-const char* tool_call_format_name(ToolCallFormat format) {
-  switch (format) {
-    case ToolCallFormat::none:
-      return "none";
-    case ToolCallFormat::tagged:
-      return "tagged";
-    case ToolCallFormat::json:
-      return "json";
-  }
-  return "?";
-}
-
 ToolCallParser::ToolCallParser(ToolCallFormat format, std::string id_prefix)
     : format_(format), id_prefix_(std::move(id_prefix)) {}
 

@@ -18,7 +18,6 @@ enum class ToolCallFormat {
 
 // The form that `chat_template` (its source) tells the model to use.
 ToolCallFormat tool_call_format(std::string_view chat_template);
-const char* tool_call_format_name(ToolCallFormat format);
 
 // A piece of one call: the first piece of a call carries its id and name.
 struct ToolCallDelta {

@@ -19,8 +19,8 @@
 namespace fornace {
 namespace {
 
-constexpr InputRounding kRoundings[] = {InputRounding::int8, InputRounding::int8_residual,
-                                        InputRounding::none};
+constexpr ActivationRounding kRoundings[] = {ActivationRounding::int8, ActivationRounding::int8x2,
+                                             ActivationRounding::f32};
 
 using quant_test::supported_isas;
 
@@ -70,7 +70,7 @@ Layer make_layer(BlockType type, int64_t depth, int64_t outputs) {
 cpu::QuantizedLinearProblem problem_of(const Layer& layer, const std::vector<float>& input,
                                        int64_t input_stride, int64_t rows,
                                        std::vector<float>& output, int64_t output_stride,
-                                       InputRounding rounding, bool with_bias) {
+                                       ActivationRounding rounding, bool with_bias) {
   cpu::QuantizedLinearProblem problem;
   problem.input = input.data();
   problem.input_stride = input_stride;
@@ -83,7 +83,7 @@ cpu::QuantizedLinearProblem problem_of(const Layer& layer, const std::vector<flo
   problem.bias = with_bias ? layer.bias.data() : nullptr;
   problem.output = output.data();
   problem.output_stride = output_stride;
-  problem.input_rounding = rounding;
+  problem.activation_rounding = rounding;
   return problem;
 }
 
@@ -110,9 +110,9 @@ void expect_double_loop(const Layer& layer, const cpu::QuantizedLinearProblem& p
       double allowed = 2e-6 * magnitude;
       if (widened_to_bf16) {
         allowed += std::ldexp(1.0, -7) * magnitude;
-      } else if (problem.input_rounding == InputRounding::int8) {
+      } else if (problem.activation_rounding == ActivationRounding::int8) {
         allowed += quant_test::activation_rounding_bound(w, x, layer.depth, block);
-      } else if (problem.input_rounding == InputRounding::int8_residual) {
+      } else if (problem.activation_rounding == ActivationRounding::int8x2) {
         allowed += quant_test::activation_rounding_bound(w, x, layer.depth, block) / 254.0;
       }
       ASSERT_NEAR(out[r], exact, allowed) << where << ", input row " << m << ", output " << r;
@@ -123,7 +123,7 @@ void expect_double_loop(const Layer& layer, const cpu::QuantizedLinearProblem& p
   }
 }
 
-void check_layer(const Layer& layer, int64_t rows, InputRounding rounding, bool with_bias,
+void check_layer(const Layer& layer, int64_t rows, ActivationRounding rounding, bool with_bias,
                  const std::string& where) {
   const int64_t input_stride = layer.depth + 5;
   const int64_t output_stride = layer.outputs + 3;
@@ -172,15 +172,14 @@ TEST(QuantizedLinear, MatchesADoubleLoop) {
           set_num_threads(threads);
           for (int64_t rows : {1, 3, 4, 5, 17, 64}) {
             if (layer.outputs > 100 && rows > 17) continue;  // the double loop's cost
-            for (InputRounding rounding : kRoundings) {
+            for (ActivationRounding rounding : kRoundings) {
               const bool with_bias = (rows + threads) % 2 == 1;
-              check_layer(layer, rows, rounding, with_bias,
-                          std::string(block_format(type).name) + " on " + cpu::isa_name(isa) +
-                              ", " + std::to_string(layer.depth) + " -> " +
-                              std::to_string(layer.outputs) + ", " + std::to_string(threads) +
-                              " threads, " + std::to_string(rows) + " rows, " +
-                              input_rounding_name(rounding) + " input" +
-                              (with_bias ? ", bias" : ""));
+              check_layer(
+                  layer, rows, rounding, with_bias,
+                  std::string(block_format(type).name) + " on " + cpu::isa_name(isa) + ", " +
+                      std::to_string(layer.depth) + " -> " + std::to_string(layer.outputs) + ", " +
+                      std::to_string(threads) + " threads, " + std::to_string(rows) + " rows, " +
+                      activation_rounding_name(rounding) + " input" + (with_bias ? ", bias" : ""));
             }
           }
         }
@@ -206,7 +205,7 @@ TEST(QuantizedLinear, GroupsOfLayersOverOneInputMatchTheirDoubleLoops) {
     for (int threads : {1, 2, 3}) {
       set_num_threads(threads);
       for (int64_t rows : {int64_t{1}, int64_t{3}, int64_t{6}, cpu::kWidenedGemmMinRows + 1}) {
-        for (InputRounding rounding : kRoundings) {
+        for (ActivationRounding rounding : kRoundings) {
           const int64_t input_stride = depth + 3;
           std::vector<float> input = quant_test::uniform(rows * input_stride, -2.0f, 2.0f, rows);
           std::vector<std::vector<float>> outputs;
@@ -225,7 +224,7 @@ TEST(QuantizedLinear, GroupsOfLayersOverOneInputMatchTheirDoubleLoops) {
                                    block_format(layers[index].type).name + ") on " +
                                    cpu::isa_name(isa) + ", " + std::to_string(threads) +
                                    " threads, " + std::to_string(rows) + " rows, " +
-                                   input_rounding_name(rounding) + " input");
+                                   activation_rounding_name(rounding) + " input");
           }
         }
       }
@@ -242,16 +241,16 @@ TEST(QuantizedLinear, GroupsRefuseLayersThatDoNotShareTheInput) {
   std::vector<float> first_output(2 * 4);
   std::vector<float> second_output(2 * 4);
   cpu::QuantizedLinearProblem problems[2] = {
-      problem_of(first, input, 64, 2, first_output, 4, InputRounding::int8, false),
-      problem_of(second, input, 64, 2, second_output, 4, InputRounding::int8, false)};
+      problem_of(first, input, 64, 2, first_output, 4, ActivationRounding::int8, false),
+      problem_of(second, input, 64, 2, second_output, 4, ActivationRounding::int8, false)};
   problems[1].rows = 1;
   EXPECT_THROW(cpu::quantized_linear_group(problems, 2), Error);
   problems[1].rows = 2;
-  problems[1].input_rounding = InputRounding::none;
+  problems[1].activation_rounding = ActivationRounding::f32;
   EXPECT_THROW(cpu::quantized_linear_group(problems, 2), Error);
-  problems[1].input_rounding = InputRounding::int8_residual;
+  problems[1].activation_rounding = ActivationRounding::int8x2;
   EXPECT_THROW(cpu::quantized_linear_group(problems, 2), Error);
-  problems[1].input_rounding = InputRounding::int8;
+  problems[1].activation_rounding = ActivationRounding::int8;
   cpu::quantized_linear_group(problems, 2);
   EXPECT_THROW(cpu::quantized_linear_group(problems, 0), Error);
   std::vector<cpu::QuantizedLinearProblem> too_many(cpu::kMaxQuantizedGroupLayers + 1,
@@ -294,7 +293,7 @@ TEST(QuantizedLinear, InterleavedRowsGiveExactlyWhatTheStoredRowsGive) {
     for (int threads : {1, 2}) {
       set_num_threads(threads);
       for (int64_t rows : {1, 3, 5, 40}) {
-        for (InputRounding rounding : {InputRounding::int8, InputRounding::int8_residual}) {
+        for (ActivationRounding rounding : {ActivationRounding::int8, ActivationRounding::int8x2}) {
           std::vector<float> input = quant_test::uniform(rows * layer.depth, -2.0f, 2.0f, rows);
           std::vector<float> expected(rows * outputs, NAN);
           std::vector<float> got(rows * outputs, NAN);
@@ -305,15 +304,15 @@ TEST(QuantizedLinear, InterleavedRowsGiveExactlyWhatTheStoredRowsGive) {
           problem.interleaved = true;
           cpu::quantized_linear(problem);
           ASSERT_EQ(0, std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)))
-              << block_format(type).name << ", " << outputs << " outputs, " << rows << " rows, " << threads << " threads, "
-              << input_rounding_name(rounding);
+              << block_format(type).name << ", " << outputs << " outputs, " << rows << " rows, "
+              << threads << " threads, " << activation_rounding_name(rounding);
         }
       }
     }
     std::vector<float> input(layer.depth, 1.0f);
     std::vector<float> output(outputs);
-    cpu::QuantizedLinearProblem f32_input =
-        problem_of(interleaved, input, layer.depth, 1, output, outputs, InputRounding::none, false);
+    cpu::QuantizedLinearProblem f32_input = problem_of(interleaved, input, layer.depth, 1, output,
+                                                       outputs, ActivationRounding::f32, false);
     f32_input.interleaved = true;
     EXPECT_THROW(cpu::quantized_linear(f32_input), Error);
   }

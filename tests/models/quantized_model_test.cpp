@@ -126,7 +126,7 @@ std::unique_ptr<Model> dequantized_model(const std::string& path) {
 }
 
 // The file's model on its blocks, with an f32 KV cache like the reference's.
-std::unique_ptr<Model> quantized_model(const std::string& path, InputRounding rounding) {
+std::unique_ptr<Model> quantized_model(const std::string& path, ActivationRounding rounding) {
   ModelOptions options;
   options.activation_rounding = rounding;
   options.kv_dtype = DType::f32;
@@ -139,15 +139,15 @@ TEST(QuantizedModels, LogitsMatchTheDequantizedModelInF32) {
     std::unique_ptr<Model> reference = dequantized_model(path);
     std::vector<uint32_t> prompt = test_prompt_ids(11, reference->config().vocab_size);
     std::vector<float> expected = prompt_logits(*reference, prompt);
-    for (auto [rounding, bound] : {std::pair{InputRounding::int8, 5e-2},
-                                   std::pair{InputRounding::int8_residual, 1e-3},
-                                   std::pair{InputRounding::none, 1e-5}}) {
+    for (auto [rounding, bound] :
+         {std::pair{ActivationRounding::int8, 5e-2}, std::pair{ActivationRounding::int8x2, 1e-3},
+          std::pair{ActivationRounding::f32, 1e-5}}) {
       std::unique_ptr<Model> model = quantized_model(path, rounding);
       double error = relative_l2(prompt_logits(*model, prompt), expected);
       EXPECT_LT(error, bound) << each.model << " " << each.type << ", "
-                              << input_rounding_name(rounding) << " activations";
+                              << activation_rounding_name(rounding) << " activations";
       std::printf("%s %s, %s activations: relative L2 %.3g\n", each.model.c_str(),
-                  each.type.c_str(), input_rounding_name(rounding), error);
+                  each.type.c_str(), activation_rounding_name(rounding), error);
     }
   }
 }
@@ -161,7 +161,7 @@ TEST(QuantizedModels, LongPromptLogitsMatchTheDequantizedModelInF32) {
     std::unique_ptr<Model> reference = dequantized_model(path);
     std::vector<uint32_t> prompt =
         test_prompt_ids(cpu::kWidenedGemmMinRows + 8, reference->config().vocab_size);
-    std::unique_ptr<Model> model = quantized_model(path, InputRounding::int8);
+    std::unique_ptr<Model> model = quantized_model(path, ActivationRounding::int8);
     double error = relative_l2(prompt_logits(*model, prompt), prompt_logits(*reference, prompt));
     EXPECT_LT(error, cpu::linear_rounds_input_to_bf16(DType::bf16) ? 2e-2 : 5e-2)
         << each.model << " " << each.type;
@@ -173,7 +173,7 @@ TEST(QuantizedModels, GreedyTokensMatchTheDequantizedModelWithF32Activations) {
     std::string path = gguf_of(each.model, each.type);
     std::unique_ptr<Model> reference = dequantized_model(path);
     std::vector<uint32_t> prompt = test_prompt_ids(6, reference->config().vocab_size);
-    std::unique_ptr<Model> model = quantized_model(path, InputRounding::none);
+    std::unique_ptr<Model> model = quantized_model(path, ActivationRounding::f32);
     EXPECT_EQ(greedy(*model, prompt, 16), greedy(*reference, prompt, 16))
         << each.model << " " << each.type;
   }
@@ -192,9 +192,9 @@ TEST(QuantizedModels, PackedWeightsGiveTheLogitsOfTheMappedOnesExactly) {
     std::string path = gguf_of(wide, type);
     for (int64_t length : {int64_t{5}, cpu::kWidenedGemmMinRows + 8}) {
       ::setenv("FORNACE_INTERLEAVED_QUADS", "0", 1);
-      std::unique_ptr<Model> mapped = quantized_model(path, InputRounding::int8);
+      std::unique_ptr<Model> mapped = quantized_model(path, ActivationRounding::int8);
       ::unsetenv("FORNACE_INTERLEAVED_QUADS");
-      std::unique_ptr<Model> packed = quantized_model(path, InputRounding::int8);
+      std::unique_ptr<Model> packed = quantized_model(path, ActivationRounding::int8);
       std::vector<uint32_t> prompt = test_prompt_ids(length, packed->config().vocab_size);
       EXPECT_EQ(prompt_logits(*packed, prompt), prompt_logits(*mapped, prompt))
           << type << ", " << length << " tokens";

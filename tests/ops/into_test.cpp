@@ -51,7 +51,7 @@ TEST(Into, AddAndSiluMulMayWriteOverTheirFirstInput) {
   EXPECT_EQ(values(left), expected_sum);
 
   Tensor fresh_gate = from_vector(std::vector<float>(gate.begin(), gate.end()), {2, 33});
-  silu_mul_into(fresh_gate, fresh_gate, right);
+  gated_activation_into(fresh_gate, fresh_gate, right, GateActivation::silu);
   std::vector<float> result = values(fresh_gate);
   for (size_t i = 0; i < gate.size(); ++i) {
     double silu = gate[i] / (1.0 + std::exp(-gate[i]));

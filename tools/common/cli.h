@@ -17,7 +17,7 @@
 #include "core/block_type.h"
 #include "core/dtype.h"
 #include "cpu/thread_pool.h"
-#include "nn/attention.h"
+#include "nn/candle_path.h"
 
 namespace fornace::tools {
 
@@ -241,15 +241,8 @@ inline CLI::Option* add_dtype_flag(CLI::App& app, std::string& dtype) {
       ->default_str("as stored");
 }
 
-// How activations meet quantized weights, as --activations names it.
-inline InputRounding parse_activation_rounding(const std::string& text) {
-  std::optional<InputRounding> rounding = parse_input_rounding(text);
-  if (!rounding) fail("expects int8, int8x2 or f32, got '", text, "'");
-  return *rounding;
-}
-
 inline CLI::Option* add_activations_flag(CLI::App& app, std::string& activations) {
-  activations = input_rounding_name(InputRounding::int8);
+  activations = activation_rounding_name(ActivationRounding::int8);
   return app.add_option("--activations", activations,
                         "with quantized weights: int8 | int8x2 | f32: activations rounded to "
                         "8-bit blocks for integer dot products (as llama.cpp), their residual "

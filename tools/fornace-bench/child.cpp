@@ -168,7 +168,7 @@ int run_child(const RunFlags& flags, int64_t parent_pid, bool report_progress) {
   ModelOptions model_options;
   model_options.attention = parse_attention_path(flags.attention);
   if (!flags.dtype.empty()) model_options.dtype = parse_dtype(flags.dtype);
-  model_options.activation_rounding = tools::parse_activation_rounding(flags.activations);
+  model_options.activation_rounding = parse_activation_rounding(flags.activations);
   set_num_threads(static_cast<int>(flags.threads));
   // The linear ops' time per run (two clock reads an op).
   memory::set_op_timing(true);

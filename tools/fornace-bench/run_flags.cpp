@@ -3,7 +3,7 @@
 
 #include "commands.h"
 #include "common/cli.h"
-#include "nn/attention.h"
+#include "nn/candle_path.h"
 #include "nn/kv_cache.h"
 #include "prompts.h"
 

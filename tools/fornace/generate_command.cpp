@@ -247,7 +247,7 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
   }
   if (flags.trace) {
     std::cerr << format_trace(result) << "trace: activations for quantized weights: "
-              << input_rounding_name(model_options.activation_rounding) << "\n";
+              << activation_rounding_name(model_options.activation_rounding) << "\n";
   }
   if (flags.json) {
     std::vector<double> step_ms;
@@ -257,7 +257,7 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
         {"dtype", dtype_name(model->weight_dtype())},
         {"kv_cache", kv_cache_kind_name(kind)},
         {"attention", attention_path_name(model_options.attention)},
-        {"activations", input_rounding_name(model_options.activation_rounding)},
+        {"activations", activation_rounding_name(model_options.activation_rounding)},
         {"threads", threads},
         {"prompt_tokens", prompt.size()},
         {"generated_ids", result.generated},

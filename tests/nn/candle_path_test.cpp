@@ -1,4 +1,6 @@
 // Candle's repeat_kv and attention op sequence against loops and against the fused attention.
+#include "nn/candle_path.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -6,7 +8,6 @@
 #include "common/relative_error.h"
 #include "core/error.h"
 #include "core/memory.h"
-#include "nn/attention.h"
 #include "ops/creation.h"
 #include "ops/math.h"
 
