@@ -48,8 +48,9 @@ inline std::string synthetic_gguf_file(const std::string& preset, DType dtype, c
   int lock = ::open((directory + ".gguf.lock").c_str(), O_CREAT | O_RDWR, 0644);
   ::flock(lock, LOCK_EX);
   if (!std::filesystem::exists(path)) {
-    export_gguf(directory, path, *parse_gguf_file_type(type), [&](const ModelConfig& config) {
-      return gguf_tokenizer_metadata(directory, config.vocab_size);
+    std::shared_ptr<const ModelFiles> files = ModelFiles::open(directory);
+    export_gguf(*files, path, *parse_gguf_file_type(type), [&](const ModelConfig& config) {
+      return gguf_tokenizer_metadata(*files, config.vocab_size);
     });
   }
   ::flock(lock, LOCK_UN);

@@ -235,25 +235,32 @@ TEST(GgufModels, AMissingTensorIsNamedInBothNamings) {
 
 TEST(GgufQuantize, WarnsWhenLlamaCppWillReadAnotherModel) {
   ScratchPath out("warned.gguf");
-  GgufExportSummary gemma = export_gguf(synthetic_model_directory("tiny-gemma3", DType::f32),
-                                        out.string(), GgufFileType::q8_0);
+  GgufExportSummary gemma =
+      export_gguf(*ModelFiles::open(synthetic_model_directory("tiny-gemma3", DType::f32)),
+                  out.string(), GgufFileType::q8_0);
   ASSERT_EQ(gemma.warnings.size(), 1u);
   EXPECT_NE(gemma.warnings[0].find("query_pre_attn_scalar 256"), std::string::npos);
-  GgufExportSummary qwen = export_gguf(synthetic_model_directory("tiny", DType::f32),
-                                       out.string(), GgufFileType::q8_0);
+  GgufExportSummary qwen =
+      export_gguf(*ModelFiles::open(synthetic_model_directory("tiny", DType::f32)), out.string(),
+                  GgufFileType::q8_0);
   EXPECT_TRUE(qwen.warnings.empty());
 }
 
 TEST(GgufQuantize, AFailedExportLeavesNoFile) {
   std::string directory = synthetic_model_directory("tiny", DType::f32);
   fs::path out = fs::path(FORNACE_BINARY_DIR) / "test-models" / "no-such-dir" / "x.gguf";
-  EXPECT_FALSE(error_of([&] { export_gguf(directory, out.string(), GgufFileType::bf16); }).empty());
+  EXPECT_FALSE(error_of([&] {
+                 export_gguf(*ModelFiles::open(directory), out.string(), GgufFileType::bf16);
+               }).empty());
   EXPECT_FALSE(fs::exists(out));
   ScratchPath missing_config("no-config");
   fs::create_directories(missing_config.path());
   ScratchPath target("no-config.gguf");
   std::string message =
-      error_of([&] { export_gguf(missing_config.string(), target.string(), GgufFileType::q8_0); });
+      error_of([&] {
+        export_gguf(*ModelFiles::open(missing_config.string()), target.string(),
+                    GgufFileType::q8_0);
+      });
   EXPECT_NE(message.find("config.json"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(target.path()));
 }
@@ -340,7 +347,7 @@ TEST(WeightsReadPerToken, EveryTensorOnceAndTheEmbeddingOnlyAsTheLmHead) {
       std::unique_ptr<Model> model = load_model(directory.string());
       EXPECT_EQ(model->weights_read_per_token().total(), expected) << preset << " tied " << tied;
 
-      export_gguf(directory.string(), gguf.string(), GgufFileType::bf16);
+      export_gguf(*ModelFiles::open(directory.string()), gguf.string(), GgufFileType::bf16);
       std::shared_ptr<GgufFile> file = GgufFile::open(gguf.string());
       int64_t stored = 0;
       for (const GgufTensorInfo& info : file->tensors()) {

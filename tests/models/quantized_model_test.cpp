@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "common/relative_error.h"
+#include "common/settings_support.h"
 #include "common/test_models.h"
 #include "io/gguf.h"
 #include "io/safetensors.h"
@@ -61,7 +62,9 @@ std::string wide_model(const std::string& preset) {
 // The weights alone (no tokenizer keys), beside the checkpoint.
 std::string gguf_of(const std::string& directory, const std::string& type) {
   std::string path = directory + ".weights-only." + type + ".gguf";
-  if (!fs::exists(path)) export_gguf(directory, path, *parse_gguf_file_type(type));
+  if (!fs::exists(path)) {
+    export_gguf(*ModelFiles::open(directory), path, *parse_gguf_file_type(type));
+  }
   return path;
 }
 
@@ -191,9 +194,9 @@ TEST(QuantizedModels, PackedWeightsGiveTheLogitsOfTheMappedOnesExactly) {
   for (const char* type : {"q8_0", "q4_0", "q4_k_m", "q5_k_m"}) {
     std::string path = gguf_of(wide, type);
     for (int64_t length : {int64_t{5}, cpu::kWidenedGemmMinRows + 8}) {
-      ::setenv("FORNACE_INTERLEAVED_QUADS", "0", 1);
+      cpu::select_kernels(settings_with("FORNACE_INTERLEAVED_QUADS", "0"));
       std::unique_ptr<Model> mapped = quantized_model(path, InputRounding::int8);
-      ::unsetenv("FORNACE_INTERLEAVED_QUADS");
+      cpu::select_kernels(EngineSettings{});
       std::unique_ptr<Model> packed = quantized_model(path, InputRounding::int8);
       std::vector<uint32_t> prompt = test_prompt_ids(length, packed->config().vocab_size);
       EXPECT_EQ(prompt_logits(*packed, prompt), prompt_logits(*mapped, prompt))
