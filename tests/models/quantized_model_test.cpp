@@ -17,14 +17,15 @@
 
 #include "common/relative_error.h"
 #include "common/settings_support.h"
+#include "common/source_paths.h"
 #include "common/test_models.h"
+#include "cpu/gemm.h"
+#include "cpu/quant.h"
 #include "io/gguf.h"
 #include "io/safetensors.h"
 #include "models/gguf_export.h"
 #include "models/model.h"
 #include "ops/creation.h"
-#include "cpu/gemm.h"
-#include "cpu/quant.h"
 #include "ops/math.h"
 
 namespace fornace {
@@ -34,7 +35,7 @@ namespace fs = std::filesystem;
 
 // A checkpoint of `config` (seeded synthetic weights) without a tokenizer, written once.
 std::string checkpoint_of(const std::string& name, const ModelConfig& config) {
-  fs::path directory = fs::path(FORNACE_BINARY_DIR) / "test-models" / name;
+  fs::path directory = fs::path(fornace::test_paths::build()) / "test-models" / name;
   if (!fs::exists(directory / "model.safetensors")) {
     fs::create_directories(directory);
     std::ofstream(directory / "config.json") << model_config_to_json(config);
