@@ -16,7 +16,7 @@
 #include "cpu/cpu_features.h"
 #include "cpu/gemm.h"
 #include "cpu/gemm_kernels.h"
-#include "cpu/roofline.h"
+#include "roofs/probes.h"
 #include "cpu/thread_pool.h"
 #include "ops/copy.h"
 #include "ops/creation.h"
@@ -188,10 +188,10 @@ void run_linear(benchmark::State& state, const Shape& shape, int64_t rows, int t
   fornace::set_num_threads(0);
 }
 
-// The register-only vdpbf16ps loop of cpu/roofline.h on each thread: the compute roof.
+// The register-only vdpbf16ps loop of roofs/probes.h on each thread: the compute roof.
 void BM_Bf16DotPeak(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
-  if (!fornace::cpu::has_bf16_dot()) {
+  if (!fornace::roofs::has_bf16_dot()) {
     state.SkipWithError("no AVX512_BF16");
     return;
   }
@@ -201,13 +201,13 @@ void BM_Bf16DotPeak(benchmark::State& state) {
     std::vector<float> sums(threads);
     fornace::ThreadPool::global().run(threads, 1, [&](int64_t begin, int64_t end) {
       for (int64_t part = begin; part < end; ++part) {
-        sums[part] = fornace::cpu::bf16_dot_loop(kIterations);
+        sums[part] = fornace::roofs::bf16_dot_loop(kIterations);
       }
     });
     benchmark::DoNotOptimize(sums.data());
   }
   state.counters["GFLOP/s"] =
-      benchmark::Counter(threads * fornace::cpu::bf16_dot_loop_flops(kIterations) * 1e-9,
+      benchmark::Counter(threads * fornace::roofs::bf16_dot_loop_flops(kIterations) * 1e-9,
                          benchmark::Counter::kIsIterationInvariantRate);
   fornace::set_num_threads(0);
 }
@@ -227,7 +227,7 @@ BENCHMARK(BM_Bf16DotPeak)
 // memory and no other thread, against BM_Bf16DotPeak/threads:1.
 void BM_GemmMicroKernel(benchmark::State& state) {
   namespace kernels = fornace::cpu::kernels;
-  if (!fornace::cpu::has_bf16_dot()) {
+  if (!fornace::roofs::has_bf16_dot()) {
     state.SkipWithError("no AVX512_BF16");
     return;
   }

@@ -11,7 +11,7 @@
 
 #include "cpu/cpu_features.h"
 #include "cpu/gemm.h"
-#include "cpu/roofline.h"
+#include "roofs/probes.h"
 #include "cpu/thread_pool.h"
 #include "range_statistics.h"
 
@@ -45,7 +45,7 @@ void BM_StreamingRead(benchmark::State& state) {
     return;
   }
   for (auto _ : state) {
-    benchmark::DoNotOptimize(fornace::cpu::stream_read(buffer, kBufferBytes));
+    benchmark::DoNotOptimize(fornace::roofs::stream_read(buffer, kBufferBytes));
   }
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(kBufferBytes) * 1e-9,
                                               benchmark::Counter::kIsIterationInvariantRate);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/source_paths.h"
 #include "engine/grammar_constraint.h"
 #include "range_statistics.h"
 #include "text/json_schema.h"
@@ -26,7 +27,7 @@ using namespace fornace;
 
 constexpr size_t kQwenLogits = 151936;
 
-const std::string tokenizer_directory = FORNACE_SOURCE_DIR "/models";
+const std::string tokenizer_directory = fornace::test_paths::source("models");
 
 // Milliseconds, and the smallest and largest repetition beside the median.
 void in_milliseconds_with_range(benchmark::internal::Benchmark* benchmark) {

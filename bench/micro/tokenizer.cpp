@@ -19,12 +19,13 @@
 #include <sstream>
 #include <string>
 
+#include "common/source_paths.h"
 #include "core/error.h"
 #include "text/gguf_vocabulary.h"
 
 namespace {
 
-const std::string model_directory = FORNACE_SOURCE_DIR "/models";
+const std::string model_directory = fornace::test_paths::source("models");
 
 std::string read_whole_file(const std::string& path) {
   std::ifstream stream(path, std::ios::binary);
@@ -34,7 +35,8 @@ std::string read_whole_file(const std::string& path) {
 }
 
 const std::string& alice_corpus() {
-  static const std::string corpus = read_whole_file(FORNACE_SOURCE_DIR "/tests/data/alice.txt");
+  static const std::string corpus =
+      read_whole_file(fornace::test_paths::source("tests/data/alice.txt"));
   return corpus;
 }
 

@@ -53,7 +53,6 @@ struct Counters {
   std::atomic<int64_t> strided_copy_bytes{0};
   std::atomic<int64_t> strided_copy_runs{0};
   std::atomic<int64_t> attention_read_bytes{0};
-  MappedBytes mapped;  // Under `mutex`.
 };
 
 Counters& counters() {
@@ -189,19 +188,6 @@ std::vector<OpTime> op_times() {
   return result;
 }
 
-void record_mapping(const MappedBytes& mapped) {
-  std::lock_guard<std::mutex> lock(counters().mutex);
-  MappedBytes& total = counters().mapped;
-  total.resident += mapped.resident;
-  total.huge_pages += mapped.huge_pages;
-  total.reread += mapped.reread;
-  total.reread_ms += mapped.reread_ms;
-  total.copied += mapped.copied;
-  total.setup_ms += mapped.setup_ms;
-  total.copy_ms += mapped.copy_ms;
-  total.paths |= mapped.paths;
-}
-
 void record_attention_read(int64_t bytes) {
   if (this_thread.run) {
     this_thread.run->attention_read_bytes.fetch_add(bytes, std::memory_order_relaxed);
@@ -210,27 +196,6 @@ void record_attention_read(int64_t bytes) {
 }
 
 int64_t attention_read_bytes() { return counters().attention_read_bytes.load(); }
-
-void record_packing(int64_t bytes, double ms, bool stored) {
-  std::lock_guard<std::mutex> lock(counters().mutex);
-  counters().mapped.packed += bytes;
-  counters().mapped.pack_ms += ms;
-  if (stored) counters().mapped.packed_stored += bytes;
-}
-
-void record_packed_cache(const std::string& path, int64_t written, double write_ms,
-                         const std::string& problem) {
-  std::lock_guard<std::mutex> lock(counters().mutex);
-  counters().mapped.packed_cache = path;
-  counters().mapped.packed_cache_written += written;
-  counters().mapped.packed_cache_write_ms += write_ms;
-  counters().mapped.packed_cache_problem = problem;
-}
-
-MappedBytes mapped_bytes() {
-  std::lock_guard<std::mutex> lock(counters().mutex);
-  return counters().mapped;
-}
 
 CopyBytes copy_bytes() {
   return CopyBytes{counters().contiguous_copy_bytes.load(), counters().strided_copy_bytes.load(),

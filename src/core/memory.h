@@ -45,31 +45,6 @@ struct DeviceMemory {
   int64_t allocated_bytes = 0;  // Total ever allocated.
 };
 
-// File bytes mapped read-only (weights), how many of them sit in 2 MiB pages, and what placing
-// them in 2 MiB pages took.
-struct MappedBytes {
-  int64_t resident = 0;
-  int64_t huge_pages = 0;
-  int64_t reread = 0;   // Dropped from the page cache and read back (it held small folios).
-  int64_t copied = 0;   // Copied to anonymous 2 MiB pages (still in small folios).
-  double setup_ms = 0;  // Mapping, populating, re-reading and copying.
-  double reread_ms = 0;
-  double copy_ms = 0;
-  int paths = 0;        // 1 << HugePagePath of each mapping (io/file_mapping.h).
-  // Weights packed at load for the kernels (ops PackedWeights: bf16 panels, interleaved
-  // quantized rows), whose mapped pages were then released, and the milliseconds it took.
-  int64_t packed = 0;
-  double pack_ms = 0;
-  // Of the packed bytes, those handed out from forms an earlier load stored (io/packed_cache.h),
-  // and what happened to the cache: its file, bytes written to it and how long that took, or
-  // why it was not used.
-  int64_t packed_stored = 0;
-  std::string packed_cache;
-  int64_t packed_cache_written = 0;
-  double packed_cache_write_ms = 0;
-  std::string packed_cache_problem;
-};
-
 struct CopyBytes {
   int64_t contiguous = 0;
   int64_t strided = 0;
@@ -113,13 +88,6 @@ void record_allocation(Device device, int64_t bytes);
 void record_release(Device device, int64_t bytes);
 // `runs`: the unbroken stretches a strided copy moved `bytes` in (ignored for contiguous copies).
 void record_copy(int64_t bytes, bool strided, int64_t runs = 1);
-void record_mapping(const MappedBytes& mapped);
-// `stored`: handed out from stored forms rather than packed.
-void record_packing(int64_t bytes, double ms, bool stored = false);
-// The packed-weights cache of a load: its file, the bytes written there (0: none) and the time,
-// or the problem that kept it from being read or written.
-void record_packed_cache(const std::string& path, int64_t written, double write_ms,
-                         const std::string& problem);
 // Bytes of keys and values that attention read (what the KV cache hands it).
 void record_attention_read(int64_t bytes);
 int64_t attention_read_bytes();
@@ -129,7 +97,6 @@ PhaseMemory phase_memory(Phase phase);
 // Allocations grouped by (op, phase), largest first.
 std::vector<OpMemory> op_memory();
 CopyBytes copy_bytes();
-MappedBytes mapped_bytes();
 // Starts or stops timing the outermost OpScopes (two clock reads an op; off by default).
 void set_op_timing(bool enabled);
 // Op times grouped by (op, phase), longest first.

@@ -3,6 +3,7 @@
 
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <deque>
 #include <mutex>
@@ -20,6 +21,8 @@ constexpr size_t kAlignment = 64;
 size_t alignment_rounded(size_t bytes) {
   return (bytes + kAlignment - 1) / kAlignment * kAlignment;
 }
+
+std::atomic<bool> huge_page_buffers{true};
 
 // Buffers of 2 MiB and more (prefill activations, scratch) are placed for 2 MiB pages, which a
 // kernel read streams through without a TLB miss every 4 KiB.
@@ -76,11 +79,10 @@ class ReusableBuffers {
   size_t cached_bytes_ = 0;
 };
 
-// `bytes`: a multiple of kAlignment.
-void* allocate_aligned(size_t bytes) {
-  if (!uses_huge_pages(bytes)) {
-    return std::aligned_alloc(kAlignment, bytes);
-  }
+// `bytes`: a multiple of kAlignment. `huge`: whether it was placed for 2 MiB pages.
+void* allocate_aligned(size_t bytes, bool& huge) {
+  huge = uses_huge_pages(bytes);
+  if (!huge) return std::aligned_alloc(kAlignment, bytes);
   size_t rounded = huge_page_rounded(bytes);
   if (void* cached = ReusableBuffers::instance().take(rounded)) return cached;
   void* data = std::aligned_alloc(kHugePageBytes, rounded);
@@ -88,8 +90,8 @@ void* allocate_aligned(size_t bytes) {
   return data;
 }
 
-void free_aligned(void* data, size_t bytes) {
-  if (data && uses_huge_pages(bytes) && buffers_are_reused()) {
+void free_aligned(void* data, size_t bytes, bool huge) {
+  if (data && huge && buffers_are_reused()) {
     ReusableBuffers::instance().give(data, huge_page_rounded(bytes));
   } else {
     std::free(data);
@@ -108,20 +110,20 @@ bool buffers_are_reused() {
 #endif
 }
 
-bool huge_pages_enabled() {
-  static const bool enabled = [] {
-    const char* setting = std::getenv("FORNACE_HUGE_PAGES");
-    return !(setting && std::string(setting) == "0");
-  }();
-  return enabled;
+bool huge_pages_enabled() { return huge_page_buffers.load(std::memory_order_relaxed); }
+
+void set_huge_pages(HugePages mode) {
+  huge_page_buffers.store(mode != HugePages::off, std::memory_order_relaxed);
 }
 
 std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
   size_t rounded = alignment_rounded(bytes);
-  void* data = rounded ? allocate_aligned(rounded) : nullptr;
+  bool huge = false;
+  void* data = rounded ? allocate_aligned(rounded, huge) : nullptr;
   if (rounded && !data) fail("out of memory allocating ", bytes, " bytes for ", memory::current_op());
   std::shared_ptr<Storage> storage(new Storage());
   storage->data_ = data;
+  storage->huge_pages_ = huge;
   storage->bytes_ = bytes;
   storage->device_ = device;
   memory::record_allocation(device, static_cast<int64_t>(bytes));
@@ -151,7 +153,7 @@ void Storage::release_pages(const void* data, size_t bytes) const {
 
 Storage::~Storage() {
   if (owner_) return;
-  free_aligned(data_, alignment_rounded(bytes_));
+  free_aligned(data_, alignment_rounded(bytes_), huge_pages_);
   memory::record_release(device_, static_cast<int64_t>(bytes_));
 }
 

@@ -5,17 +5,19 @@
 #include <memory>
 
 #include "core/memory.h"
+#include "core/settings.h"
 
 namespace fornace {
 
-// Buffers of 2 MiB and more, and the weight mappings, ask the kernel for 2 MiB pages unless the
-// environment sets FORNACE_HUGE_PAGES=0 (which exists to measure what the large pages bring).
-// FORNACE_HUGE_PAGES=file keeps the weights to the page cache's pages (no anonymous copies).
+// Buffers of 2 MiB and more ask the kernel for 2 MiB pages unless set_huge_pages() got
+// HugePages::off (FORNACE_HUGE_PAGES=off; the weights' mappings take their own options,
+// io/file_mapping.h). Set once at start-up; a buffer is freed as it was allocated.
 bool huge_pages_enabled();
+void set_huge_pages(HugePages mode);
 constexpr size_t kHugePageBytes = size_t{2} << 20;
 
 // Freed buffers of 2 MiB pages are kept, up to kReusableBufferLimit bytes, for the next buffer of
-// the same size: whether they are (not with FORNACE_HUGE_PAGES=0 nor in sanitizer builds), and
+// the same size: whether they are (not with FORNACE_HUGE_PAGES=off nor in sanitizer builds), and
 // the bytes kept now (memory that no tensor holds).
 constexpr size_t kReusableBufferLimit = size_t{128} << 20;
 bool buffers_are_reused();
@@ -54,6 +56,7 @@ class Storage {
   void* data_ = nullptr;
   size_t bytes_ = 0;
   Device device_ = Device::cpu;
+  bool huge_pages_ = false;  // Placed for 2 MiB pages (and reusable when freed).
   std::shared_ptr<const void> owner_;
   PageRelease release_ = nullptr;
 };

@@ -1,4 +1,4 @@
-// CPUID-based feature detection and the FORNACE_ISA override.
+// CPUID-based feature detection and the kernel choices selected at start-up.
 #include "cpu/cpu_features.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -6,11 +6,9 @@
 #endif
 
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
-#include <string_view>
 
 #include "core/error.h"
+#include "core/storage.h"
 
 namespace fornace::cpu {
 namespace {
@@ -51,18 +49,11 @@ Isa lower(Isa left, Isa right) {
   return static_cast<int>(left) < static_cast<int>(right) ? left : right;
 }
 
-// The level before any set_isa() call: detected, capped by FORNACE_ISA.
-Isa default_isa() {
-  static const Isa level = [] {
-    Isa detected = detected_isa();
-    const char* requested = std::getenv("FORNACE_ISA");
-    if (requested == nullptr || *requested == '\0') return detected;
-    return lower(detected, parse_isa(requested));
-  }();
-  return level;
-}
-
+// The level select_kernels() chose (-1: none yet, the detected one) and set_isa()'s.
+std::atomic<int> selected_isa{-1};
 std::atomic<int> forced_isa{-1};
+std::atomic<bool> packed_weights{true};
+std::atomic<bool> interleaved_quads{true};
 
 }  // namespace
 
@@ -76,10 +67,28 @@ Isa detected_isa() {
   return level;
 }
 
+void select_kernels(const EngineSettings& settings) {
+  Isa level = settings.isa ? lower(detected_isa(), *settings.isa) : detected_isa();
+  selected_isa.store(static_cast<int>(level), std::memory_order_relaxed);
+  packed_weights.store(settings.packed_weights, std::memory_order_relaxed);
+  interleaved_quads.store(settings.interleaved_quads, std::memory_order_relaxed);
+}
+
 Isa active_isa() {
   int forced = forced_isa.load(std::memory_order_relaxed);
-  return forced >= 0 ? static_cast<Isa>(forced) : default_isa();
+  if (forced >= 0) return static_cast<Isa>(forced);
+  int selected = selected_isa.load(std::memory_order_relaxed);
+  return selected >= 0 ? static_cast<Isa>(selected) : detected_isa();
 }
+
+void apply_process_settings(const EngineSettings& settings) {
+  select_kernels(settings);
+  set_huge_pages(settings.huge_pages);
+}
+
+bool packed_weights_selected() { return packed_weights.load(std::memory_order_relaxed); }
+
+bool interleaved_quads_selected() { return interleaved_quads.load(std::memory_order_relaxed); }
 
 void set_isa(Isa isa) {
   if (static_cast<int>(isa) > static_cast<int>(detected_isa())) {
@@ -90,28 +99,5 @@ void set_isa(Isa isa) {
 }
 
 void reset_isa() { forced_isa.store(-1, std::memory_order_relaxed); }
-
-const char* isa_name(Isa isa) {
-  switch (isa) {
-    case Isa::avx512:
-      return "avx512";
-    case Isa::avx2:
-      return "avx2";
-    default:
-      return "portable";
-  }
-}
-
-Isa parse_isa(const char* name) {
-  if (std::strcmp(name, "portable") == 0) return Isa::portable;
-  if (std::strcmp(name, "avx2") == 0) return Isa::avx2;
-  if (std::strcmp(name, "avx512") == 0) return Isa::avx512;
-  fail("FORNACE_ISA: unknown level '", name, "' (expected portable, avx2 or avx512)");
-}
-
-bool setting_is_off(const char* name) {
-  const char* setting = std::getenv(name);
-  return setting && std::string_view(setting) == "0";
-}
 
 }  // namespace fornace::cpu

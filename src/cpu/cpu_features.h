@@ -1,6 +1,8 @@
 // Run-time CPU feature detection and the instruction-set level that kernels dispatch on.
 #pragma once
 
+#include "core/settings.h"
+
 namespace fornace::cpu {
 
 struct CpuFeatures {
@@ -16,26 +18,30 @@ struct CpuFeatures {
   bool bmi2 = false;
 };
 
-// The kernel levels, lowest first. avx512 means AVX-512 F/BW/VL/DQ with AVX512_BF16,
-// AVX512_VNNI and BMI2 (a CPU with AVX-512 but without BF16 dot products runs the avx2
-// kernels); avx2 means AVX2 with FMA and F16C.
-enum class Isa { portable = 0, avx2 = 1, avx512 = 2 };
+// The kernel levels (core/settings.h).
+using fornace::Isa;
+using fornace::isa_name;
+using fornace::parse_isa;
 
 const CpuFeatures& cpu_features();
 // The highest level this CPU supports.
 Isa detected_isa();
-// The level kernels use: the detected one, lowered by FORNACE_ISA=portable|avx2|avx512 when set
-// (a level above the detected one is capped to it), or by set_isa().
+// Sets what the kernel table follows, once at start-up (tests and benchmarks may call it again):
+// the level, the detected one lowered to settings.isa when set (a level above the detected one
+// is capped to it), and whether weights are packed and quantized rows interleaved at load.
+void select_kernels(const EngineSettings& settings);
+// The level kernels use: the selected one, or the one set_isa() forces.
 Isa active_isa();
 // Forces a level for tests and benchmarks; throws Error when the CPU does not support it.
 void set_isa(Isa isa);
-// Returns to the detected level (FORNACE_ISA still applies).
+// Returns to the selected level.
 void reset_isa();
-
-const char* isa_name(Isa isa);
-// Whether the environment variable `name` is set to "0" (a switch that turns a choice off).
-bool setting_is_off(const char* name);
-// Parses "portable", "avx2" or "avx512"; throws Error otherwise.
-Isa parse_isa(const char* name);
+// Whether the kernels read packed weights (FORNACE_PACKED_WEIGHTS) and interleaved quantized
+// rows (FORNACE_INTERLEAVED_QUADS), as select_kernels() set them.
+bool packed_weights_selected();
+bool interleaved_quads_selected();
+// What a program does with its settings at start-up: select_kernels(), and 2 MiB pages for large
+// buffers unless settings.huge_pages is off (set_huge_pages, core/storage.h).
+void apply_process_settings(const EngineSettings& settings);
 
 }  // namespace fornace::cpu

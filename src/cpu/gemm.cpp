@@ -250,7 +250,7 @@ void fill_with_bias(const LinearProblem& problem) {
 }  // namespace
 
 bool packs_bf16_weights() {
-  return active_isa() == Isa::avx512 && !setting_is_off("FORNACE_PACKED_WEIGHTS");
+  return active_isa() == Isa::avx512 && packed_weights_selected();
 }
 
 int64_t packed_bf16_panel_bytes(int64_t depth) { return divide_up(depth, 2) * kPackedPairBytes; }

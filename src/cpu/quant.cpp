@@ -25,8 +25,8 @@ bool has_interleaved_kernels(BlockType type, int64_t columns, Isa isa) {
 }
 
 bool interleaves_quantized_rows() {
-  return has_interleaved_kernels(active_isa()) && !setting_is_off("FORNACE_PACKED_WEIGHTS") &&
-         !setting_is_off("FORNACE_INTERLEAVED_QUADS");
+  return has_interleaved_kernels(active_isa()) && packed_weights_selected() &&
+         interleaved_quads_selected();
 }
 
 bool has_interleaved_kernels(Isa isa) {

@@ -69,7 +69,7 @@ double bytes_per_run(const CopyBytes& copied) {
   return copied.strided_runs ? static_cast<double>(copied.strided) / copied.strided_runs : 0.0;
 }
 
-std::string format_trace(const GenerationResult& result) {
+std::string format_trace(const GenerationResult& result, const LoadReport& load) {
   std::string text = "trace: tensor memory by phase (MiB; weights are mapped, not counted)\n";
   text += line("  %-8s %12s %12s %12s %12s\n", "phase", "allocated", "released", "net", "peak live");
   for (Phase phase : {Phase::load, Phase::prefill, Phase::decode}) {
@@ -80,27 +80,26 @@ std::string format_trace(const GenerationResult& result) {
                  memory.peak_live_bytes / kMiB);
   }
   text += "trace: kernels: " + cpu::kernel_choices() + "\n";
-  MappedBytes mapped = memory::mapped_bytes();
+  text += line("trace: model loaded in %.1f ms\n", load.load_ms);
   text += line("trace: weights mapped %.1f MiB resident, %.0f%% in 2 MiB pages (%s) in %.1f ms: "
                "%.1f MiB re-read from disk in %.1f ms, %.1f MiB copied to anonymous 2 MiB pages "
                "in %.1f ms\n",
-               mapped.resident / kMiB,
-               mapped.resident ? 100.0 * mapped.huge_pages / mapped.resident : 0.0,
-               huge_page_paths(mapped.paths).c_str(), mapped.setup_ms, mapped.reread / kMiB,
-               mapped.reread_ms, mapped.copied / kMiB, mapped.copy_ms);
-  if (mapped.packed > 0) {
+               load.mapped_bytes / kMiB, load.huge_page_percent(),
+               huge_page_paths(load.huge_page_paths).c_str(), load.mapping_ms,
+               load.reread_bytes / kMiB, load.reread_ms, load.copied_bytes / kMiB, load.copy_ms);
+  if (load.packed_bytes > 0) {
     text += line("trace: weights packed for the kernels (bf16 panels, interleaved quads) %.1f MiB "
                  "in %.1f ms, %.1f MiB of them mapped from the packed cache (their mapped pages "
                  "released)\n",
-                 mapped.packed / kMiB, mapped.pack_ms, mapped.packed_stored / kMiB);
+                 load.packed_bytes / kMiB, load.pack_ms, load.packed_from_cache_bytes / kMiB);
   }
-  if (!mapped.packed_cache.empty()) {
-    text += "trace: packed cache " + mapped.packed_cache;
-    if (mapped.packed_cache_written > 0) {
-      text += line(": %.1f MiB written in %.1f ms", mapped.packed_cache_written / kMiB,
-                   mapped.packed_cache_write_ms);
+  if (!load.packed_cache.empty()) {
+    text += "trace: packed cache " + load.packed_cache;
+    if (load.packed_cache_written_bytes > 0) {
+      text += line(": %.1f MiB written in %.1f ms", load.packed_cache_written_bytes / kMiB,
+                   load.packed_cache_write_ms);
     }
-    if (!mapped.packed_cache_problem.empty()) text += ": " + mapped.packed_cache_problem;
+    if (!load.packed_cache_problem.empty()) text += ": " + load.packed_cache_problem;
     text += "\n";
   }
   std::string formats;
@@ -138,7 +137,7 @@ std::string format_trace(const GenerationResult& result) {
   return text + format_op_times(result);
 }
 
-nlohmann::json trace_to_json(const GenerationResult& result) {
+nlohmann::json trace_to_json(const GenerationResult& result, const LoadReport& load) {
   nlohmann::json phases = nlohmann::json::object();
   for (Phase phase : {Phase::load, Phase::prefill, Phase::decode}) {
     PhaseMemory memory = memory::phase_memory(phase);
@@ -166,19 +165,19 @@ nlohmann::json trace_to_json(const GenerationResult& result) {
     op_times.push_back(
         {{"op", op.op}, {"phase", phase_name(op.phase)}, {"ms", op.ms}, {"calls", op.calls}});
   }
-  MappedBytes mapped = memory::mapped_bytes();
   return {{"phases", phases},
           {"weights_read_per_token", result.weights_read_per_token.bytes},
-          {"weights_mapped", {{"resident_bytes", mapped.resident},
-                              {"huge_page_bytes", mapped.huge_pages},
-                              {"huge_page_path", huge_page_paths(mapped.paths)},
-                              {"reread_bytes", mapped.reread},
-                              {"reread_ms", mapped.reread_ms},
-                              {"copied_bytes", mapped.copied},
-                              {"copy_ms", mapped.copy_ms},
-                              {"packed_bytes", mapped.packed},
-                              {"pack_ms", mapped.pack_ms},
-                              {"setup_ms", mapped.setup_ms}}},
+          {"weights_mapped", {{"resident_bytes", load.mapped_bytes},
+                              {"huge_page_bytes", load.huge_page_bytes},
+                              {"huge_page_path", huge_page_paths(load.huge_page_paths)},
+                              {"reread_bytes", load.reread_bytes},
+                              {"reread_ms", load.reread_ms},
+                              {"copied_bytes", load.copied_bytes},
+                              {"copy_ms", load.copy_ms},
+                              {"packed_bytes", load.packed_bytes},
+                              {"pack_ms", load.pack_ms},
+                              {"setup_ms", load.mapping_ms},
+                              {"load_ms", load.load_ms}}},
           {"prefill_copied", {{"contiguous_bytes", result.prefill_copied.contiguous},
                               {"strided_bytes", result.prefill_copied.strided},
                               {"strided_runs", result.prefill_copied.strided_runs}}},

@@ -6,14 +6,16 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/generator.h"
+#include "models/model.h"
 
 namespace fornace {
 
 // The mean length in bytes of the unbroken runs that strided copies moved (0 with none).
 double bytes_per_run(const CopyBytes& copied);
-// A human-readable report of where time and memory went in one generation.
-std::string format_trace(const GenerationResult& result);
+// A human-readable report of where time and memory went in one generation, after the load that
+// `load` reports.
+std::string format_trace(const GenerationResult& result, const LoadReport& load);
 // The same figures as JSON, for tools that aggregate runs.
-nlohmann::json trace_to_json(const GenerationResult& result);
+nlohmann::json trace_to_json(const GenerationResult& result, const LoadReport& load);
 
 }  // namespace fornace

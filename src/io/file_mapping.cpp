@@ -16,15 +16,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "core/error.h"
-#include "core/memory.h"
 #include "core/storage.h"
 
 #ifndef MADV_POPULATE_READ
@@ -124,14 +120,12 @@ const char* huge_page_path_name(HugePagePath path) {
   return "?";
 }
 
-FileMappingOptions FileMappingOptions::from_environment() {
+FileMappingOptions FileMappingOptions::for_mode(HugePages mode) {
   FileMappingOptions options;
   static const bool offered = kernel_offers_huge_pages();
-  options.huge_pages = huge_pages_enabled() && offered;
-  const char* variable = std::getenv("FORNACE_HUGE_PAGES");
-  std::string setting = variable ? variable : "";
-  options.reread = setting != "file" && setting != "copy";
-  options.anonymous_copies = setting != "file" && setting != "reread";
+  options.huge_pages = mode != HugePages::off && offered;
+  options.reread = mode == HugePages::on || mode == HugePages::reread;
+  options.anonymous_copies = mode == HugePages::on || mode == HugePages::copy;
   return options;
 }
 
@@ -167,6 +161,7 @@ FileMapping::FileMapping(int descriptor, size_t size, const char* path, FileMapp
     place_in_huge_pages(descriptor, options);
   }
   setup_ms_ = ms_since(start);
+  pages_at_setup_ = pages();
 }
 
 FileMapping::~FileMapping() { ::munmap(data_, size_); }
@@ -291,37 +286,6 @@ bool FileMapping::copy_range(size_t begin, size_t end) {
   copied_bytes_ += bytes;
   copied_ranges_.emplace_back(begin, end);
   return true;
-}
-
-std::shared_ptr<const FileMapping> FileMapping::shared(int descriptor, size_t size,
-                                                       const char* path) {
-  struct stat status {};
-  if (::fstat(descriptor, &status) != 0) fail(path, ": fstat failed: ", std::strerror(errno));
-  // The inode and the size are the identity; a file changed in place shows its new bytes in the
-  // ranges still mapped from the page cache, not in the copied ones (callers check the size).
-  using Key = std::tuple<dev_t, ino_t, size_t>;
-  Key key{status.st_dev, status.st_ino, size};
-  static std::mutex mutex;
-  static std::map<Key, std::weak_ptr<const FileMapping>> mappings;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto live = mappings[key].lock()) return live;
-  for (auto entry = mappings.begin(); entry != mappings.end();) {
-    entry = entry->second.expired() && entry->first != key ? mappings.erase(entry) : ++entry;
-  }
-  auto mapping = std::make_shared<const FileMapping>(descriptor, size, path);
-  mappings[key] = mapping;
-  PageCounts pages = mapping->pages();
-  MappedBytes record;
-  record.resident = static_cast<int64_t>(pages.resident_bytes);
-  record.huge_pages = static_cast<int64_t>(pages.huge_page_bytes);
-  record.copied = static_cast<int64_t>(mapping->copied_bytes());
-  record.setup_ms = mapping->setup_ms();
-  record.copy_ms = mapping->copy_ms();
-  record.reread = static_cast<int64_t>(mapping->reread_bytes());
-  record.reread_ms = mapping->reread_ms();
-  record.paths = 1 << static_cast<int>(mapping->path());
-  memory::record_mapping(record);
-  return mapping;
 }
 
 PageCounts FileMapping::pages() const {

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/settings.h"
+
 namespace fornace {
 
 // Resident bytes of a mapping, and how many of them the kernel maps with 2 MiB pages.
@@ -16,7 +18,7 @@ struct PageCounts {
 
 // How a mapping came by its 2 MiB pages; each path includes the ones before it.
 enum class HugePagePath {
-  off,         // not asked for: FORNACE_HUGE_PAGES=0, or the kernel's THP setting is "never"
+  off,         // not asked for: HugePages::off, or the kernel's THP setting is "never"
   page_cache,  // the file's pages, as far as the page cache held them in 2 MiB folios
   reread,      // and ranges the page cache held in small folios dropped and read back in 2 MiB
   anonymous_copy,  // and ranges still in small folios copied to anonymous 2 MiB pages
@@ -27,9 +29,9 @@ struct FileMappingOptions {
   bool huge_pages = true;        // MADV_HUGEPAGE, else MADV_NOHUGEPAGE and nothing more
   bool reread = true;            // re-read clean ranges held in small folios
   bool anonymous_copies = true;  // copy the ranges still in small folios
-  // From the kernel's THP setting and FORNACE_HUGE_PAGES: "0" off, "file" neither re-reads nor
-  // copies, "reread" or "copy" only that, anything else both.
-  static FileMappingOptions from_environment();
+  // From the kernel's THP setting and the mode (FORNACE_HUGE_PAGES, core/settings.h): `off` asks
+  // for none, `file` neither re-reads nor copies, `reread` or `copy` only that, `on` both.
+  static FileMappingOptions for_mode(HugePages mode);
 };
 
 // A whole file mapped read-only at a 2 MiB-aligned address, advised MADV_HUGEPAGE and populated
@@ -46,10 +48,7 @@ class FileMapping {
  public:
   // Throws Error naming `path` when the file cannot be mapped.
   FileMapping(int descriptor, size_t size, const char* path,
-              FileMappingOptions options = FileMappingOptions::from_environment());
-  // The live mapping of the same file (device, inode and size) when this process has one, else
-  // a new one: a checkpoint opened twice is resident once.
-  static std::shared_ptr<const FileMapping> shared(int descriptor, size_t size, const char* path);
+              FileMappingOptions options = FileMappingOptions::for_mode(HugePages::on));
   ~FileMapping();
   FileMapping(const FileMapping&) = delete;
   FileMapping& operator=(const FileMapping&) = delete;
@@ -60,6 +59,8 @@ class FileMapping {
   // cannot be read.
   PageCounts pages() const;
   HugePagePath path() const { return path_; }
+  // pages() as it was when the mapping was set up (before any were released).
+  const PageCounts& pages_at_setup() const { return pages_at_setup_; }
   // Storage::PageRelease for a view of `mapping` (a FileMapping): drops the whole 4 KiB pages of
   // [data, data + bytes) that map the file (anonymous copies keep theirs); the next access reads
   // them back from the page cache.
@@ -82,6 +83,7 @@ class FileMapping {
   char* data_ = nullptr;
   size_t size_ = 0;
   HugePagePath path_ = HugePagePath::off;
+  PageCounts pages_at_setup_;
   size_t copied_bytes_ = 0;
   std::vector<std::pair<size_t, size_t>> copied_ranges_;  // [begin, end) offsets, in order
   size_t reread_bytes_ = 0;

@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <limits>
 #include <map>
-#include <mutex>
 #include <numeric>
 
 #include "core/error.h"
@@ -531,33 +530,20 @@ void require_model_path(const std::string& path) {
            : " does not exist (give a checkpoint directory or a GGUF file)");
 }
 
-std::shared_ptr<GgufFile> GgufFile::open(const std::string& path) {
+std::shared_ptr<GgufFile> GgufFile::open(const std::string& path,
+                                         const FileMappingOptions& mapping) {
   auto file = std::make_shared<ReadOnlyFile>(path);
   size_t size = file->size();
   if (size < kHeaderBytes) {
     std::string bytes = read_file(path);
     parse(bytes.data(), bytes.size(), path);  // Throws the message for a short file.
   }
-  std::shared_ptr<const FileMapping> file_mapping =
-      FileMapping::shared(file->descriptor(), size, path.c_str());
+  auto file_mapping =
+      std::make_shared<const FileMapping>(file->descriptor(), size, path.c_str(), mapping);
   const char* address = file_mapping->data();
   // The file may have shrunk between fstat and mmap; validate against a size seen after mapping.
   if (file->current_size() != size) fail(path, ": file changed size while being opened");
-
-  // A file this process holds open already (the model's, when the tokenizer loads) is parsed
-  // once: its 150,000-string vocabulary took about 40 ms a parse. Keyed by the shared mapping,
-  // which a live GgufFile keeps alive, and by the path its errors name.
-  using Key = std::pair<const FileMapping*, std::string>;
-  static std::mutex mutex;
-  static std::map<Key, std::weak_ptr<GgufFile>> parsed;
-  std::lock_guard<std::mutex> lock(mutex);
-  const Key key{file_mapping.get(), path};
-  if (std::shared_ptr<GgufFile> live = parsed[key].lock()) return live;
-  std::erase_if(parsed, [&](const auto& entry) {
-    return entry.second.expired() && entry.first != key;
-  });
   std::shared_ptr<GgufFile> result = parse(address, size, path);
-  parsed[key] = result;
   result->file_ = std::move(file);
   result->mapping_ = std::shared_ptr<const void>(file_mapping, address);
   result->file_mapping_ = file_mapping;

@@ -178,7 +178,9 @@ void require_model_path(const std::string& path);
 // every tensor inside the file without overlaps. Each error names the file and the key or tensor.
 class GgufFile {
  public:
-  static std::shared_ptr<GgufFile> open(const std::string& path);
+  static std::shared_ptr<GgufFile> open(
+      const std::string& path,
+      const FileMappingOptions& mapping = FileMappingOptions::for_mode(HugePages::on));
   // Parses and validates a whole file held in memory (for fuzzing and tests); tensor data
   // pointers point into `bytes`, which must outlive their use.
   static std::shared_ptr<GgufFile> parse(const void* bytes, size_t size,

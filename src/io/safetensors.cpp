@@ -214,14 +214,15 @@ std::vector<TensorEntry> SafetensorsFile::parse_header(const void* bytes, size_t
   return parse_header_and_metadata(bytes, size, source_name).entries;
 }
 
-std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
+std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path,
+                                                       const FileMappingOptions& mapping_options) {
   auto file = std::make_shared<ReadOnlyFile>(path);
   size_t size = file->size();
   if (size < kLengthPrefixBytes) {
     fail(path, ": file is ", size, " bytes, too short for the 8-byte header length (truncated?)");
   }
-  std::shared_ptr<const FileMapping> file_mapping =
-      FileMapping::shared(file->descriptor(), size, path.c_str());
+  auto file_mapping =
+      std::make_shared<const FileMapping>(file->descriptor(), size, path.c_str(), mapping_options);
   const char* address = file_mapping->data();
   std::shared_ptr<const void> mapping(file_mapping, address);
   // The file may have shrunk between fstat and mmap; validate against a size seen after mapping.
@@ -276,7 +277,8 @@ Tensor SafetensorsFile::tensor(const std::string& name) const {
   return copy;
 }
 
-Checkpoint Checkpoint::open_directory(const std::string& directory) {
+Checkpoint Checkpoint::open_directory(const std::string& directory,
+                                      const FileMappingOptions& mapping) {
   namespace fs = std::filesystem;
   std::error_code error;
   fs::file_status status = fs::status(directory, error);
@@ -312,7 +314,7 @@ Checkpoint Checkpoint::open_directory(const std::string& directory) {
       auto found = file_of_shard.find(shard_name);
       if (found == file_of_shard.end()) {
         std::string shard_path = (fs::path(directory) / shard_name).string();
-        checkpoint.files_.push_back(SafetensorsFile::open(shard_path));
+        checkpoint.files_.push_back(SafetensorsFile::open(shard_path, mapping));
         found = file_of_shard.emplace(shard_name, checkpoint.files_.size() - 1).first;
       }
       if (!checkpoint.files_[found->second]->contains(name)) {
@@ -324,7 +326,7 @@ Checkpoint Checkpoint::open_directory(const std::string& directory) {
     return checkpoint;
   }
   if (fs::exists(fs::symlink_status(single_path, error))) {
-    checkpoint.files_.push_back(SafetensorsFile::open(single_path));
+    checkpoint.files_.push_back(SafetensorsFile::open(single_path, mapping));
     for (const TensorEntry& entry : checkpoint.files_[0]->entries()) {
       checkpoint.file_of_[entry.name] = 0;
     }

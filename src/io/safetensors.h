@@ -30,7 +30,9 @@ struct TensorEntry {
 // the byte range, ranges inside the file and not overlapping. Errors name the file and tensor.
 class SafetensorsFile {
  public:
-  static std::shared_ptr<SafetensorsFile> open(const std::string& path);
+  static std::shared_ptr<SafetensorsFile> open(
+      const std::string& path,
+      const FileMappingOptions& mapping = FileMappingOptions::for_mode(HugePages::on));
   // Parses and validates a header from memory (for fuzzing and tests): `bytes` is the whole file.
   static std::vector<TensorEntry> parse_header(const void* bytes, size_t size,
                                                const std::string& source_name);
@@ -53,6 +55,7 @@ class SafetensorsFile {
     if (file_mapping_) file_mapping_->release_all_pages();
   }
   size_t mapped_size() const { return file_size_; }
+  const std::shared_ptr<const FileMapping>& file_mapping() const { return file_mapping_; }
 
  private:
   std::string path_;
@@ -70,7 +73,9 @@ class SafetensorsFile {
 // model.safetensors.index.json.
 class Checkpoint : public WeightSource {
  public:
-  static Checkpoint open_directory(const std::string& directory);
+  static Checkpoint open_directory(
+      const std::string& directory,
+      const FileMappingOptions& mapping = FileMappingOptions::for_mode(HugePages::on));
 
   const std::string& origin() const override { return directory_; }
   bool contains(const std::string& name) const override;

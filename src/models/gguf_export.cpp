@@ -196,18 +196,19 @@ BlockType gguf_tensor_type(GgufFileType type, const std::string& gguf_name, int6
   return fallback_for_row(chosen, columns);
 }
 
-GgufExportSummary export_gguf(const std::string& model_path, const std::string& out_path,
+GgufExportSummary export_gguf(const ModelFiles& files, const std::string& out_path,
                               GgufFileType type, const ExtraMetadata& extra_metadata) {
+  const std::string& model_path = files.path();
   ModelConfig config;
-  std::unique_ptr<WeightSource> source;
-  if (is_gguf_path(model_path)) {
-    std::shared_ptr<const GgufFile> file = GgufFile::open(model_path);
-    config = model_config_from_gguf(*file);
-    source = std::make_unique<GgufWeights>(file, config);
+  std::optional<GgufWeights> gguf_weights;
+  if (files.is_gguf()) {
+    config = model_config_from_gguf(*files.gguf());
+    gguf_weights.emplace(files.gguf(), config);
   } else {
     config = load_model_config(model_path);
-    source = std::make_unique<Checkpoint>(Checkpoint::open_directory(model_path));
   }
+  const WeightSource* source = gguf_weights ? static_cast<const WeightSource*>(&*gguf_weights)
+                                            : &files.checkpoint();
   GgufWriter writer;
   std::string name = std::filesystem::path(model_path).filename().string();
   if (name.empty()) name = std::filesystem::path(model_path).parent_path().filename().string();

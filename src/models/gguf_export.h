@@ -12,6 +12,7 @@
 #include "core/block_type.h"
 #include "io/config.h"
 #include "io/gguf_writer.h"
+#include "io/model_files.h"
 
 namespace fornace {
 
@@ -38,10 +39,10 @@ struct GgufExportSummary {
 // Keys to add to the architecture's (the tokenizer's), given the model's config.
 using ExtraMetadata = std::function<std::vector<GgufKeyValue>(const ModelConfig& config)>;
 
-// Writes the model at `model_path` (a checkpoint directory or a GGUF file) to `out_path`, with
-// the keys `extra_metadata` gives. The file is written under a temporary name and renamed, so a
+// Writes the model of `files` (a checkpoint directory or a GGUF file) to `out_path`, with the
+// keys `extra_metadata` gives. The file is written under a temporary name and renamed, so a
 // failure leaves no file.
-GgufExportSummary export_gguf(const std::string& model_path, const std::string& out_path,
+GgufExportSummary export_gguf(const ModelFiles& files, const std::string& out_path,
                               GgufFileType type, const ExtraMetadata& extra_metadata = {});
 
 }  // namespace fornace

@@ -10,11 +10,48 @@
 #include "core/tensor.h"
 #include "io/config.h"
 #include "io/gguf.h"
+#include "io/model_files.h"
 #include "nn/candle_path.h"
 #include "nn/kv_cache.h"
+#include "nn/packed_weights.h"
 #include "nn/weights.h"
 
 namespace fornace {
+
+// What one load_model call mapped and packed, and what it did with the packed-weights cache.
+struct LoadReport {
+  // The weights' mappings (and the packed cache's) as they were set up: resident bytes, those in
+  // 2 MiB pages, how they came by them (1 << HugePagePath of each, io/file_mapping.h), the bytes
+  // re-read from disk and copied to anonymous 2 MiB pages, and the milliseconds each took.
+  int64_t mapped_bytes = 0;
+  int64_t huge_page_bytes = 0;
+  int huge_page_paths = 0;
+  double mapping_ms = 0;
+  int64_t reread_bytes = 0;
+  double reread_ms = 0;
+  int64_t copied_bytes = 0;
+  double copy_ms = 0;
+  // Weights packed for the kernels (nn/packed_weights.h), those of them mapped from the packed
+  // cache, and the milliseconds packing took.
+  int64_t packed_bytes = 0;
+  int64_t packed_from_cache_bytes = 0;
+  double pack_ms = 0;
+  // The packed cache's file (empty: no cache), the bytes written to it and how long that took,
+  // or why it was not used.
+  std::string packed_cache;
+  int64_t packed_cache_written_bytes = 0;
+  double packed_cache_write_ms = 0;
+  std::string packed_cache_problem;
+  // The whole load.
+  double load_ms = 0;
+
+  // The share of the mapped bytes in 2 MiB pages, in percent.
+  double huge_page_percent() const {
+    return mapped_bytes ? 100.0 * static_cast<double>(huge_page_bytes) / mapped_bytes : 0.0;
+  }
+};
+
+struct ModelOptions;
 
 // Which positions' logits a forward pass computes.
 enum class Logits { all, last, none };
@@ -43,13 +80,17 @@ class Model {
                                std::span<KvCacheSet* const> caches) = 0;
   // The shape a KV cache for this model needs, holding up to `max_length` positions.
   KvCacheShape kv_cache_shape(int64_t max_length) const;
-  // Keeps the file the weights came from open and mapped while the model lives, its packed
-  // weights' pages released: the tokenizer of a GGUF file then reads its keys through the same
-  // mapping instead of mapping (and populating) the whole file again.
-  void keep_source(std::shared_ptr<const void> source) { source_ = std::move(source); }
+  // The files the weights are mapped from, which the model keeps open and mapped while it lives
+  // (null for a model built without load_model).
+  const std::shared_ptr<const ModelFiles>& files() const { return files_; }
+  // What load_model did.
+  const LoadReport& load_report() const { return load_report_; }
 
  private:
-  std::shared_ptr<const void> source_;
+  friend std::unique_ptr<Model> load_model(std::shared_ptr<const ModelFiles> files,
+                                           const ModelOptions& options);
+  std::shared_ptr<const ModelFiles> files_;
+  LoadReport load_report_;
 };
 
 struct ModelOptions {
@@ -63,12 +104,18 @@ struct ModelOptions {
   // Where this load's weights are packed for the kernels, and what it packed: load_model sets it
   // to hand out the forms an earlier load stored and to store this one's (null: packed anew).
   std::shared_ptr<PackedWeights> packed_weights;
+  // The packed-weights cache's directory (EngineSettings::packed_cache_directory); none: no cache.
+  std::optional<std::string> packed_cache_directory;
 };
 
-// Loads the checkpoint in `directory` (the architecture from config.json's model_type), or the
-// GGUF file at that path (the architecture from general.architecture).
-std::unique_ptr<Model> load_model(const std::string& directory, const ModelOptions& options = {});
-// The config of the model at `path`: config.json of a directory, or a GGUF file's metadata.
+// Loads the model of `files`: a checkpoint (the architecture from config.json's model_type), or
+// a GGUF file (the architecture from general.architecture). The model keeps `files`.
+std::unique_ptr<Model> load_model(std::shared_ptr<const ModelFiles> files,
+                                  const ModelOptions& options = {});
+// The same for files opened here (for a model whose tokenizer is not needed).
+std::unique_ptr<Model> load_model(const std::string& path, const ModelOptions& options = {});
+// The config of the model: config.json of a directory, or a GGUF file's metadata.
+ModelConfig model_config_at(const ModelFiles& files);
 ModelConfig model_config_at(const std::string& path);
 std::vector<std::string> supported_model_types();
 

@@ -12,6 +12,7 @@
 #include "cpu/thread_pool.h"
 #include "ops/copy.h"
 #include "ops/math.h"
+#include "nn/packed_weights.h"
 #include "ops/quantized.h"
 
 namespace fornace {

@@ -2,7 +2,7 @@
 #include "nn/weights.h"
 
 #include "core/error.h"
-#include "io/file_mapping.h"
+#include "nn/packed_weights.h"
 #include "ops/copy.h"
 #include "ops/quantized.h"
 
@@ -21,9 +21,8 @@ Tensor resident_copy(const Tensor& stored) {
 // In 4 KiB pages the interleaved quads' 512-bit loads, most of which straddle two cache lines,
 // stream from memory at about half the rate of the stored blocks (micro-quant-matmul on a
 // std::vector, Zen 5), where in 2 MiB pages they are as fast or faster.
-bool packs_quantized(ActivationRounding rounding) {
-  static const bool huge_pages = FileMappingOptions::from_environment().huge_pages;
-  return rounding != ActivationRounding::f32 && huge_pages;
+bool packs_quantized(ActivationRounding rounding, const PackedWeights& packed) {
+  return rounding != ActivationRounding::f32 && packed.huge_pages();
 }
 
 }  // namespace
@@ -97,7 +96,7 @@ Linear WeightReader::linear(const std::string& name, int64_t outputs, int64_t in
   }
   StoredWeight weight = checked(name + ".weight", {outputs, inputs});
   if (weight.quantized) {
-    QuantizedMatrix matrix = packs_quantized(activation_rounding_)
+    QuantizedMatrix matrix = packs_quantized(activation_rounding_, *packed_)
                                  ? packed_for_int8_input(*weight.quantized, *packed_)
                                  : *weight.quantized;
     count(matrix);
@@ -120,7 +119,7 @@ Linear WeightReader::linear_of(Embedding& embedding) const {
     // The lookups read the head's packed rows too, so the table is resident once. A Q8_0 table
     // (Qwen2.5-0.5B's 139 MiB in Q4_K_M files) stays mapped: its GEMV keeps up with the memory
     // as stored, and the copy would only cost load time.
-    if (packs_quantized(activation_rounding_) &&
+    if (packs_quantized(activation_rounding_, *packed_) &&
         embedding.quantized_table()->type != BlockType::q8_0) {
       embedding.read_rows_from(packed_for_int8_input(*embedding.quantized_table(), *packed_));
     }

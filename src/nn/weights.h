@@ -11,6 +11,7 @@
 
 #include "io/weight_source.h"
 #include "nn/layers.h"
+#include "nn/packed_weights.h"
 #include "ops/math.h"
 
 namespace fornace {

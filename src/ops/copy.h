@@ -37,7 +37,7 @@ Tensor index_select(const Tensor& table, const Tensor& ids);
 // The same rows written into `output` (contiguous, of the result's shape), converted to its dtype.
 void index_select_into(const Tensor& output, const Tensor& table, const Tensor& ids);
 // The same for a bf16 matrix `table` whose rows are read from its packed copy `packed`
-// (PackedWeights::pack(table)) rather than from the table's own bytes.
+// (PackedWeights::pack(table), nn/packed_weights.h) rather than from the table's own bytes.
 void index_select_packed_into(const Tensor& output, const Tensor& table, const Storage& packed,
                               const Tensor& ids);
 

@@ -26,55 +26,9 @@ using cpu::GateActivation;
 // is read in place; any other layout is packed once.
 Tensor matmul(const Tensor& left, const Tensor& right);
 
-// Forms packed at an earlier load, to be handed out again instead of packed: `bytes` holds them
-// in order, each at a 64-byte aligned offset, and `sizes` gives their byte counts.
-struct StoredPackedForms {
-  std::shared_ptr<const Storage> bytes;
-  std::vector<size_t> sizes;
-};
-
-// Packs contiguous bf16 weights [N, K] once for the CPU kernels (the GEMM's panels, which the
-// GEMV reads too), one after another in shared buffers of 2 MiB pages (a buffer each would leave
-// a partly used 2 MiB page per weight). Buffers are counted as load memory. Given the forms an
-// earlier load stored, it hands those out in turn instead, each after a check that its head is
-// what packing gives now; from the first form that differs in size or head on, it packs anew.
-class PackedWeights {
- public:
-  PackedWeights() = default;
-  explicit PackedWeights(StoredPackedForms stored) : stored_(std::move(stored)) {}
-
-  // The packed copy of `weight`, or null where the active kernels read the weight as stored:
-  // another dtype, a CPU without AVX512_BF16, or FORNACE_PACKED_WEIGHTS=0. With
-  // `release_source`, the weight's mapped pages are released (Storage::release_pages) slice by
-  // slice as their panels are written, so that no more than a slice is ever held twice.
-  std::shared_ptr<const Storage> pack(const Tensor& weight, bool release_source = false);
-  // Another packed form of a weight, `bytes` long: the next stored form when its first
-  // `head_bytes` equal what `write_head` writes, else new space in the shared buffers (64-byte
-  // aligned) that `write` fills.
-  using Write = std::function<void(char* data)>;
-  std::shared_ptr<const Storage> place(size_t bytes, size_t head_bytes, const Write& write,
-                                       const Write& write_head);
-
-  // Every form handed out, in order: what a cache of this load's packing stores.
-  const std::vector<std::shared_ptr<const Storage>>& forms() const { return forms_; }
-  // How many of them came from the stored forms.
-  size_t stored_forms_used() const { return stored_used_; }
-
- private:
-  std::shared_ptr<const Storage> next_stored(size_t bytes, size_t head_bytes,
-                                             const Write& write_head);
-
-  std::shared_ptr<Storage> buffer_;
-  size_t used_ = 0;
-  StoredPackedForms stored_;
-  size_t stored_offset_ = 0;
-  size_t stored_used_ = 0;
-  bool stored_differ_ = false;
-  std::vector<std::shared_ptr<const Storage>> forms_;
-};
-
 // One layer of linear_group_into: output = input · weightᵀ + bias, output contiguous f32.
-// `packed`, when given, is PackedWeights::pack(*weight), read instead of the weight.
+// `packed`, when given, is the weight packed for the kernels (nn/packed_weights.h), read
+// instead of the weight.
 struct LinearLayerInto {
   const Tensor* output;
   const Tensor* weight;

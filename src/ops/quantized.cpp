@@ -101,54 +101,6 @@ void quantized_rows_into(const Tensor& output, const QuantizedMatrix& table, con
   }
 }
 
-QuantizedMatrix packed_for_int8_input(const QuantizedMatrix& matrix, PackedWeights& packed) {
-  if (matrix.interleaved || !cpu::interleaves_quantized_rows()) return matrix;
-  const bool interleave =
-      cpu::has_interleaved_kernels(matrix.type, matrix.columns, cpu::active_isa()) &&
-      matrix.row_bytes == block_row_bytes(matrix.type, matrix.columns);
-  // Rows kept as stored are copied only to let the mapping go: a weight read at every step would
-  // otherwise map back the 2 MiB pages around it, released rows and all.
-  if (!interleave && !matrix.release_pages) return matrix;
-  // Slices of about 8 MiB, each slice's mapped pages released once it is copied, so that a large
-  // table is never held twice; then the pages that straddled two slices.
-  const int64_t slice_rows =
-      std::max<int64_t>(1, (int64_t{8} << 20) / static_cast<int64_t>(matrix.row_bytes));
-  auto write_rows = [&](uint8_t* out, int64_t first, int64_t count) {
-    ThreadPool::global().run(count, 64, [&](int64_t begin, int64_t end) {
-      uint8_t* destination = out + (first + begin) * matrix.row_bytes;
-      if (interleave) {
-        cpu::interleave_rows(matrix.type, matrix.row(first + begin), destination, end - begin,
-                             matrix.columns);
-      } else {
-        std::memcpy(destination, matrix.row(first + begin), (end - begin) * matrix.row_bytes);
-      }
-    });
-  };
-  auto write = [&](char* data) {
-    auto* out = reinterpret_cast<uint8_t*>(data);
-    for (int64_t first = 0; first < matrix.rows; first += slice_rows) {
-      const int64_t count = std::min(slice_rows, matrix.rows - first);
-      write_rows(out, first, count);
-      if (matrix.release_pages) {
-        matrix.release_pages(matrix.owner.get(), matrix.row(first), count * matrix.row_bytes);
-      }
-    }
-  };
-  // The first 64 rows (whole groups of interleaved rows), or the first slice's when it is shorter.
-  const int64_t head_rows = std::min({int64_t{64}, matrix.rows, slice_rows});
-  auto write_head = [&](char* data) { write_rows(reinterpret_cast<uint8_t*>(data), 0, head_rows); };
-  std::shared_ptr<const Storage> copy = packed.place(
-      matrix.bytes(), static_cast<size_t>(head_rows) * matrix.row_bytes, write, write_head);
-  const auto* out = static_cast<const uint8_t*>(copy->data());
-  if (matrix.release_pages) matrix.release_pages(matrix.owner.get(), matrix.data, matrix.bytes());
-  QuantizedMatrix result = matrix;
-  result.data = out;
-  result.owner = copy;
-  result.release_pages = nullptr;
-  result.interleaved = interleave;
-  return result;
-}
-
 Tensor dequantize(const QuantizedMatrix& matrix, DType dtype) {
   memory::OpScope scope("dequantize");
   Tensor widened = Tensor::empty({matrix.rows, matrix.columns}, DType::f32);

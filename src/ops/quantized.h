@@ -33,13 +33,6 @@ void quantized_linear_group_into(const Tensor& input, std::span<const QuantizedL
 // output [B, S, columns] (contiguous f32) = the rows `ids` [B, S] (u32) of `table`, widened.
 void quantized_rows_into(const Tensor& output, const QuantizedMatrix& table, const Tensor& ids);
 
-// The matrix for a layer whose input is rounded to 8-bit blocks, where the active kernels take
-// interleaved rows (AVX-512): in `packed`'s buffers, its rows interleaved (cpu::interleave_rows)
-// where its format has such kernels, else as stored (so that no weight read at every step keeps
-// mapping back the pages around it), the mapped pages released; else `matrix` itself.
-// FORNACE_PACKED_WEIGHTS=0 or FORNACE_INTERLEAVED_QUADS=0 keeps it as stored.
-QuantizedMatrix packed_for_int8_input(const QuantizedMatrix& matrix, PackedWeights& packed);
-
 // The whole matrix widened to a contiguous [rows, columns] tensor of `dtype`.
 Tensor dequantize(const QuantizedMatrix& matrix, DType dtype);
 

@@ -61,14 +61,13 @@ std::vector<GgufKeyValue> gguf_vocabulary_metadata(const text::GgufVocabulary& v
   return metadata;
 }
 
-std::vector<GgufKeyValue> gguf_tokenizer_metadata(const std::string& model_path, int64_t vocab_size) {
-  if (!is_gguf_path(model_path)) {
+std::vector<GgufKeyValue> gguf_tokenizer_metadata(const ModelFiles& files, int64_t vocab_size) {
+  if (!files.is_gguf()) {
     return gguf_vocabulary_metadata(
-        text::load_gguf_vocabulary(model_path, static_cast<size_t>(vocab_size)));
+        text::load_gguf_vocabulary(files.path(), static_cast<size_t>(vocab_size)));
   }
   std::vector<GgufKeyValue> metadata;
-  std::shared_ptr<GgufFile> file = GgufFile::open(model_path);
-  for (const GgufKeyValue& entry : file->metadata()) {
+  for (const GgufKeyValue& entry : files.gguf()->metadata()) {
     if (entry.key.rfind("tokenizer.", 0) == 0) metadata.push_back(entry);
   }
   return metadata;

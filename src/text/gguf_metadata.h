@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "io/gguf.h"
+#include "io/model_files.h"
 #include "text/gguf_vocabulary.h"
 
 namespace fornace {
@@ -16,9 +17,9 @@ text::GgufVocabulary read_gguf_vocabulary(const GgufFile& file);
 // The keys and values that hold `vocabulary`, with the types llama.cpp reads.
 std::vector<GgufKeyValue> gguf_vocabulary_metadata(const text::GgufVocabulary& vocabulary);
 
-// The tokenizer keys for a GGUF file of the model at `model_path`: copied from a GGUF file, or
-// made from a checkpoint directory's tokenizer.json and tokenizer_config.json, with the
-// vocabulary padded to `vocab_size` ids (the embedding's rows).
-std::vector<GgufKeyValue> gguf_tokenizer_metadata(const std::string& model_path, int64_t vocab_size);
+// The tokenizer keys for a GGUF file of the model of `files`: copied from a GGUF file, or made
+// from a checkpoint directory's tokenizer.json and tokenizer_config.json, with the vocabulary
+// padded to `vocab_size` ids (the embedding's rows).
+std::vector<GgufKeyValue> gguf_tokenizer_metadata(const ModelFiles& files, int64_t vocab_size);
 
 }  // namespace fornace

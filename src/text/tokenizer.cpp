@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "io/config.h"
 #include "io/files.h"
+#include "io/model_files.h"
 #include "text/chat_template.h"
 #include "text/gguf_metadata.h"
 #include "text/gguf_vocabulary.h"
@@ -178,10 +179,12 @@ Tokenizer Tokenizer::from_gguf_vocabulary(const text::GgufVocabulary& vocabulary
 }
 
 Tokenizer Tokenizer::load(const std::string& directory) {
-  if (is_gguf_path(directory)) {
-    std::shared_ptr<GgufFile> file = GgufFile::open(directory);
-    return from_gguf_vocabulary(read_gguf_vocabulary(*file), directory);
-  }
+  return load(*ModelFiles::open(directory));
+}
+
+Tokenizer Tokenizer::load(const ModelFiles& files) {
+  const std::string& directory = files.path();
+  if (files.is_gguf()) return from_gguf_vocabulary(read_gguf_vocabulary(*files.gguf()), directory);
   std::string path = directory + "/tokenizer.json";
   Tokenizer tokenizer = from_json(MappedFile(path).text(), path);
   std::string config_path = directory + "/tokenizer_config.json";

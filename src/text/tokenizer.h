@@ -15,6 +15,8 @@
 
 namespace fornace {
 
+class ModelFiles;  // io/model_files.h
+
 struct ModelConfig;
 
 namespace text {
@@ -29,7 +31,10 @@ struct ChatMessage {
 class Tokenizer {
  public:
   // Reads <directory>/tokenizer.json and, when present, <directory>/tokenizer_config.json (eos
-  // token, chat_template, bos_token); or, when `directory` is a file, a GGUF file's tokenizer keys.
+  // token, chat_template, bos_token) of a checkpoint; or a GGUF file's tokenizer keys, through
+  // the parse that `files` holds (the model's, when it loads from the same files).
+  static Tokenizer load(const ModelFiles& files);
+  // The same for files opened here (for a tokenizer without its model).
   static Tokenizer load(const std::string& directory);
   // Parses tokenizer.json text; errors name `source_name` and the offending field.
   static Tokenizer from_json(std::string_view json, const std::string& source_name);

@@ -12,6 +12,8 @@
 #include <iterator>
 #include <string>
 
+#include "common/source_paths.h"
+
 namespace fornace {
 
 struct Outcome {
@@ -25,13 +27,13 @@ inline std::string slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(file), {});
 }
 
-inline std::string fornace_binary() { return std::string(FORNACE_BINARY_DIR) + "/bin/fornace"; }
+inline std::string fornace_binary() { return fornace::test_paths::build("bin/fornace"); }
 
 // Runs `command` (a /bin/sh command line) with `{out}` and `{err}` replaced by the paths of
 // files that the command writes its stdout and stderr to, and collects them.
 inline Outcome run_shell_capturing(std::string command) {
   static int counter = 0;
-  std::string base = std::string(FORNACE_BINARY_DIR) + "/run-" + std::to_string(::getpid()) + "-" +
+  std::string base = fornace::test_paths::build("run-") + std::to_string(::getpid()) + "-" +
                      std::to_string(counter++);
   for (const auto& [name, path] :
        {std::pair<std::string, std::string>{"{out}", base + ".out"}, {"{err}", base + ".err"}}) {

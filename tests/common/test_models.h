@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/source_paths.h"
 #include "models/gguf_export.h"
 #include "models/synthetic.h"
 #include "text/gguf_metadata.h"
@@ -18,7 +19,7 @@ namespace fornace {
 // <build>/test-models/<preset>-<dtype>, written on first use (seed 7) with the family's
 // tokenizer. A file lock keeps test processes that CTest runs in parallel from writing it twice.
 inline std::string synthetic_model_directory(const std::string& preset, DType dtype) {
-  std::string root = std::string(FORNACE_BINARY_DIR) + "/test-models";
+  std::string root = fornace::test_paths::build("test-models");
   std::string directory = root + "/" + preset + "-" + dtype_name(dtype);
   std::filesystem::create_directories(root);
   int lock = ::open((root + "/.lock").c_str(), O_CREAT | O_RDWR, 0644);
@@ -31,7 +32,7 @@ inline std::string synthetic_model_directory(const std::string& preset, DType dt
     options.dtype = dtype;
     // The tiny Qwen2 model keeps the tokenizer at models/ that its tests were written against.
     options.tokenizer_directory =
-        std::string(FORNACE_SOURCE_DIR) + "/models" +
+        fornace::test_paths::source("models") +
         (preset == "tiny" ? "" : "/tokenizers/" + synthetic_preset_tokenizer(preset));
     write_synthetic_model(options);
   }
@@ -48,8 +49,9 @@ inline std::string synthetic_gguf_file(const std::string& preset, DType dtype, c
   int lock = ::open((directory + ".gguf.lock").c_str(), O_CREAT | O_RDWR, 0644);
   ::flock(lock, LOCK_EX);
   if (!std::filesystem::exists(path)) {
-    export_gguf(directory, path, *parse_gguf_file_type(type), [&](const ModelConfig& config) {
-      return gguf_tokenizer_metadata(directory, config.vocab_size);
+    std::shared_ptr<const ModelFiles> files = ModelFiles::open(directory);
+    export_gguf(*files, path, *parse_gguf_file_type(type), [&](const ModelConfig& config) {
+      return gguf_tokenizer_metadata(*files, config.vocab_size);
     });
   }
   ::flock(lock, LOCK_UN);
@@ -64,7 +66,7 @@ inline std::string tiny_model_directory(DType dtype) { return synthetic_model_di
 class ScratchPath {
  public:
   explicit ScratchPath(const std::string& name)
-      : path_(std::filesystem::path(FORNACE_BINARY_DIR) / "test-models" / name) {
+      : path_(std::filesystem::path(fornace::test_paths::build()) / "test-models" / name) {
     std::filesystem::remove_all(path_);
   }
   ScratchPath(const ScratchPath&) = delete;

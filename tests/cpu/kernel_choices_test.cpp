@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/settings_support.h"
 #include "cpu/cpu_features.h"
 #include "cpu/quant.h"
 
@@ -39,17 +40,17 @@ TEST(KernelChoices, NameTheActiveLevelAndTheKernelsItPicks) {
     expect_contains(avx512, "quads interleaved at load");
     // Either switch keeps the quantized rows as stored, and the words say so.
     for (const char* name : {"FORNACE_INTERLEAVED_QUADS", "FORNACE_PACKED_WEIGHTS"}) {
-      ::setenv(name, "0", 1);
+      cpu::select_kernels(settings_with(name, "0"));
       std::string as_stored = cpu::kernel_choices();
       EXPECT_FALSE(cpu::interleaves_quantized_rows()) << name;
-      ::unsetenv(name);
+      cpu::select_kernels(EngineSettings{});
       EXPECT_EQ(as_stored.find("interleaved"), std::string::npos) << name << ": " << as_stored;
     }
     EXPECT_TRUE(cpu::interleaves_quantized_rows());
     // Without packed weights the GEMV reads the stored rows, in tiles for several rows.
-    ::setenv("FORNACE_PACKED_WEIGHTS", "0", 1);
+    cpu::select_kernels(settings_with("FORNACE_PACKED_WEIGHTS", "0"));
     std::string stored = cpu::kernel_choices();
-    ::unsetenv("FORNACE_PACKED_WEIGHTS");
+    cpu::select_kernels(EngineSettings{});
     expect_contains(stored, "gemv bf16: bf16 dot, 1 row a weight row at a time");
     expect_contains(stored, "3x7-8");
     EXPECT_EQ(stored.find("packed"), std::string::npos) << stored;

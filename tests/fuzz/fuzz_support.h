@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/source_paths.h"
 #include "core/error.h"
 #include "text/tokenizer.h"
 
@@ -124,7 +125,7 @@ inline bool is_valid_utf8(std::string_view text) {
 inline const Tokenizer& qwen_tokenizer() {
   static const Tokenizer tokenizer = [] {
     const char* directory = std::getenv("FORNACE_TOKENIZER_DIR");
-    std::string path = directory ? directory : FORNACE_SOURCE_DIR "/models";
+    std::string path = directory ? directory : fornace::test_paths::source("models");
     try {
       return Tokenizer::load(path);
     } catch (const Error& error) {

@@ -14,6 +14,7 @@
 #include "core/tensor.h"
 #include "io/test_files.h"
 #include "ops/creation.h"
+#include "nn/packed_weights.h"
 #include "ops/math.h"
 
 namespace fornace {
@@ -65,23 +66,6 @@ TEST(FileMapping, IsResidentBeforeFirstUseAndCountsHugePagesWithinIt) {
   EXPECT_EQ(pages.huge_page_bytes % kHugePage, 0u);
 }
 
-TEST(FileMapping, TheSameFileOpenedTwiceSharesOneMappingAndAReplacedOneGetsItsOwn) {
-  TemporaryDirectory directory;
-  auto descriptor = open_file_with(directory, std::string(kHugePage, 'a'));
-  auto first = FileMapping::shared(*descriptor, kHugePage, "weights.bin");
-  auto again = FileMapping::shared(*descriptor, kHugePage, "weights.bin");
-  EXPECT_EQ(again.get(), first.get());
-  // Replaced by a rename, as checkpoints are written: a new inode, so a new mapping.
-  std::string path = directory.file("weights.bin");
-  write_bytes(path + ".new", std::string(kHugePage, 'b'));
-  std::filesystem::rename(path + ".new", path);
-  auto replaced_descriptor = open_file_with_existing(path);
-  auto replaced = FileMapping::shared(*replaced_descriptor, kHugePage, "weights.bin");
-  EXPECT_NE(replaced.get(), first.get());
-  EXPECT_EQ(replaced->data()[0], 'b');
-  EXPECT_EQ(first->data()[0], 'a');
-}
-
 // Six 2 MiB ranges and a few bytes more, none alike.
 std::string patterned_bytes() {
   std::string bytes(6 * kHugePage + 5, '\0');
@@ -91,7 +75,7 @@ std::string patterned_bytes() {
   return bytes;
 }
 
-bool kernel_offers_huge_pages() { return FileMappingOptions::from_environment().huge_pages; }
+bool kernel_offers_huge_pages() { return FileMappingOptions::for_mode(HugePages::on).huge_pages; }
 
 // Puts the file of `descriptor` in the page cache in 4 KiB folios, clean: written back, dropped
 // and read again 4 KiB at a time without read-ahead.

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/source_paths.h"
 #include "io/test_files.h"
 
 namespace fornace {
@@ -173,7 +174,7 @@ TEST(WriteNpy, NumpyLoadsTheValuesAndShape) {
   std::string script =
       "import sys, numpy as np; a = np.load(sys.argv[1]); "
       "print(a.dtype.str, a.shape, a.ravel().tolist())";
-  auto result = test_support::run_command_line(std::string(FORNACE_PYTHON) + " -c " +
+  auto result = test_support::run_command_line(fornace::test_paths::python() + " -c " +
                                                test_support::shell_quote(script) + " " + path);
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_EQ(result.output,

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "common/source_paths.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "io/test_files.h"
@@ -14,7 +15,7 @@ namespace {
 using nlohmann::json;
 using test_support::TemporaryDirectory;
 
-const char kReferenceDir[] = FORNACE_SOURCE_DIR "/tests/reference/gguf";
+const std::string kReferenceDir = fornace::test_paths::source("tests/reference/gguf");
 
 // Value type ids from the GGUF specification.
 template <typename T>

@@ -504,32 +504,6 @@ TEST(GgufGetters, TensorLookupNamesFileAndTensor) {
                        {file->path(), "'output.weight'"});
 }
 
-// A file opened again while this process holds it is the same parse (the tokenizer reads the
-// model's); opened by another path it names that path; once released it is read anew.
-TEST(GgufRoundTrip, OpeningAHeldFileAgainReusesItsParse) {
-  TemporaryDirectory directory;
-  auto first = open_bytes(directory, valid_file().bytes());
-  auto again = GgufFile::open(first->path());
-  EXPECT_EQ(again.get(), first.get());
-  std::string link = directory.file("link.gguf");
-  std::filesystem::create_symlink(first->path(), link);
-  auto linked = GgufFile::open(link);
-  EXPECT_NE(linked.get(), first.get());
-  EXPECT_EQ(linked->path(), link);
-  EXPECT_EQ(linked->metadata().size(), first->metadata().size());
-  const std::string path = first->path();
-  first.reset();
-  again.reset();
-  linked.reset();
-  // Rewritten with another key while no one held it: the new open sees the new file.
-  GgufWriter writer;
-  writer.set("general.architecture", std::string("qwen2"));
-  writer.set("extra.key", uint32_t{7});
-  writer.write(path, [](size_t, std::span<std::byte>) {});
-  auto rewritten = GgufFile::open(path);
-  EXPECT_EQ(rewritten->get_u64("extra.key"), 7u);
-}
-
 TEST(GgufGetters, CheckUnchangedNoticesATruncatedFile) {
   TemporaryDirectory directory;
   auto file = open_bytes(directory, valid_file().bytes());

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/source_paths.h"
 #include "io/test_files.h"
 #include "ops/copy.h"
 #include "ops/creation.h"
@@ -165,12 +166,12 @@ TEST(Safetensors, IndependentNumpyParserReadsWhatTheWriterWrote) {
                            {"bf16", from_vector({0.5f, -8.0f}, {2, 1}, DType::bf16)},
                            {"f16", from_vector({0.125f, 1024.0f}, {1, 2}, DType::f16)}});
   std::string script =
-      "import sys, json; sys.path.insert(0, '" FORNACE_SOURCE_DIR
-      "/tests/reference'); "
+      "import sys, json; sys.path.insert(0, '" + fornace::test_paths::source("tests/reference") +
+      "'); "
       "import qwen2_ref as r; f = r.SafetensorsReader(sys.argv[1]); "
       "print(json.dumps({n: [list(f.get(n).shape), f.get(n).ravel().tolist()] for n in f.names()},"
       " sort_keys=True))";
-  auto result = test_support::run_command_line(std::string(FORNACE_PYTHON) + " -c " +
+  auto result = test_support::run_command_line(fornace::test_paths::python() + " -c " +
                                                test_support::shell_quote(script) + " " + path);
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_EQ(result.output,

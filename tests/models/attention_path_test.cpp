@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "common/relative_error.h"
+#include "common/source_paths.h"
 #include "common/test_models.h"
 #include "core/memory.h"
 #include "io/config.h"
@@ -48,7 +49,8 @@ TEST(AttentionPaths, CandleAndFusedGiveTheSameLogitsForEveryCacheKind) {
 // and vocabulary, in bf16: the copies per decode step depend on nothing else.
 std::string half_b_attention_model() {
   namespace fs = std::filesystem;
-  fs::path directory = fs::path(FORNACE_BINARY_DIR) / "test-models" / "qwen2.5-0.5b-attention";
+  fs::path directory =
+      fs::path(fornace::test_paths::build()) / "test-models" / "qwen2.5-0.5b-attention";
   if (fs::exists(directory / "model.safetensors")) return directory.string();
   ModelConfig config = synthetic_preset("qwen2.5-0.5b");
   config.intermediate_size = 64;

@@ -1,6 +1,8 @@
 // GGUF files as models: the same logits as the checkpoint they were written from, the tensor
 // changes llama.cpp's converter makes (Llama's Q/K rows, Gemma's norms), llama-quantize's
 // per-tensor types, and errors that name the file and the key or tensor.
+#include "models/gguf_model.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -10,14 +12,14 @@
 
 #include "common/relative_error.h"
 #include "common/run_fornace.h"
-#include "io/test_files.h"
+#include "common/source_paths.h"
 #include "common/test_models.h"
 #include "core/error.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "io/safetensors.h"
+#include "io/test_files.h"
 #include "models/gguf_export.h"
-#include "models/gguf_model.h"
 #include "models/model.h"
 #include "ops/copy.h"
 #include "ops/creation.h"
@@ -235,25 +237,32 @@ TEST(GgufModels, AMissingTensorIsNamedInBothNamings) {
 
 TEST(GgufQuantize, WarnsWhenLlamaCppWillReadAnotherModel) {
   ScratchPath out("warned.gguf");
-  GgufExportSummary gemma = export_gguf(synthetic_model_directory("tiny-gemma3", DType::f32),
-                                        out.string(), GgufFileType::q8_0);
+  GgufExportSummary gemma =
+      export_gguf(*ModelFiles::open(synthetic_model_directory("tiny-gemma3", DType::f32)),
+                  out.string(), GgufFileType::q8_0);
   ASSERT_EQ(gemma.warnings.size(), 1u);
   EXPECT_NE(gemma.warnings[0].find("query_pre_attn_scalar 256"), std::string::npos);
-  GgufExportSummary qwen = export_gguf(synthetic_model_directory("tiny", DType::f32),
-                                       out.string(), GgufFileType::q8_0);
+  GgufExportSummary qwen =
+      export_gguf(*ModelFiles::open(synthetic_model_directory("tiny", DType::f32)), out.string(),
+                  GgufFileType::q8_0);
   EXPECT_TRUE(qwen.warnings.empty());
 }
 
 TEST(GgufQuantize, AFailedExportLeavesNoFile) {
   std::string directory = synthetic_model_directory("tiny", DType::f32);
-  fs::path out = fs::path(FORNACE_BINARY_DIR) / "test-models" / "no-such-dir" / "x.gguf";
-  EXPECT_FALSE(error_of([&] { export_gguf(directory, out.string(), GgufFileType::bf16); }).empty());
+  fs::path out = fs::path(fornace::test_paths::build()) / "test-models" / "no-such-dir" / "x.gguf";
+  EXPECT_FALSE(error_of([&] {
+                 export_gguf(*ModelFiles::open(directory), out.string(), GgufFileType::bf16);
+               }).empty());
   EXPECT_FALSE(fs::exists(out));
   ScratchPath missing_config("no-config");
   fs::create_directories(missing_config.path());
   ScratchPath target("no-config.gguf");
   std::string message =
-      error_of([&] { export_gguf(missing_config.string(), target.string(), GgufFileType::q8_0); });
+      error_of([&] {
+        export_gguf(*ModelFiles::open(missing_config.string()), target.string(),
+                    GgufFileType::q8_0);
+      });
   EXPECT_NE(message.find("config.json"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(target.path()));
 }
@@ -265,7 +274,8 @@ TEST(GgufQuantize, TheIndependentReaderSeesWhatQuantizeMeantToWrite) {
   const std::string preset = "tiny";
   std::string path = synthetic_gguf_file(preset, DType::f32, "q4_k_m");
   auto result = test_support::run_command_line(
-      "node " + test_support::shell_quote(FORNACE_SOURCE_DIR "/tests/reference/gguf/read_gguf.mjs") +
+      "node " +
+      test_support::shell_quote(fornace::test_paths::source("tests/reference/gguf/read_gguf.mjs")) +
       " " + test_support::shell_quote(path));
   ASSERT_EQ(result.exit_code, 0) << result.output << "\n(make test-packages installs the reader)";
   nlohmann::json read = nlohmann::json::parse(result.output);
@@ -302,7 +312,7 @@ TEST(GgufQuantize, TheIndependentReaderSeesWhatQuantizeMeantToWrite) {
 // The tokenizer read back from a written file's keys encodes the corpus as the checkpoint's
 // tokenizer.json does, and renders the same chat template.
 TEST(GgufModels, TheFilesTokenizerEncodesAsTheCheckpointsTokenizerJson) {
-  std::string corpus = slurp(FORNACE_SOURCE_DIR "/tests/data/alice.txt");
+  std::string corpus = slurp(fornace::test_paths::source("tests/data/alice.txt"));
   ASSERT_FALSE(corpus.empty());
   for (const char* preset : kTinyPresets) {
     std::string directory = synthetic_model_directory(preset, DType::f32);
@@ -340,7 +350,7 @@ TEST(WeightsReadPerToken, EveryTensorOnceAndTheEmbeddingOnlyAsTheLmHead) {
       std::unique_ptr<Model> model = load_model(directory.string());
       EXPECT_EQ(model->weights_read_per_token().total(), expected) << preset << " tied " << tied;
 
-      export_gguf(directory.string(), gguf.string(), GgufFileType::bf16);
+      export_gguf(*ModelFiles::open(directory.string()), gguf.string(), GgufFileType::bf16);
       std::shared_ptr<GgufFile> file = GgufFile::open(gguf.string());
       int64_t stored = 0;
       for (const GgufTensorInfo& info : file->tensors()) {

@@ -3,12 +3,11 @@
 // checkpoint, interleaved quads of a GGUF file).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/test_models.h"
-#include "core/memory.h"
 #include "io/test_files.h"
 #include "models/model.h"
 #include "ops/creation.h"
@@ -33,12 +32,14 @@ struct Load {
   std::vector<float> logits;
 };
 
-Load load(const std::string& path) {
-  MappedBytes before = memory::mapped_bytes();
-  std::unique_ptr<Model> model = load_model(path);
-  MappedBytes after = memory::mapped_bytes();
-  return {after.packed - before.packed, after.packed_stored - before.packed_stored,
-          after.packed_cache_written - before.packed_cache_written, logits_of(*model)};
+// `cache`: the packed-weights cache's directory, none for no cache.
+Load load(const std::string& path, const std::optional<std::string>& cache) {
+  ModelOptions options;
+  options.packed_cache_directory = cache;
+  std::unique_ptr<Model> model = load_model(path, options);
+  const LoadReport& report = model->load_report();
+  return {report.packed_bytes, report.packed_from_cache_bytes, report.packed_cache_written_bytes,
+          logits_of(*model)};
 }
 
 TEST(PackedCacheModels, ASecondLoadMapsWhatTheFirstStoredAndGivesTheSameLogits) {
@@ -46,17 +47,14 @@ TEST(PackedCacheModels, ASecondLoadMapsWhatTheFirstStoredAndGivesTheSameLogits) 
                                           synthetic_gguf_file("tiny", DType::f32, "q4_0")};
   test_support::TemporaryDirectory cache;
   for (const std::string& path : paths) {
-    ::setenv("FORNACE_PACKED_CACHE", "0", 1);
-    Load without = load(path);
+    Load without = load(path, std::nullopt);
     if (without.packed == 0) {
       std::cout << "the active kernels pack nothing of " << path << "\n";
       continue;
     }
     EXPECT_EQ(without.stored + without.written, 0) << path;
-    ::setenv("FORNACE_PACKED_CACHE", cache.path().c_str(), 1);
-    Load first = load(path);
-    Load second = load(path);
-    ::setenv("FORNACE_PACKED_CACHE", "0", 1);
+    Load first = load(path, cache.path());
+    Load second = load(path, cache.path());
     EXPECT_EQ(first.stored, 0) << path;
     EXPECT_EQ(first.written, first.packed) << path;
     EXPECT_EQ(second.stored, second.packed) << path << ": every form from the cache";

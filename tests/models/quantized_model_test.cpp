@@ -16,14 +16,16 @@
 #include <utility>
 
 #include "common/relative_error.h"
+#include "common/settings_support.h"
+#include "common/source_paths.h"
 #include "common/test_models.h"
+#include "cpu/gemm.h"
+#include "cpu/quant.h"
 #include "io/gguf.h"
 #include "io/safetensors.h"
 #include "models/gguf_export.h"
 #include "models/model.h"
 #include "ops/creation.h"
-#include "cpu/gemm.h"
-#include "cpu/quant.h"
 #include "ops/math.h"
 
 namespace fornace {
@@ -33,7 +35,7 @@ namespace fs = std::filesystem;
 
 // A checkpoint of `config` (seeded synthetic weights) without a tokenizer, written once.
 std::string checkpoint_of(const std::string& name, const ModelConfig& config) {
-  fs::path directory = fs::path(FORNACE_BINARY_DIR) / "test-models" / name;
+  fs::path directory = fs::path(fornace::test_paths::build()) / "test-models" / name;
   if (!fs::exists(directory / "model.safetensors")) {
     fs::create_directories(directory);
     std::ofstream(directory / "config.json") << model_config_to_json(config);
@@ -61,7 +63,9 @@ std::string wide_model(const std::string& preset) {
 // The weights alone (no tokenizer keys), beside the checkpoint.
 std::string gguf_of(const std::string& directory, const std::string& type) {
   std::string path = directory + ".weights-only." + type + ".gguf";
-  if (!fs::exists(path)) export_gguf(directory, path, *parse_gguf_file_type(type));
+  if (!fs::exists(path)) {
+    export_gguf(*ModelFiles::open(directory), path, *parse_gguf_file_type(type));
+  }
   return path;
 }
 
@@ -139,9 +143,9 @@ TEST(QuantizedModels, LogitsMatchTheDequantizedModelInF32) {
     std::unique_ptr<Model> reference = dequantized_model(path);
     std::vector<uint32_t> prompt = test_prompt_ids(11, reference->config().vocab_size);
     std::vector<float> expected = prompt_logits(*reference, prompt);
-    for (auto [rounding, bound] :
-         {std::pair{ActivationRounding::int8, 5e-2}, std::pair{ActivationRounding::int8x2, 1e-3},
-          std::pair{ActivationRounding::f32, 1e-5}}) {
+    for (auto [rounding, bound] : {std::pair{ActivationRounding::int8, 5e-2},
+                                   std::pair{ActivationRounding::int8x2, 1e-3},
+                                   std::pair{ActivationRounding::f32, 1e-5}}) {
       std::unique_ptr<Model> model = quantized_model(path, rounding);
       double error = relative_l2(prompt_logits(*model, prompt), expected);
       EXPECT_LT(error, bound) << each.model << " " << each.type << ", "
@@ -191,9 +195,9 @@ TEST(QuantizedModels, PackedWeightsGiveTheLogitsOfTheMappedOnesExactly) {
   for (const char* type : {"q8_0", "q4_0", "q4_k_m", "q5_k_m"}) {
     std::string path = gguf_of(wide, type);
     for (int64_t length : {int64_t{5}, cpu::kWidenedGemmMinRows + 8}) {
-      ::setenv("FORNACE_INTERLEAVED_QUADS", "0", 1);
+      cpu::select_kernels(settings_with("FORNACE_INTERLEAVED_QUADS", "0"));
       std::unique_ptr<Model> mapped = quantized_model(path, ActivationRounding::int8);
-      ::unsetenv("FORNACE_INTERLEAVED_QUADS");
+      cpu::select_kernels(EngineSettings{});
       std::unique_ptr<Model> packed = quantized_model(path, ActivationRounding::int8);
       std::vector<uint32_t> prompt = test_prompt_ids(length, packed->config().vocab_size);
       EXPECT_EQ(prompt_logits(*packed, prompt), prompt_logits(*mapped, prompt))

@@ -9,10 +9,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/source_paths.h"
+#include "common/test_models.h"
 #include "engine/generator.h"
 #include "models/model.h"
 #include "models/synthetic.h"
-#include "common/test_models.h"
 
 namespace fornace {
 namespace {
@@ -84,12 +85,12 @@ Comparison compare_with_reference(const std::string& model_directory, int64_t pr
   std::vector<uint32_t> fed(result.generated.begin(), result.generated.end() - 1);
   // A name of this process's own: CTest runs the cases in parallel processes.
   static int calls = 0;
-  std::string output = std::string(FORNACE_BINARY_DIR) + "/reference-" +
-                       std::to_string(::getpid()) + "-" + std::to_string(calls++) + ".npy";
-  std::string command = std::string(FORNACE_PYTHON) + " " + FORNACE_SOURCE_DIR +
-                        "/tests/reference/" + script + " --model " + model_directory +
-                        " --prompt-ids " + join(prompt) +
-                        (fed.empty() ? "" : " --continuation-ids " + join(fed)) + " --out " + output;
+  std::string output = fornace::test_paths::build("reference-") + std::to_string(::getpid()) + "-" +
+                       std::to_string(calls++) + ".npy";
+  std::string command =
+      fornace::test_paths::python() + " " + fornace::test_paths::source() + "/tests/reference/" +
+      script + " --model " + model_directory + " --prompt-ids " + join(prompt) +
+      (fed.empty() ? "" : " --continuation-ids " + join(fed)) + " --out " + output;
   if (std::system(command.c_str()) != 0) throw std::runtime_error("reference failed: " + command);
   int64_t rows = 0;
   int64_t columns = 0;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "common/source_paths.h"
 #include "cpu/thread_pool.h"
 #include "io/files.h"
 #include "io/test_files.h"
@@ -291,15 +292,16 @@ TEST(SyntheticModel, NumpyReferenceFindsFiniteDistinctLogitsOnTheTinyModel) {
   for (DType dtype : {DType::f32, DType::bf16}) {
     std::string out = directory.file(dtype_name(dtype));
     write_synthetic_model(tiny_options(out, tokenizer.directory.path(), 0, dtype));
-    auto result = test_support::run_command_line(
-        std::string(FORNACE_PYTHON) + " " FORNACE_SOURCE_DIR "/tests/reference/qwen2_ref.py" +
-        " --self-test --model " + out);
+    auto result =
+        test_support::run_command_line(fornace::test_paths::python() + " " +
+                                       fornace::test_paths::source("tests/reference/qwen2_ref.py") +
+                                       " --self-test --model " + out);
     EXPECT_EQ(result.exit_code, 0) << result.output;
   }
 }
 
 TEST(SynthCommand, UsageErrorsExitTwoWithOneLine) {
-  std::string binary = FORNACE_BINARY_DIR "/bin/fornace";
+  std::string binary = fornace::test_paths::build("bin/fornace");
   if (!std::filesystem::exists(binary)) GTEST_SKIP() << "fornace is not built";
   TemporaryDirectory directory;
   for (const std::string& arguments :
@@ -317,7 +319,7 @@ TEST(SynthCommand, UsageErrorsExitTwoWithOneLine) {
 }
 
 TEST(SynthCommand, WritesTheModelAndReportsIt) {
-  std::string binary = FORNACE_BINARY_DIR "/bin/fornace";
+  std::string binary = fornace::test_paths::build("bin/fornace");
   if (!std::filesystem::exists(binary)) GTEST_SKIP() << "fornace is not built";
   TokenizerFixture tokenizer;
   TemporaryDirectory directory;

@@ -7,12 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "common/settings_support.h"
 #include "core/memory.h"
 #include "cpu/cpu_features.h"
 #include "cpu/gemm.h"
 #include "cpu/thread_pool.h"
 #include "ops/copy.h"
 #include "ops/creation.h"
+#include "nn/packed_weights.h"
 #include "ops/math.h"
 #include "test_tensors.h"
 
@@ -203,9 +205,9 @@ TEST_P(KernelPathTest, PackedBf16WeightsHoldThePanelLayoutAndMatchTheDoubleLoop)
   }
   ASSERT_NE(layout, nullptr);
   ASSERT_EQ(static_cast<int64_t>(layout->bytes()), 2 * 4 * 32 * 2 * 2);  // 2 panels, 4 k pairs
-  ::setenv("FORNACE_PACKED_WEIGHTS", "0", 1);
+  cpu::select_kernels(settings_with("FORNACE_PACKED_WEIGHTS", "0"));
   EXPECT_EQ(packer.pack(layout_weight), nullptr) << "FORNACE_PACKED_WEIGHTS=0 keeps the weights";
-  ::unsetenv("FORNACE_PACKED_WEIGHTS");
+  cpu::select_kernels(EngineSettings{});
   const auto* packed = static_cast<const uint16_t*>(layout->data());
   const auto* source = layout_weight.data<uint16_t>();
   for (int64_t panel = 0; panel < 2; ++panel) {

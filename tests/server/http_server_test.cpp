@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/source_paths.h"
 #include "common/test_models.h"
 
 namespace fornace::server {
@@ -201,8 +202,7 @@ TEST(HttpServer, CorsOriginIsOptInAndAnswersPreflights) {
 // GET / answers the chat page, byte for byte the source file, without asking for the key that
 // the API needs; with chat_page off (--no-ui) it is an unknown URL and the API still answers.
 TEST(HttpServer, TheChatPageIsAtRootWithoutAKeyUnlessTurnedOff) {
-  std::ifstream file(std::string(FORNACE_SOURCE_DIR) + "/src/server/chat_page.html",
-                     std::ios::binary);
+  std::ifstream file(fornace::test_paths::source("src/server/chat_page.html"), std::ios::binary);
   ASSERT_TRUE(file);
   const std::string source((std::istreambuf_iterator<char>(file)),
                            std::istreambuf_iterator<char>());

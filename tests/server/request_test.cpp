@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/source_paths.h"
 #include "server/api_error.h"
 
 namespace fornace::server {
@@ -14,7 +15,7 @@ namespace {
 using nlohmann::json;
 
 const Tokenizer& tokenizer() {
-  static Tokenizer loaded = Tokenizer::load(std::string(FORNACE_SOURCE_DIR) + "/models");
+  static Tokenizer loaded = Tokenizer::load(fornace::test_paths::source("models"));
   return loaded;
 }
 

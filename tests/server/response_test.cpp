@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/source_paths.h"
+
 namespace fornace::server {
 namespace {
 
@@ -158,7 +160,7 @@ TEST(SseStream, ChoicesStreamByIndexAndDoneComesAfterTheLast) {
 }
 
 const Tokenizer& qwen_tokenizer() {
-  static Tokenizer loaded = Tokenizer::load(std::string(FORNACE_SOURCE_DIR) + "/models");
+  static Tokenizer loaded = Tokenizer::load(fornace::test_paths::source("models"));
   return loaded;
 }
 

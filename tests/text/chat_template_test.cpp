@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/run_fornace.h"
+#include "common/source_paths.h"
 #include "core/error.h"
 #include "text/tokenizer.h"
 #include "tokenizer_fixture.h"
@@ -114,11 +115,12 @@ std::vector<std::string> jinja_renderings(const std::string& template_path,
     if (!chat_case.tools.empty()) request.back()["tools"] = Json::parse(chat_case.tools);
   }
   std::string cases_path =
-      std::string(FORNACE_BINARY_DIR) + "/chat-cases-" + std::to_string(::getpid()) + ".json";
+      fornace::test_paths::build("chat-cases-") + std::to_string(::getpid()) + ".json";
   std::ofstream(cases_path, std::ios::binary) << request.dump();
-  Outcome outcome = run_shell_capturing(std::string(FORNACE_PYTHON) + " " + FORNACE_SOURCE_DIR +
-                                        "/tests/reference/render_chat_template.py " +
-                                        template_path + " " + cases_path + " >{out} 2>{err}");
+  Outcome outcome =
+      run_shell_capturing(fornace::test_paths::python() + " " + fornace::test_paths::source() +
+                          "/tests/reference/render_chat_template.py " + template_path + " " +
+                          cases_path + " >{out} 2>{err}");
   std::remove(cases_path.c_str());
   EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
   std::vector<std::string> renderings;
@@ -415,7 +417,7 @@ TEST(ChatTemplateTokenizer, PassesEnableThinkingToQwen3) {
 }
 
 TEST(ChatTemplateTokenizer, WithoutTemplateOrChatMlTokensTheErrorNamesPrompt) {
-  std::string directory = std::string(FORNACE_BINARY_DIR) + "/chat-no-template";
+  std::string directory = fornace::test_paths::build("chat-no-template");
   std::filesystem::create_directories(directory);
   std::filesystem::copy_file(testing::source_path("models/tokenizers/llama3/tokenizer.json"),
                              directory + "/tokenizer.json",
@@ -464,9 +466,10 @@ TEST(ChatTemplateWhitespace, TrimBlocksAndLstripBlocksAsTransformersSetsThem) {
 }
 
 TEST(ChatTemplateWhitespace, RandomTemplatesRenderByteForByteAsJinja2Does) {
-  Outcome outcome = run_shell_capturing(std::string(FORNACE_PYTHON) + " " + FORNACE_SOURCE_DIR +
-                                        "/tests/reference/render_chat_template.py --random 2000 "
-                                        "11 >{out} 2>{err}");
+  Outcome outcome =
+      run_shell_capturing(fornace::test_paths::python() + " " + fornace::test_paths::source() +
+                          "/tests/reference/render_chat_template.py --random 2000 "
+                          "11 >{out} 2>{err}");
   ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
   Json golden = Json::parse(outcome.out);
   TemplateValue variables = TemplateValue::from_json(golden["variables"].dump());

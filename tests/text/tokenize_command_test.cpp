@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/source_paths.h"
 #include "tokenizer_fixture.h"
 
 namespace fornace {
@@ -20,7 +21,7 @@ struct CommandResult {
 
 // Runs `fornace tokenize <arguments>` with `input` on stdin.
 CommandResult run_tokenize(const std::string& arguments, const std::string& input) {
-  std::string binary = std::string(FORNACE_BINARY_DIR) + "/bin/fornace";
+  std::string binary = fornace::test_paths::build("bin/fornace");
   std::filesystem::path input_path = std::filesystem::temp_directory_path() /
                                      ("fornace-tokenize-input-" + std::to_string(getpid()));
   std::ofstream(input_path, std::ios::binary) << input;
@@ -42,7 +43,7 @@ std::string model_flag() { return "--model " + testing::source_path("models"); }
 class TokenizeCommand : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(std::string(FORNACE_BINARY_DIR) + "/bin/fornace")) {
+    if (!std::filesystem::exists(fornace::test_paths::build("bin/fornace"))) {
       GTEST_SKIP() << "the fornace tool is not built";
     }
   }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/source_paths.h"
 #include "text/tokenizer.h"
 
 namespace fornace::testing {
@@ -24,7 +25,7 @@ inline std::string read_test_file(const std::string& path) {
 }
 
 inline std::string source_path(const std::string& relative) {
-  return std::string(FORNACE_SOURCE_DIR) + "/" + relative;
+  return fornace::test_paths::source(relative);
 }
 
 // The Qwen tokenizer from models/ (scripts/get-tokenizer.sh puts it there).

@@ -23,6 +23,7 @@
 #include "common/test_models.h"
 // The CSV reader's definitions are compiled into this executable by bench_units_test.cpp.
 #include "../../tools/fornace-bench/csv.h"
+#include "common/source_paths.h"
 
 extern char** environ;
 
@@ -30,8 +31,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kBench = std::string(FORNACE_BINARY_DIR) + "/bin/fornace-bench";
-const std::string kFornace = std::string(FORNACE_BINARY_DIR) + "/bin/fornace";
+const std::string kBench = fornace::test_paths::build("bin/fornace-bench");
+const std::string kFornace = fornace::test_paths::build("bin/fornace");
 // A guard against a hung process, not a timing check: far beyond what any case needs.
 constexpr auto kHangGuard = std::chrono::seconds(300);
 
@@ -157,7 +158,8 @@ class BenchProcess : public ::testing::Test {
                           ("fornace-bench-test-model-" + std::to_string(getpid())));
     fs::remove_all(*model_);
     std::string command = kFornace + " synth --preset tiny --out " + model_->string() +
-                          " --tokenizer-dir " + FORNACE_SOURCE_DIR + "/models > /dev/null";
+                          " --tokenizer-dir " + fornace::test_paths::source() +
+                          "/models > /dev/null";
     synth_status_ = std::system(command.c_str());
   }
   static void TearDownTestSuite() {
@@ -539,7 +541,7 @@ TEST_F(BenchProcess, BytesPerTokenOfASlidingWindowModelFollowWhatAttentionReads)
 
 TEST_F(BenchProcess, ReportReadsTheCsvsWrittenBeforeModelsAndPathsWereRecorded) {
   // A run of finding 0001, kept xz-compressed beside the finding.
-  const fs::path recorded = fs::path(FORNACE_SOURCE_DIR) / "findings" / "0001";
+  const fs::path recorded = fs::path(fornace::test_paths::source()) / "findings" / "0001";
   for (const std::string suffix : {"", "-steps"}) {
     fs::path compressed = recorded / ("2026-11-29-144cd57" + suffix + ".csv.xz");
     fs::path plain = directory_ / ("old" + suffix + ".csv");

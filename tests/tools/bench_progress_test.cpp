@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/run_fornace.h"
+#include "common/source_paths.h"
 #include "common/test_models.h"
 
 namespace fornace {
@@ -18,7 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kBench = std::string(FORNACE_BINARY_DIR) + "/bin/fornace-bench";
+const std::string kBench = fornace::test_paths::build("bin/fornace-bench");
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;

@@ -23,6 +23,7 @@
 #include "../../tools/fornace-bench/stats.cpp"
 #include "../../tools/fornace-bench/summary.cpp"
 #include "../../tools/fornace-bench/svg_plot.cpp"
+#include "common/source_paths.h"
 
 namespace fornace::bench {
 namespace {
@@ -658,7 +659,7 @@ TEST(BenchPlot, SvgIsWellFormedXmlWithOneLinePerCacheAndPromptAndALegend) {
   std::ofstream(path) << svg;
   // Python's XML parser checks that it is well formed; count the lines and legend entries.
   std::string command =
-      std::string(FORNACE_PYTHON) +
+      fornace::test_paths::python() +
       " -c \"import sys, xml.etree.ElementTree as tree; "
       "root = tree.parse(sys.argv[1]).getroot(); "
       "ns = '{http://www.w3.org/2000/svg}'; "

@@ -14,13 +14,14 @@
 #include <vector>
 
 #include "common/run_fornace.h"
+#include "common/source_paths.h"
 #include "common/test_models.h"
 
 namespace fornace {
 namespace {
 
 std::string scratch_file(const std::string& name) {
-  return std::string(FORNACE_BINARY_DIR) + "/chat-" + std::to_string(::getpid()) + "-" + name;
+  return fornace::test_paths::build("chat-") + std::to_string(::getpid()) + "-" + name;
 }
 
 // The stdout lines of a run.

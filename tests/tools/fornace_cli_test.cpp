@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/run_fornace.h"
+#include "common/source_paths.h"
 #include "common/test_models.h"
 
 namespace fornace {
@@ -104,7 +105,7 @@ TEST_F(FornaceCli, TraceAndJsonNameTheActivationRounding) {
 }
 
 TEST_F(FornaceCli, DumpLogitsWritesOneRowPerForwardPass) {
-  std::string path = std::string(FORNACE_BINARY_DIR) + "/cli-logits.npy";
+  std::string path = fornace::test_paths::build("cli-logits.npy");
   Outcome outcome = run_fornace(run("--prompt-ids 5,6 --max-new-tokens 3 --quiet --dump-logits " + path));
   ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
   std::string bytes = slurp(path);
@@ -124,10 +125,10 @@ TEST_F(FornaceCli, ChatWrapsThePromptInChatML) {
       "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n"
       "<|im_start|>assistant\n";
   std::string json_line = nlohmann::json(template_text).dump();
-  std::string path = std::string(FORNACE_BINARY_DIR) + "/cli-chat.jsonl";
+  std::string path = fornace::test_paths::build("cli-chat.jsonl");
   std::ofstream(path) << json_line << "\n";
-  std::string command = std::string(FORNACE_BINARY_DIR) + "/bin/fornace tokenize --model " +
-                        model + " < " + path + " > " + path + ".ids";
+  std::string command = fornace::test_paths::build("bin/fornace") + " tokenize --model " + model +
+                        " < " + path + " > " + path + ".ids";
   ASSERT_EQ(std::system(command.c_str()), 0);
   nlohmann::json ids = nlohmann::json::parse(slurp(path + ".ids"));
   EXPECT_EQ(summary["prompt_tokens"], ids.size());
@@ -158,7 +159,7 @@ TEST_F(FornaceCli, TwoPromptOptionsAreAUsageError) {
 
 TEST_F(FornaceCli, EmptyPromptIsRejected) {
   expect_error(run_fornace(run("--prompt ''")), 2, "empty");
-  std::string path = std::string(FORNACE_BINARY_DIR) + "/cli-empty-prompt.txt";
+  std::string path = fornace::test_paths::build("cli-empty-prompt.txt");
   std::ofstream(path).close();
   expect_error(run_fornace(run("--prompt-file " + path)), 1, "empty");
   std::remove(path.c_str());
@@ -167,13 +168,13 @@ TEST_F(FornaceCli, EmptyPromptIsRejected) {
 TEST_F(FornaceCli, MissingModelDirectoryOrFilesAreRuntimeErrors) {
   expect_error(run_fornace("--model /nonexistent/model --prompt hi"), 1, "/nonexistent/model");
   // Neither a directory nor a regular file: refused before anything opens it.
-  std::string fifo = std::string(FORNACE_BINARY_DIR) + "/cli-fifo-model";
+  std::string fifo = fornace::test_paths::build("cli-fifo-model");
   std::remove(fifo.c_str());
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   expect_error(run_fornace("--model " + fifo + " --prompt hi"), 1,
                "neither a checkpoint directory nor a GGUF file");
   std::remove(fifo.c_str());
-  std::string empty = std::string(FORNACE_BINARY_DIR) + "/cli-empty-model";
+  std::string empty = fornace::test_paths::build("cli-empty-model");
   std::filesystem::create_directories(empty);
   expect_error(run_fornace("--model " + empty + " --prompt-ids 1"), 1, "config.json");
 }
@@ -224,14 +225,14 @@ TEST_F(FornaceCli, SubcommandsWithoutArgumentsAreUsageErrors) {
 TEST_F(FornaceCli, QuantizeRefusesAnUnknownTypeAndAMissingModel) {
   expect_error(run_fornace("quantize --type q3_k --model x --out y.gguf"), 2,
                "--type must be one of f32|bf16|q8_0|q4_0|q4_k_m|q5_k_m, got 'q3_k'");
-  std::string out = std::string(FORNACE_BINARY_DIR) + "/quantize-missing.gguf";
+  std::string out = fornace::test_paths::build("quantize-missing.gguf");
   expect_error(run_fornace("quantize --type q8_0 --model /nonexistent/model --out " + out), 1,
                "/nonexistent/model");
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 TEST_F(FornaceCli, AGgufThatIsNotOneIsOneErrorLine) {
-  std::string path = std::string(FORNACE_BINARY_DIR) + "/not-a-model.gguf";
+  std::string path = fornace::test_paths::build("not-a-model.gguf");
   std::ofstream(path) << "GGUF but not really";
   expect_error(run_fornace("--model " + path + " --prompt-ids 1,2"), 1, "not-a-model.gguf");
 }

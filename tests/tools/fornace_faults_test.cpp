@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/run_fornace.h"
+#include "common/source_paths.h"
 #include "common/test_models.h"
 #include "io/safetensors.h"
 
@@ -25,8 +26,7 @@ namespace fs = std::filesystem;
 class ScratchDirectory {
  public:
   explicit ScratchDirectory(const std::string& name)
-      : path_(std::string(FORNACE_BINARY_DIR) + "/faults-" + name + "-" +
-              std::to_string(::getpid())) {
+      : path_(fornace::test_paths::build("faults-") + name + "-" + std::to_string(::getpid())) {
     fs::remove_all(path_);
     fs::create_directories(path_);
     fs::permissions(path_, fs::perms(0755));
@@ -169,7 +169,8 @@ std::optional<std::string> unprivileged_prefix() {
   for (const char* runuser : {"/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser"}) {
     if (::access(runuser, X_OK) != 0) continue;
     std::string prefix = std::string(runuser) + " -u nobody -- ";
-    std::string probe = prefix + FORNACE_BINARY_DIR + "/bin/fornace --help >/dev/null 2>&1";
+    std::string probe =
+        prefix + fornace::test_paths::build() + "/bin/fornace --help >/dev/null 2>&1";
     if (std::system(probe.c_str()) == 0) return prefix;
   }
   return std::nullopt;
@@ -214,7 +215,7 @@ TEST(FornaceFaults, UnreadablePromptFileIsARuntimeError) {
 // `set -o pipefail` does not fail and nothing is printed for an ordinary early close.
 TEST(FornaceFaults, ClosedStdoutEndsQuietlyWithStatusZero) {
   std::string status_path =
-      std::string(FORNACE_BINARY_DIR) + "/faults-sigpipe-status-" + std::to_string(::getpid());
+      fornace::test_paths::build("faults-sigpipe-status-") + std::to_string(::getpid());
   Outcome outcome = run_shell_capturing(
       "{ " + fornace_binary() + " --model " + tiny_model_directory(DType::f32) +
       " --prompt hello --max-new-tokens 2000 --ignore-eos --temperature 1 --seed 3 2>{err} "
@@ -254,7 +255,7 @@ TEST(FornaceFaults, NonUtf8PromptArgumentNamesTheByteOffset) {
 // and kills it with SIGKILL.
 void kill_synth_while_writing_weights(const std::string& out) {
   std::string binary = fornace_binary();
-  std::string tokenizer_directory = std::string(FORNACE_SOURCE_DIR) + "/models";
+  std::string tokenizer_directory = fornace::test_paths::source("models");
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
@@ -309,7 +310,7 @@ TEST(FornaceFaults, KilledSynthKeepsThePreviousModel) {
   ScratchDirectory scratch{"synth-replace"};
   std::string out = scratch.path("model");
   ASSERT_EQ(run_fornace("synth --preset tiny --out " + out + " --tokenizer-dir " +
-                        FORNACE_SOURCE_DIR + "/models")
+                        fornace::test_paths::source() + "/models")
                 .exit_code,
             0);
   std::string config_before = slurp(out + "/config.json");

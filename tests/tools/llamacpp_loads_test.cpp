@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "common/run_fornace.h"
+#include "common/source_paths.h"
 #include "common/test_models.h"
 #include "io/config.h"
 #include "io/test_files.h"
@@ -24,7 +25,7 @@ using nlohmann::json;
 using test_support::shell_quote;
 using test_support::TemporaryDirectory;
 
-const std::string kReferenceDir = std::string(FORNACE_SOURCE_DIR) + "/tests/reference/llamacpp";
+const std::string kReferenceDir = fornace::test_paths::source("tests/reference/llamacpp");
 
 struct Family {
   const char* preset;

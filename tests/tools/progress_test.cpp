@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/run_fornace.h"
+#include "common/source_paths.h"
 #include "common/test_models.h"
 
 namespace fornace {
@@ -47,9 +48,9 @@ TEST(Progress, APipeQuietOrJsonShowNoProgress) {
 }
 
 TEST(Progress, SynthShowsTheMegabytesWrittenOnATerminalOnly) {
-  std::string out = std::string(FORNACE_BINARY_DIR) + "/progress-synth";
+  std::string out = fornace::test_paths::build("progress-synth");
   std::string command = fornace_binary() + " synth --preset tiny --out " + out +
-                        " --tokenizer-dir " + FORNACE_SOURCE_DIR + "/models";
+                        " --tokenizer-dir " + fornace::test_paths::source() + "/models";
   Outcome terminal = run_in_terminal(command);
   ASSERT_EQ(terminal.exit_code, 0) << terminal.out;
   EXPECT_NE(terminal.out.find("\rsynth: 0 / "), std::string::npos) << terminal.out;

@@ -6,18 +6,20 @@
 #include <string>
 
 #include "common/run_fornace.h"
+#include "common/source_paths.h"
 
 namespace fornace {
 namespace {
 
 // Runs `bash scripts/<script> <arguments>` from the source tree.
 Outcome run_script(const std::string& script, const std::string& arguments) {
-  return run_shell_capturing(std::string("cd ") + FORNACE_SOURCE_DIR + " && bash scripts/" +
-                             script + " " + arguments + " >{out} 2>{err} </dev/null");
+  return run_shell_capturing(std::string("cd ") + fornace::test_paths::source() +
+                             " && bash scripts/" + script + " " + arguments +
+                             " >{out} 2>{err} </dev/null");
 }
 
 TEST(BenchScript, MissingFornaceBenchIsAnError) {
-  std::string build = std::string(FORNACE_BINARY_DIR) + "/no-such-build";
+  std::string build = fornace::test_paths::build("no-such-build");
   Outcome outcome = run_script("bench.sh", build);
   expect_error(outcome, 1, build + "/bin/fornace-bench is not built");
   EXPECT_EQ(outcome.out, "");
@@ -31,11 +33,13 @@ TEST(DownloadModelScript, AnUnknownModelNameListsTheKnownOnes) {
 }
 
 TEST(DownloadModelScript, AnUnreachableHostIsOneErrorLineThatNamesTheSyntheticWayOut) {
-  std::string dest = std::string(FORNACE_BINARY_DIR) + "/download-test";
+  std::string dest = fornace::test_paths::build("download-test");
   // Port 9 (discard) on loopback: nothing listens there, so the probe is refused at once.
-  Outcome outcome = run_shell_capturing(std::string("cd ") + FORNACE_SOURCE_DIR +
-                                " && HF_ENDPOINT=http://127.0.0.1:9 bash scripts/download-model.sh "
-                                "qwen3-0.6b " + dest + " >{out} 2>{err} </dev/null");
+  Outcome outcome =
+      run_shell_capturing(std::string("cd ") + fornace::test_paths::source() +
+                          " && HF_ENDPOINT=http://127.0.0.1:9 bash scripts/download-model.sh "
+                          "qwen3-0.6b " +
+                          dest + " >{out} 2>{err} </dev/null");
   expect_error(outcome, 1, "cannot reach http://127.0.0.1:9 to download Qwen/Qwen3-0.6B");
   EXPECT_NE(outcome.err.find("fornace synth --preset qwen3-0.6b"), std::string::npos);
 }
@@ -46,7 +50,7 @@ TEST(DownloadModelScript, AnUnreachableHostIsOneErrorLineThatNamesTheSyntheticWa
 Outcome run_setup_with_locked_lists(int locked_updates, const std::string& update_error) {
   namespace fs = std::filesystem;
   fs::path bin =
-      fs::path(FORNACE_BINARY_DIR) / ("setup-test-bin-" + std::to_string(locked_updates));
+      fs::path(fornace::test_paths::build()) / ("setup-test-bin-" + std::to_string(locked_updates));
   fs::remove_all(bin);
   fs::create_directories(bin);
   std::ofstream(bin / "dpkg-query") << "#!/bin/sh\nexit 1\n";
@@ -58,8 +62,8 @@ Outcome run_setup_with_locked_lists(int locked_updates, const std::string& updat
   for (const char* tool : {"dpkg-query", "apt-get"}) {
     fs::permissions(bin / tool, fs::perms::owner_all, fs::perm_options::add);
   }
-  return run_shell_capturing(std::string("cd ") + FORNACE_SOURCE_DIR + " && PATH=" +
-                             bin.string() +
+  return run_shell_capturing(std::string("cd ") + fornace::test_paths::source() +
+                             " && PATH=" + bin.string() +
                              ":$PATH FORNACE_APT_LOCK_POLL=0 FORNACE_APT_LOCK_TIMEOUT=60 bash "
                              "scripts/setup.sh >{out} 2>{err} </dev/null; status=$?; cat " +
                              (bin / "calls").string() + " >>{err}; exit $status");

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/run_fornace.h"
+#include "common/source_paths.h"
 #include "common/test_models.h"
 
 namespace fornace {
@@ -24,7 +25,7 @@ std::string model_with_a_smaller_tokenizer(const ScratchPath& out) {
     fs::create_hard_link(fs::path(model) / file, directory / file);
   }
   nlohmann::json tokenizer =
-      nlohmann::json::parse(slurp(std::string(FORNACE_SOURCE_DIR) + "/models/tokenizer.json"));
+      nlohmann::json::parse(slurp(fornace::test_paths::source("models/tokenizer.json")));
   nlohmann::json& vocab = tokenizer["model"]["vocab"];
   nlohmann::json kept = nlohmann::json::object();
   for (const auto& [token, id] : vocab.items()) {

@@ -10,6 +10,7 @@
 
 #include "common/cli.h"
 #include "common/memory_info.h"
+#include "core/settings.h"
 #include "engine/sampler.h"
 #include "io/gguf.h"
 #include "models/model.h"
@@ -46,8 +47,9 @@ inline void add_model_flags(CLI::App& app, ModelFlags& flags) {
       ->transform(integer_in(0, INT64_MAX / 4));
 }
 
-inline ModelOptions model_options(const ModelFlags& flags) {
+inline ModelOptions model_options(const ModelFlags& flags, const EngineSettings& settings) {
   ModelOptions options;
+  options.packed_cache_directory = settings.packed_cache_directory;
   if (!flags.dtype.empty()) options.dtype = parse_dtype(flags.dtype);
   options.attention = parse_attention_path(flags.attention);
   options.activation_rounding = parse_activation_rounding(flags.activations);

@@ -26,7 +26,7 @@
 #include "common/progress.h"
 #include "core/dtype.h"
 #include "cpu/kernel_choices.h"
-#include "cpu/roofline.h"
+#include "roofs/probes.h"
 #include "cpu/thread_pool.h"
 #include "format.h"
 #include "io/config.h"
@@ -638,12 +638,12 @@ int run_bench(BenchPlan& plan) {
   } else {
     progress.measuring(concat("the read bandwidth: 1 GiB, best of ", kBandwidthPasses, " passes, ",
                               plan.threads, " threads"));
-    data.context.read_gbs = cpu::measure_read_bandwidth_gbs(kBandwidthBytes, kBandwidthPasses);
+    data.context.read_gbs = roofs::measure_read_bandwidth_gbs(kBandwidthBytes, kBandwidthPasses);
     progress.clear();
     progress.note("[bench] read bandwidth: " + format_fixed(data.context.read_gbs, 1) + " GB/s");
   }
   progress.measuring("the BF16 dot-product peak");
-  data.context.peak_gflops = cpu::measure_gemm_peak_gflops(cpu::active_isa());
+  data.context.peak_gflops = roofs::measure_gemm_peak_gflops(cpu::active_isa());
   progress.clear();
   if (data.context.peak_gflops > 0) {
     progress.note("[bench] BF16 dot-product peak: " + format_fixed(data.context.peak_gflops, 0) +
@@ -704,7 +704,8 @@ int bench_command(int argc, char** argv) {
   add_bench_flags(app, plan);
   app.footer(
       "`fornace-bench report RUNS.csv` prints the tables and rewrites the .md and .svg from the "
-      "runs CSV and its -steps.csv alone.");
+      "runs CSV and its -steps.csv alone.\n\n" +
+      EngineSettings::help());
   return app.parse_and_run(argc, argv, [&] {
     plan.models = split_list(plan.model_directory);
     plan.model_labels = distinct_path_labels(plan.models);
@@ -726,8 +727,8 @@ int roofs_command(int argc, char** argv) {
     set_num_threads(static_cast<int>(threads));
     const CpuIdentity cpu = cpu_identity();
     nlohmann::json roofs = {
-        {"read_gbs", cpu::measure_read_bandwidth_gbs(kBandwidthBytes, kBandwidthPasses)},
-        {"peak_gflops", cpu::measure_gemm_peak_gflops(cpu::active_isa())},
+        {"read_gbs", roofs::measure_read_bandwidth_gbs(kBandwidthBytes, kBandwidthPasses)},
+        {"peak_gflops", roofs::measure_gemm_peak_gflops(cpu::active_isa())},
         {"threads", threads},
         {"cpu", cpu.model_name},
         {"cpu_family", cpu.family},

@@ -15,9 +15,10 @@
 #include "commands.h"
 #include "common/cli.h"
 #include "common/progress.h"
+#include "common/start_up.h"
 #include "core/dtype.h"
 #include "core/memory.h"
-#include "cpu/roofline.h"
+#include "roofs/probes.h"
 #include "cpu/thread_pool.h"
 #include "engine/generator.h"
 #include "engine/trace.h"
@@ -84,7 +85,7 @@ class ProgressEvents {
 // files' pages, or the copies packed at load; best of three passes): decode's roof at this
 // moment, on a machine whose bandwidth drifts.
 double weights_read_gbs(const Model& model) {
-  return cpu::read_bandwidth_gbs(model.weights_read_per_token().regions, 3);
+  return roofs::read_bandwidth_gbs(model.weights_read_per_token().regions, 3);
 }
 
 struct Roofs {
@@ -93,7 +94,7 @@ struct Roofs {
 };
 
 Roofs measure_roofs(const Model& model) {
-  return {weights_read_gbs(model), cpu::measure_gemm_peak_gflops(cpu::active_isa())};
+  return {weights_read_gbs(model), roofs::measure_gemm_peak_gflops(cpu::active_isa())};
 }
 
 // "bf16" for float weights; quantized ones by the formats that hold them, most bytes first
@@ -152,7 +153,8 @@ void apply_test_fault(const TestFault& fault, const std::string& kind_name) {
   }
 }
 
-int run_child(const RunFlags& flags, int64_t parent_pid, bool report_progress) {
+int run_child(const RunFlags& flags, int64_t parent_pid, bool report_progress,
+              const EngineSettings& settings) {
   const std::string& kind_name = flags.kv_cache;
   const std::string& model_directory = flags.model_directory;
   const std::vector<std::string> prompts = split_list(flags.prompt_list);
@@ -169,6 +171,7 @@ int run_child(const RunFlags& flags, int64_t parent_pid, bool report_progress) {
   model_options.attention = parse_attention_path(flags.attention);
   if (!flags.dtype.empty()) model_options.dtype = parse_dtype(flags.dtype);
   model_options.activation_rounding = parse_activation_rounding(flags.activations);
+  model_options.packed_cache_directory = settings.packed_cache_directory;
   set_num_threads(static_cast<int>(flags.threads));
   // The linear ops' time per run (two clock reads an op).
   memory::set_op_timing(true);
@@ -179,9 +182,10 @@ int run_child(const RunFlags& flags, int64_t parent_pid, bool report_progress) {
   std::unique_ptr<Model> model;
   {
     memory::PhaseScope phase(Phase::load);
-    model = load_model(model_directory, model_options);
+    std::shared_ptr<const ModelFiles> files = tools::open_model_files(model_directory, settings);
+    model = load_model(files, model_options);
     for (const std::string& prompt : prompts) {
-      if (!is_ids_prompt(prompt) && !tokenizer) tokenizer.emplace(Tokenizer::load(model_directory));
+      if (!is_ids_prompt(prompt) && !tokenizer) tokenizer.emplace(Tokenizer::load(*files));
     }
   }
   double load_ms = elapsed_ms(load_start);
@@ -295,7 +299,7 @@ int run_child(const RunFlags& flags, int64_t parent_pid, bool report_progress) {
 
 }  // namespace
 
-int child_command(int argc, char** argv) {
+int child_command(int argc, char** argv, const EngineSettings& settings) {
   tools::CommandLine app(
       "fornace-bench --child", "usage: fornace-bench --child [options]",
       "Started by fornace-bench, once per model, attention path and KV cache: not for direct "
@@ -310,7 +314,7 @@ int child_command(int argc, char** argv) {
   app.add_flag("--progress", report_progress,
                "report prefill and decode progress as JSON events, for the parent's progress line");
   return app.parse_and_run(argc, argv,
-                           [&] { return run_child(flags, parent_pid, report_progress); });
+                           [&] { return run_child(flags, parent_pid, report_progress, settings); });
 }
 
 }  // namespace fornace::bench

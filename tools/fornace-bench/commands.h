@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/settings.h"
+
 namespace fornace::tools {
 class CommandLine;
 }
@@ -18,7 +20,7 @@ int bench_command(int argc, char** argv);
 // fornace-bench --child ...: loads one model once and runs every prompt with one attention path
 // and one KV cache, reporting JSON lines on stdout (with --progress, how far each run is too) and
 // errors only on stderr. Started by bench_command only; argv[0] is "--child".
-int child_command(int argc, char** argv);
+int child_command(int argc, char** argv, const EngineSettings& settings);
 // fornace-bench report CSV: the tables and the plot again, from the CSVs alone; argv[0] is
 // "report".
 int report_command(int argc, char** argv);

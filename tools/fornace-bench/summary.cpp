@@ -6,7 +6,7 @@
 #include <map>
 
 #include "core/error.h"
-#include "cpu/roofline.h"
+#include "roofs/probes.h"
 #include "format.h"
 #include "stats.h"
 
@@ -21,7 +21,7 @@ std::string peak_instruction(const BenchContext& context) {
     const std::string level =
         context.kernels.substr(prefix.size(), context.kernels.find(';') - prefix.size());
     try {
-      return cpu::gemm_peak_name(cpu::parse_isa(level.c_str()));
+      return roofs::gemm_peak_name(cpu::parse_isa(level.c_str()));
     } catch (const Error&) {
     }
   }

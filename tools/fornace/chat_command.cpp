@@ -16,6 +16,7 @@
 
 #include "common/cli.h"
 #include "common/generation_flags.h"
+#include "common/start_up.h"
 #include "common/stream_out.h"
 #include "engine/generator.h"
 #include "fornace/commands.h"
@@ -385,14 +386,15 @@ void add_chat_flags(CommandLine& app, ChatFlags& flags) {
                "turn fails");
 }
 
-int chat(ChatFlags& flags) {
+int chat(ChatFlags& flags, const EngineSettings& settings) {
   set_num_threads(static_cast<int>(flags.model.threads));
   require_model_path(flags.model.model_path);
   if (flags.system && text::first_invalid_utf8(*flags.system) != std::string::npos) {
     throw UsageError("--system is not valid UTF-8");
   }
-  std::unique_ptr<Model> model = load_model(flags.model.model_path, model_options(flags.model));
-  Tokenizer tokenizer = Tokenizer::load(flags.model.model_path);
+  std::shared_ptr<const ModelFiles> files = open_model_files(flags.model.model_path, settings);
+  std::unique_ptr<Model> model = load_model(files, model_options(flags.model, settings));
+  Tokenizer tokenizer = Tokenizer::load(*files);
   // A model with no chat template fails here rather than at the first message.
   tokenizer.apply_chat_template({{"user", "Hi"}}, true);
   const ModelConfig& config = model->config();
@@ -440,7 +442,7 @@ int chat(ChatFlags& flags) {
 
 }  // namespace
 
-int chat_command(int argc, char** argv) {
+int chat_command(int argc, char** argv, const EngineSettings& settings) {
   std::signal(SIGPIPE, SIG_IGN);
   CommandLine app("fornace chat", kUsage,
                   "A conversation with the model through its chat template. The history stays in "
@@ -452,7 +454,7 @@ int chat_command(int argc, char** argv) {
                   "/help for the commands (/reset, /system, /save, /load, /quit).");
   ChatFlags flags;
   add_chat_flags(app, flags);
-  return app.parse_and_run(argc, argv, [&] { return chat(flags); });
+  return app.parse_and_run(argc, argv, [&] { return chat(flags, settings); });
 }
 
 }  // namespace fornace::tools

@@ -3,20 +3,29 @@
 
 #include <string_view>
 
+#include "core/settings.h"
+
 namespace fornace::tools {
 
-int generate_command(int argc, char** argv);  // fornace --model DIR --prompt ... (the default)
-int synth_command(int argc, char** argv);     // fornace synth --preset NAME --out DIR
-int tokenize_command(int argc, char** argv);  // fornace tokenize --model DIR [--decode]
-int quantize_command(int argc, char** argv);  // fornace quantize --type T --model P --out F
-int serve_command(int argc, char** argv);     // fornace serve --model PATH [--port N]
-int chat_command(int argc, char** argv);      // fornace chat --model PATH
+// Each takes the settings that main read from the environment at start-up.
+// fornace --model DIR --prompt ... (the default)
+int generate_command(int argc, char** argv, const EngineSettings& settings);
+// fornace synth --preset NAME --out DIR
+int synth_command(int argc, char** argv, const EngineSettings& settings);
+// fornace tokenize --model DIR [--decode]
+int tokenize_command(int argc, char** argv, const EngineSettings& settings);
+// fornace quantize --type T --model P --out F
+int quantize_command(int argc, char** argv, const EngineSettings& settings);
+// fornace serve --model PATH [--port N]
+int serve_command(int argc, char** argv, const EngineSettings& settings);
+// fornace chat --model PATH
+int chat_command(int argc, char** argv, const EngineSettings& settings);
 
 // `fornace NAME ...` runs `run` with argv[0] == NAME; `fornace --help` lists the summaries.
 struct Subcommand {
   std::string_view name;
   std::string_view summary;
-  int (*run)(int argc, char** argv);
+  int (*run)(int argc, char** argv, const EngineSettings& settings);
 };
 
 inline constexpr Subcommand kSubcommands[] = {

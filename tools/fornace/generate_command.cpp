@@ -16,6 +16,7 @@
 #include "common/generation_flags.h"
 #include "common/memory_info.h"
 #include "common/progress.h"
+#include "common/start_up.h"
 #include "common/stream_out.h"
 #include "core/memory.h"
 #include "cpu/thread_pool.h"
@@ -111,7 +112,8 @@ std::string subcommands_footer() {
   return footer;
 }
 
-int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point command_start) {
+int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point command_start,
+             const EngineSettings& settings) {
   const std::string& model_path = flags.model.model_path;
   const std::optional<std::string>& prompt_text = flags.prompt_text;
   const std::optional<std::string>& prompt_file = flags.prompt_file;
@@ -131,7 +133,7 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
   if (system && !chat) throw UsageError("--system needs --chat");
   if (chat && prompt_ids) throw UsageError("--chat needs a text prompt, not --prompt-ids");
   KvCacheKind kind = parse_kv_cache_kind(flags.model.kv_cache);
-  const ModelOptions model_options = tools::model_options(flags.model);
+  const ModelOptions model_options = tools::model_options(flags.model, settings);
   if (prompt_text && prompt_text->empty()) throw UsageError("the prompt is empty");
   set_num_threads(static_cast<int>(threads));
 
@@ -142,12 +144,12 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
   std::unique_ptr<Model> model;
   {
     memory::PhaseScope phase(Phase::load);
-    // The model first: a GGUF file's mapping stays alive in its weights, and the tokenizer
-    // reads its keys through the same mapping rather than mapping the file again.
-    model = load_model(model_path, model_options);
-    if (!prompt_ids || is_gguf_path(model_path) ||
-        fs::exists(fs::path(model_path) / "tokenizer.json")) {
-      tokenizer.emplace(Tokenizer::load(model_path));
+    // One opening of the files for both: a GGUF file's tokenizer reads its keys through the
+    // model's parse rather than mapping the file again.
+    std::shared_ptr<const ModelFiles> files = open_model_files(model_path, settings);
+    model = load_model(files, model_options);
+    if (!prompt_ids || files->is_gguf() || fs::exists(fs::path(model_path) / "tokenizer.json")) {
+      tokenizer.emplace(Tokenizer::load(*files));
     }
   }
   const double load_ms = ms_since(command_start);
@@ -246,7 +248,9 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
                  result.decode_tokens_per_second(), mean_text, peak_rss_mib);
   }
   if (flags.trace) {
-    std::cerr << format_trace(result) << "trace: activations for quantized weights: "
+    std::cerr << "trace: settings\n"
+              << settings.describe() << format_trace(result, model->load_report())
+              << "trace: activations for quantized weights: "
               << activation_rounding_name(model_options.activation_rounding) << "\n";
   }
   if (flags.json) {
@@ -271,7 +275,7 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
         {"load_ms", load_ms},
         {"first_token_ms", first_token_ms},
     };
-    if (flags.trace) summary["trace"] = trace_to_json(result);
+    if (flags.trace) summary["trace"] = trace_to_json(result, model->load_report());
     try {
       write_out(summary.dump() + "\n");
     } catch (const OutputClosed&) {
@@ -283,7 +287,7 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
 
 }  // namespace
 
-int generate_command(int argc, char** argv) {
+int generate_command(int argc, char** argv, const EngineSettings& settings) {
   const auto command_start = std::chrono::steady_clock::now();
   std::signal(SIGPIPE, SIG_IGN);
   CommandLine app("fornace", kUsage,
@@ -292,8 +296,8 @@ int generate_command(int argc, char** argv) {
                   "architecture.");
   GenerateFlags flags;
   add_generate_flags(app, flags);
-  app.footer(subcommands_footer());
-  return app.parse_and_run(argc, argv, [&] { return generate(flags, command_start); });
+  app.footer(subcommands_footer() + "\n\n" + EngineSettings::help());
+  return app.parse_and_run(argc, argv, [&] { return generate(flags, command_start, settings); });
 }
 
 }  // namespace fornace::tools

@@ -6,13 +6,14 @@
 #include <string>
 
 #include "common/cli.h"
+#include "common/start_up.h"
 #include "fornace/commands.h"
 #include "models/gguf_export.h"
 #include "text/gguf_metadata.h"
 
 namespace fornace::tools {
 
-int quantize_command(int argc, char** argv) {
+int quantize_command(int argc, char** argv, const EngineSettings& settings) {
   CommandLine app("fornace quantize",
                   "usage: fornace quantize --type TYPE --model DIR_OR_GGUF --out FILE.gguf",
                   "Writes the model as a GGUF file that Fornace and llama.cpp load. The tensor "
@@ -35,8 +36,9 @@ int quantize_command(int argc, char** argv) {
     if (out.empty()) throw UsageError("--out is empty");
     set_num_threads(static_cast<int>(threads));
     auto start = std::chrono::steady_clock::now();
-    GgufExportSummary summary = export_gguf(model, out, *type, [&](const ModelConfig& config) {
-      return gguf_tokenizer_metadata(model, config.vocab_size);
+    std::shared_ptr<const ModelFiles> files = open_model_files(model, settings);
+    GgufExportSummary summary = export_gguf(*files, out, *type, [&](const ModelConfig& config) {
+      return gguf_tokenizer_metadata(*files, config.vocab_size);
     });
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

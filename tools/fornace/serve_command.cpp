@@ -9,6 +9,7 @@
 
 #include "common/cli.h"
 #include "common/memory_info.h"
+#include "common/start_up.h"
 #include "cpu/thread_pool.h"
 #include "engine/scheduler.h"
 #include "fornace/commands.h"
@@ -49,7 +50,7 @@ std::string served_model_id(const ServeFlags& flags) {
   return path.filename().string();
 }
 
-int serve(const ServeFlags& flags, const sigset_t& stop_signals) {
+int serve(const ServeFlags& flags, const sigset_t& stop_signals, const EngineSettings& settings) {
   if (flags.model_path.empty()) throw UsageError("--model is empty");
   if (flags.host.empty()) throw UsageError("--host is empty");
   require_model_path(flags.model_path);
@@ -57,8 +58,10 @@ int serve(const ServeFlags& flags, const sigset_t& stop_signals) {
   ModelOptions model_options;
   if (!flags.dtype.empty()) model_options.dtype = parse_dtype(flags.dtype);
   model_options.activation_rounding = parse_activation_rounding(flags.activations);
-  std::unique_ptr<Model> model = load_model(flags.model_path, model_options);
-  Tokenizer tokenizer = Tokenizer::load(flags.model_path);
+  model_options.packed_cache_directory = settings.packed_cache_directory;
+  std::shared_ptr<const ModelFiles> files = open_model_files(flags.model_path, settings);
+  std::unique_ptr<Model> model = load_model(files, model_options);
+  Tokenizer tokenizer = Tokenizer::load(*files);
   const ModelConfig& config = model->config();
 
   int64_t context =
@@ -123,7 +126,7 @@ int serve(const ServeFlags& flags, const sigset_t& stop_signals) {
 
 }  // namespace
 
-int serve_command(int argc, char** argv) {
+int serve_command(int argc, char** argv, const EngineSettings& settings) {
   // Blocked before any thread starts, so that every thread inherits the mask and only the
   // signal waiter takes them.
   sigset_t stop_signals;
@@ -182,7 +185,7 @@ int serve_command(int argc, char** argv) {
   add_dtype_flag(app, flags.dtype);
   add_activations_flag(app, flags.activations);
   add_threads_flag(app, flags.threads);
-  return app.parse_and_run(argc, argv, [&] { return serve(flags, stop_signals); });
+  return app.parse_and_run(argc, argv, [&] { return serve(flags, stop_signals, settings); });
 }
 
 }  // namespace fornace::tools

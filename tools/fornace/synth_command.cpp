@@ -8,7 +8,7 @@
 
 namespace fornace::tools {
 
-int synth_command(int argc, char** argv) {
+int synth_command(int argc, char** argv, const EngineSettings&) {
   CommandLine app("fornace synth", "usage: fornace synth --preset NAME --out DIR [options]",
                   "Writes a checkpoint with the shapes of a preset and seeded random weights, "
                   "with the tokenizer files copied beside it.");

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/cli.h"
+#include "common/start_up.h"
 #include "fornace/commands.h"
 #include "text/tokenizer.h"
 
@@ -51,7 +52,7 @@ void decode_line(const Tokenizer& tokenizer, const std::string& line, size_t lin
 
 }  // namespace
 
-int tokenize_command(int argc, char** argv) {
+int tokenize_command(int argc, char** argv, const EngineSettings& settings) {
   CommandLine app("fornace tokenize", "usage: fornace tokenize --model DIR|FILE.gguf [options]",
                   "Reads one JSON string per line on stdin and writes one JSON array of ids per "
                   "line; with --decode, reads JSON arrays of ids and writes JSON strings.");
@@ -69,7 +70,7 @@ int tokenize_command(int argc, char** argv) {
     if (model.empty()) throw UsageError("--model is empty");
     if (decode && no_special) throw UsageError("--no-special applies to encoding, not --decode");
     if (!decode && skip_special) throw UsageError("--skip-special applies to --decode only");
-    Tokenizer tokenizer = Tokenizer::load(model);
+    Tokenizer tokenizer = Tokenizer::load(*open_model_files(model, settings));
     std::string line;
     for (size_t line_number = 1; std::getline(std::cin, line); ++line_number) {
       if (!line.empty() && line.back() == '\r') line.pop_back();

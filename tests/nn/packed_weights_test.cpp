@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "cpu/gemm.h"
-#include "ops/math.h"
-#include "test_tensors.h"
+#include "nn/packed_weights.h"
+#include "ops/test_tensors.h"
 
 namespace fornace {
 namespace {

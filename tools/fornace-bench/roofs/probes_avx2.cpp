@@ -1,9 +1,9 @@
-// AVX2 loop behind roofline.cpp: register-only 256-bit FMAs, the AVX2 GEMM's arithmetic.
+// AVX2 loop behind probes.cpp: register-only 256-bit FMAs, the AVX2 GEMM's arithmetic.
 #include <immintrin.h>
 
-#include "cpu/roofline_kernels.h"
+#include "roofs/probes_kernels.h"
 
-namespace fornace::cpu::kernels {
+namespace fornace::roofs::kernels {
 
 float fma_loop_avx2(int64_t iterations) {
   constexpr int kAccumulators = 12;  // Enough to cover the instruction's latency on two pipes.
@@ -29,4 +29,4 @@ float fma_loop_avx2(int64_t iterations) {
   return sum;
 }
 
-}  // namespace fornace::cpu::kernels
+}  // namespace fornace::roofs::kernels

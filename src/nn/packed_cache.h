@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "ops/math.h"
+#include "io/file_mapping.h"
+#include "nn/packed_weights.h"
 
 namespace fornace {
 
@@ -17,18 +18,16 @@ struct PackedCacheKey {
   std::string signature;           // The rest: kernels, dtype, activation rounding.
 };
 
-// The cache's directory: FORNACE_PACKED_CACHE ("0" or "off": no cache), else
-// $XDG_CACHE_HOME/fornace, else $HOME/.cache/fornace; none when none of them is set.
-std::optional<std::string> packed_cache_directory();
-
 // One entry per model path and signature: a header that names the model's files as they were
 // packed (path, size, modification time, device, inode), then the forms, as PackedWeights
 // handed them out. Mapped from the page cache, a later load's forms cost no fresh memory: in a
 // VM whose host takes freed pages back, fresh memory costs about 1.8 s a GB (see finding 0008).
 class PackedCache {
  public:
+  // The directory: EngineSettings::packed_cache_directory. `mapping`: how an entry is mapped.
   // Throws Error naming a model file that cannot be found.
-  PackedCache(const std::string& directory, const PackedCacheKey& key);
+  PackedCache(const std::string& directory, const PackedCacheKey& key,
+              const FileMappingOptions& mapping = FileMappingOptions::for_mode(HugePages::on));
   const std::string& path() const { return path_; }
   // The entry's forms, mapped, when it exists, is whole, and names the model files as they are
   // now; else nothing. `before_mapping`, when given, runs once the entry is found good, before
@@ -42,6 +41,7 @@ class PackedCache {
 
  private:
   std::string directory_;
+  FileMappingOptions mapping_;
   std::string path_;
   std::string identity_;  // The header's first lines: format, signature, files as they are now.
 };

@@ -1,5 +1,5 @@
 // Streaming read bandwidth and the GEMM arithmetic's peak, measured on the global pool's threads.
-#include "cpu/roofline.h"
+#include "roofs/probes.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,10 +8,14 @@
 
 #include "core/storage.h"
 #include "cpu/cpu_features.h"
-#include "cpu/roofline_kernels.h"
+#include "roofs/probes_kernels.h"
 #include "cpu/thread_pool.h"
 
-namespace fornace::cpu {
+namespace fornace::roofs {
+
+using cpu::active_isa;
+using cpu::detected_isa;
+
 namespace {
 
 constexpr int kBf16DotAccumulators = 24;
@@ -166,4 +170,4 @@ const char* gemm_peak_name(Isa isa) {
   }
 }
 
-}  // namespace fornace::cpu
+}  // namespace fornace::roofs

@@ -1,9 +1,9 @@
-// The ISA-specific loops behind roofline.h.
+// The ISA-specific loops behind probes.h.
 #pragma once
 
 #include <cstdint>
 
-namespace fornace::cpu::kernels {
+namespace fornace::roofs::kernels {
 
 uint64_t sum_words_avx512(const uint64_t* words, int64_t count);
 // 24 x 64 FLOPs per iteration.
@@ -11,4 +11,4 @@ float bf16_dot_loop_avx512(int64_t iterations);
 // 12 x 16 FLOPs per iteration.
 float fma_loop_avx2(int64_t iterations);
 
-}  // namespace fornace::cpu::kernels
+}  // namespace fornace::roofs::kernels

@@ -1,10 +1,10 @@
-// AVX-512 loops behind roofline.cpp: a 64-byte-load streaming sum and register-only vdpbf16ps.
+// AVX-512 loops behind probes.cpp: a 64-byte-load streaming sum and register-only vdpbf16ps.
 #include <immintrin.h>
 
-#include "cpu/roofline_kernels.h"
+#include "roofs/probes_kernels.h"
 #include "cpu/simd.h"  // Also silences GCC 12's false "uninitialized" warnings.
 
-namespace fornace::cpu::kernels {
+namespace fornace::roofs::kernels {
 
 uint64_t sum_words_avx512(const uint64_t* words, int64_t count) {
   __m512i sums[8];
@@ -45,4 +45,4 @@ float bf16_dot_loop_avx512(int64_t iterations) {
   return _mm512_reduce_add_ps(total);
 }
 
-}  // namespace fornace::cpu::kernels
+}  // namespace fornace::roofs::kernels

@@ -1,6 +1,6 @@
 // The packed-weights cache: entries named by model path and signature, checked against the
 // model's files, mapped in 2 MiB pages, written through a temporary and a rename.
-#include "io/packed_cache.h"
+#include "nn/packed_cache.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,7 +9,6 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
@@ -90,21 +89,9 @@ void remove_stale_entries(const std::string& directory, const std::string& keep)
 
 }  // namespace
 
-std::optional<std::string> packed_cache_directory() {
-  auto variable = [](const char* name) -> std::string {
-    const char* value = std::getenv(name);
-    return value ? value : "";
-  };
-  const std::string setting = variable("FORNACE_PACKED_CACHE");
-  if (setting == "0" || setting == "off") return std::nullopt;
-  if (!setting.empty()) return setting;
-  if (!variable("XDG_CACHE_HOME").empty()) return variable("XDG_CACHE_HOME") + "/fornace";
-  if (!variable("HOME").empty()) return variable("HOME") + "/.cache/fornace";
-  return std::nullopt;
-}
-
-PackedCache::PackedCache(const std::string& directory, const PackedCacheKey& key)
-    : directory_(directory) {
+PackedCache::PackedCache(const std::string& directory, const PackedCacheKey& key,
+                         const FileMappingOptions& mapping)
+    : directory_(directory), mapping_(mapping) {
   identity_ = std::string(kFormat) + "signature " + key.signature + "\n";
   std::string name_key = key.signature;
   for (const std::string& file : key.files) {
@@ -154,9 +141,10 @@ std::optional<StoredPackedForms> PackedCache::read(
     return std::nullopt;
   }
   if (before_mapping) before_mapping();
-  std::shared_ptr<const FileMapping> mapping =
-      FileMapping::shared(descriptor, static_cast<size_t>(status.st_size), path_.c_str());
+  auto mapping = std::make_shared<const FileMapping>(
+      descriptor, static_cast<size_t>(status.st_size), path_.c_str(), mapping_);
   stored.bytes = Storage::borrow(mapping, mapping->data() + offset, total);
+  stored.mapping = mapping;
   return stored;
 }
 

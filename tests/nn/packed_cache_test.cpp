@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "io/packed_cache.h"
+#include "core/settings.h"
+#include "nn/packed_cache.h"
 #include "io/test_files.h"
 
 namespace fornace {
@@ -159,14 +160,15 @@ TEST(PackedCache, TheDirectoryComesFromTheEnvironment) {
   ::setenv("HOME", "/home/someone", 1);
   ::unsetenv("XDG_CACHE_HOME");
   ::unsetenv("FORNACE_PACKED_CACHE");
-  EXPECT_EQ(packed_cache_directory(), "/home/someone/.cache/fornace");
+  EXPECT_EQ(EngineSettings::from_environment().packed_cache_directory,
+            "/home/someone/.cache/fornace");
   ::setenv("XDG_CACHE_HOME", "/var/cache/x", 1);
-  EXPECT_EQ(packed_cache_directory(), "/var/cache/x/fornace");
+  EXPECT_EQ(EngineSettings::from_environment().packed_cache_directory, "/var/cache/x/fornace");
   ::setenv("FORNACE_PACKED_CACHE", "/somewhere", 1);
-  EXPECT_EQ(packed_cache_directory(), "/somewhere");
+  EXPECT_EQ(EngineSettings::from_environment().packed_cache_directory, "/somewhere");
   for (const char* off : {"0", "off"}) {
     ::setenv("FORNACE_PACKED_CACHE", off, 1);
-    EXPECT_FALSE(packed_cache_directory().has_value()) << off;
+    EXPECT_FALSE(EngineSettings::from_environment().packed_cache_directory.has_value()) << off;
   }
   const char* names[3] = {"FORNACE_PACKED_CACHE", "XDG_CACHE_HOME", "HOME"};
   for (int index = 0; index < 3; ++index) {

@@ -1,5 +1,5 @@
 // The roofline measurements read every byte and run every product they count.
-#include "cpu/roofline.h"
+#include "roofs/probes.h"
 
 #include <gtest/gtest.h>
 
@@ -29,7 +29,7 @@ TEST(Roofline, StreamReadSumsEveryWordOnEveryIsaAndThreadCount) {
       for (uint64_t count : {1u, 7u, 512u, 4097u, (1u << 20) + 3u}) {
         std::vector<uint64_t> words(count);
         for (uint64_t index = 0; index < count; ++index) words[index] = index;
-        EXPECT_EQ(cpu::stream_read(words.data(), count * sizeof(uint64_t)),
+        EXPECT_EQ(roofs::stream_read(words.data(), count * sizeof(uint64_t)),
                   count * (count - 1) / 2)
             << cpu::isa_name(isa) << ", " << threads << " threads, " << count << " words";
       }
@@ -57,31 +57,31 @@ TEST(Roofline, StreamReadOverRegionsSumsEachRegionsWordsOnce) {
   }
   for (int threads : {1, 2, 3}) {
     set_num_threads(threads);
-    EXPECT_EQ(cpu::stream_read(regions), expected) << threads << " threads";
+    EXPECT_EQ(roofs::stream_read(regions), expected) << threads << " threads";
   }
   set_num_threads(0);
 }
 
 TEST(Roofline, Bf16DotLoopRunsEveryProductItCounts) {
-  if (!cpu::has_bf16_dot()) GTEST_SKIP() << "no AVX512_BF16";
+  if (!roofs::has_bf16_dot()) GTEST_SKIP() << "no AVX512_BF16";
   // Each lane of each of the 24 accumulators adds 1 x 1 + 1 x 1 per iteration; the FLOPs count
   // a multiply and an add for each of those 2 products.
   constexpr int64_t kIterations = 1000;
-  EXPECT_EQ(cpu::bf16_dot_loop(kIterations), 16.0f * 24 * 2 * kIterations);
-  EXPECT_EQ(cpu::bf16_dot_loop_flops(kIterations), 16.0 * 24 * 2 * 2 * kIterations);
-  EXPECT_GT(cpu::measure_bf16_dot_peak_gflops(1), 0.0);
-  EXPECT_DOUBLE_EQ(cpu::measure_gemm_peak_gflops(cpu::Isa::portable, 1), 0.0);
+  EXPECT_EQ(roofs::bf16_dot_loop(kIterations), 16.0f * 24 * 2 * kIterations);
+  EXPECT_EQ(roofs::bf16_dot_loop_flops(kIterations), 16.0 * 24 * 2 * 2 * kIterations);
+  EXPECT_GT(roofs::measure_bf16_dot_peak_gflops(1), 0.0);
+  EXPECT_DOUBLE_EQ(roofs::measure_gemm_peak_gflops(cpu::Isa::portable, 1), 0.0);
 }
 
 TEST(Roofline, FmaLoopRunsEveryProductItCounts) {
   if (cpu::detected_isa() < cpu::Isa::avx2) GTEST_SKIP() << "no AVX2";
   // Each of the 8 lanes of each of the 12 accumulators adds 1 x 1 per iteration.
   constexpr int64_t kIterations = 1000;
-  EXPECT_EQ(cpu::fma_loop(kIterations), 8.0f * 12 * kIterations);
-  EXPECT_EQ(cpu::fma_loop_flops(kIterations), 8.0 * 12 * 2 * kIterations);
-  EXPECT_GT(cpu::measure_gemm_peak_gflops(cpu::Isa::avx2, 1), 0.0);
-  EXPECT_STREQ(cpu::gemm_peak_name(cpu::Isa::avx2), "256-bit FMA");
-  EXPECT_STREQ(cpu::gemm_peak_name(cpu::Isa::avx512), "vdpbf16ps");
+  EXPECT_EQ(roofs::fma_loop(kIterations), 8.0f * 12 * kIterations);
+  EXPECT_EQ(roofs::fma_loop_flops(kIterations), 8.0 * 12 * 2 * kIterations);
+  EXPECT_GT(roofs::measure_gemm_peak_gflops(cpu::Isa::avx2, 1), 0.0);
+  EXPECT_STREQ(roofs::gemm_peak_name(cpu::Isa::avx2), "256-bit FMA");
+  EXPECT_STREQ(roofs::gemm_peak_name(cpu::Isa::avx512), "vdpbf16ps");
 }
 
 }  // namespace

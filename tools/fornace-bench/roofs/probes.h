@@ -9,7 +9,7 @@
 
 #include "cpu/cpu_features.h"
 
-namespace fornace::cpu {
+namespace fornace::roofs {
 
 // One pass of summing [data, data + bytes) as 64-bit words, split into contiguous parts across
 // the pool's threads (a streaming read); returns the sum so the reads stay.
@@ -50,4 +50,4 @@ double fma_loop_flops(int64_t iterations);
 double measure_gemm_peak_gflops(Isa isa, int passes = 3);
 const char* gemm_peak_name(Isa isa);
 
-}  // namespace fornace::cpu
+}  // namespace fornace::roofs
