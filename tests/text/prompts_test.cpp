@@ -1,6 +1,7 @@
 // The benchmark prompts encode to exactly the token counts their names promise (plain encode,
-// no chat template): 512 and 2048 tokens of prompt plus one, as cut with the reference tokenizer;
-// the .ids prompts hold those ids for every family's vocabulary.
+// no chat template): 512, 2048, 8192, 16,384 and 32,512 tokens of prompt plus one, as cut with the
+// reference tokenizer (the longest plus 255 new tokens fits Qwen2.5's window of 32,768); the .ids
+// prompts hold those ids for every family's vocabulary.
 #include <gtest/gtest.h>
 
 #include "text/tokenizer.h"
@@ -21,18 +22,24 @@ TEST(BenchPrompts, Alice2048EncodesTo2049Tokens) {
   EXPECT_EQ(prompt_tokens("alice-2048.txt"), 2049u);
 }
 
+TEST(BenchPrompts, LongContextPromptsEncodeTo8k16kAnd32kTokensPlusOne) {
+  EXPECT_EQ(prompt_tokens("alice-8k.txt"), 8193u);
+  EXPECT_EQ(prompt_tokens("alice-16k.txt"), 16385u);
+  EXPECT_EQ(prompt_tokens("alice-32k.txt"), 32513u);
+}
+
 // The .ids prompts, for every family's synthetic model alike: the text's Qwen ids modulo 49,152,
 // the smallest vocabulary among the presets (SmolLM2's).
 TEST(BenchPrompts, IdsPromptsAreTheTextsIdsWithinEveryPresetsVocabulary) {
-  for (const char* name : {"alice-512", "alice-2048"}) {
-    std::string text =
-        testing::read_test_file(testing::source_path(std::string("bench/prompts/") + name + ".txt"));
+  for (const char* name : {"alice-512", "alice-2048", "alice-8k", "alice-16k", "alice-32k"}) {
+    std::string text = testing::read_test_file(
+        testing::source_path(std::string("bench/prompts/") + name + ".txt"));
     std::string expected;
     for (uint32_t id : testing::qwen_tokenizer().encode(text)) {
       expected += (expected.empty() ? "" : ",") + std::to_string(id % 49152);
     }
-    std::string ids =
-        testing::read_test_file(testing::source_path(std::string("bench/prompts/") + name + ".ids"));
+    std::string ids = testing::read_test_file(
+        testing::source_path(std::string("bench/prompts/") + name + ".ids"));
     EXPECT_EQ(ids, expected + "\n") << name;
   }
 }
