@@ -427,6 +427,29 @@ TEST(BenchRoofline, PrefillAttentionOnALocalLayerCountsTheKeysInItsWindow) {
               (2.0 * (128 + 64 + 384) * 10 + 4 * 8 * 55 + 2 * 8 * 32) / 1e9, 1e-15);
 }
 
+// Qwen2.5-0.5B at the longest bench prompt (alice-32k: 32,513 tokens, then 128 new): decode
+// reads the weights plus K and V of every position so far, and prefill's attention outweighs
+// its projections.
+TEST(BenchRoofline, AtA32kPromptDecodeReadsEveryPositionAndAttentionDominatesPrefill) {
+  ModelConfig config;
+  config.hidden_size = 896;
+  config.intermediate_size = 4864;
+  config.num_hidden_layers = 24;
+  config.num_attention_heads = 14;
+  config.num_key_value_heads = 2;
+  config.vocab_size = 151936;
+  KvCacheShape shape{1, 2, 64, 32513 + 128, DType::bf16};
+  const double per_position = 24 * 2 * 2 * 64 * 2;  // 24 layers, K and V, 2 heads of 64 bf16.
+  // The 127 decode steps read 32,514 to 32,640 positions: 32,577 on average, 400 MB.
+  EXPECT_DOUBLE_EQ(kv_bytes_read_per_token(shape, 24, 32513, 127), 32577 * per_position);
+  EXPECT_NEAR(kv_bytes_read_per_token(shape, 24, 32513, 127) / 1e6, 400.3, 0.1);
+  // Query i sees i keys: n (n + 1) / 2 of them per layer, 4 FLOPs per key and query channel.
+  const double n = 32513;
+  const double attention = 4.0 * 896 * 24 * n * (n + 1) / 2 / 1e9;
+  EXPECT_NEAR(prefill_gflop(config, shape, 32513) - prefill_linear_gflop(config, 32513), attention,
+              1e-6 * attention);
+  EXPECT_GT(attention, 1.9 * prefill_linear_gflop(config, 32513));
+}
 
 TEST(BenchSummary, OneTablePerModelAndPromptWithARowPerAttentionPathAndCache) {
   BenchData data;
@@ -454,8 +477,8 @@ TEST(BenchSummary, OneTablePerModelAndPromptWithARowPerAttentionPathAndCache) {
     EXPECT_EQ(table.caches[3].attention + " " + table.caches[3].kv_cache, "candle prealloc");
   }
   std::string text = format_tables(data);
-  EXPECT_EQ(text.rfind("Machine: " + cpu_description(data.context) + ", 2 cores\nKernels: " +
-                           data.context.kernels + "\n",
+  EXPECT_EQ(text.rfind("Machine: " + cpu_description(data.context) +
+                           ", 2 cores\nKernels: " + data.context.kernels + "\n",
                        0),
             0u)
       << text;
@@ -525,11 +548,11 @@ TEST(BenchSummary, TableHasTheFindingsColumnsThenTheRoofline) {
             std::string::npos)
       << tables;
   EXPECT_EQ(row_cells(line_with(tables, "KV cache")),
-            (std::vector<std::string>{
-                "Attention", "KV cache", "Decode tok/s (runs)", "Mean", "Mean ms, last 64 steps",
-                "Strided MiB/step", "B/run", "Peak memory", "MB read/token", "GB/s", "Read GB/s",
-                "% of read", "Linear % of read", "Prefill tok/s", "Prefill GFLOP/s", "% of peak",
-                "Linear % of peak"}));
+            (std::vector<std::string>{"Attention", "KV cache", "Decode tok/s (runs)", "Mean",
+                                      "Mean ms, last 64 steps", "Strided MiB/step", "B/run",
+                                      "Peak memory", "MB read/token", "GB/s", "Read GB/s",
+                                      "% of read", "Linear % of read", "Prefill tok/s",
+                                      "Prefill GFLOP/s", "% of peak", "Linear % of peak"}));
   // 988 MB of weights + 12,288 bytes x 2,113 mean positions = 1,013.96 MB per token; at
   // 41.9 tok/s that is 42.5 GB/s, 85 % of 50 GB/s. Prefill: 2,049 tokens in 4,098 ms, 1,600
   // GFLOP in 4.098 s = 390 GFLOP/s, 98 % of 400.
