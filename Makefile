@@ -49,6 +49,13 @@ bench: setup synth
 bench-quantized: synth
 	bash scripts/bench-quantized.sh $(BUILD) $(SYNTH_MODEL)
 
+# Long contexts: the 8k, 16k and 32k prompts on fornace-bench and on llama.cpp (node-llama-cpp's CPU
+# binaries, flash attention, the same KV cache type), one table; CACHE_TYPES, WEIGHTS, CONTEXTS
+# as scripts/bench-context.sh reads them. Takes tens of minutes: run it on an idle machine.
+.PHONY: bench-context
+bench-context: synth test-packages
+	bash scripts/bench-context.sh $(BUILD) $(SYNTH_MODEL)
+
 # fornace serve under 1, 2, 4 and 8 concurrent streams on the synthetic model (bench/load/).
 .PHONY: bench-load
 bench-load: synth
