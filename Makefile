@@ -50,7 +50,7 @@ bench-quantized: synth
 	bash scripts/bench-quantized.sh $(BUILD) $(SYNTH_MODEL)
 
 # Long contexts: the 8k, 16k and 32k prompts on fornace-bench and on llama.cpp (node-llama-cpp's CPU
-# binaries, flash attention, the same KV cache type), one table; CACHE_TYPES, WEIGHTS, CONTEXTS
+# binaries, flash attention, the same KV cache types), one table; CACHE_TYPES, WEIGHTS, CONTEXTS
 # as scripts/bench-context.sh reads them. Takes tens of minutes: run it on an idle machine.
 .PHONY: bench-context
 bench-context: synth test-packages

@@ -6,10 +6,11 @@
 #
 #   bash scripts/bench-context.sh [BUILD] [MODEL]
 # environment: CONTEXTS (8k,16k,32k), WEIGHTS (bf16; bf16 is the checkpoint for fornace and its
-# GGUF for llama.cpp, others GGUF files of fornace quantize for both), CACHE_TYPES (unset: each
-# engine's bf16 cache, fornace's default; else f16,bf16,q8_0,q4_0 passed to fornace-bench's
-# --cache-type and to llama.cpp), TOKENS (128), RUNS (1), WARMUP (0), THREADS (2),
-# ENGINES (fornace,llama.cpp).
+# GGUF for llama.cpp, others GGUF files of fornace quantize for both), CACHE_TYPES (f16,bf16,q8_0,
+# q4_0: each passed to fornace-bench's --cache-type and to llama.cpp; unset: fornace's default
+# cache, bf16, and llama.cpp's LLAMACPP_CACHE_TYPE, f16 by default: its bf16 flash attention on a
+# CPU has no fast path, prefill 3.3x slower at 8k), TOKENS (128), RUNS (1), WARMUP (0),
+# THREADS (2), ENGINES (fornace,llama.cpp).
 set -euo pipefail
 build=${1:-build}
 model=${2:-models/synth-qwen2.5-0.5b}
@@ -63,6 +64,8 @@ for weights in ${weights_types//,/ }; do
     types=${cache_types:-bf16}
     for type in ${types//,/ }; do
       label="$weights-$context-$type"
+      llama_type=$type
+      [ -z "$cache_types" ] && llama_type=${LLAMACPP_CACHE_TYPE:-f16}
       if [[ ",$engines," == *",fornace,"* ]]; then
         cache_flag=()
         [ -n "$cache_types" ] && cache_flag=(--cache-type "$type")
@@ -76,13 +79,14 @@ for weights in ${weights_types//,/ }; do
         printf 'fornace\t%s\t%s\t%s\n' "$weights" "$type" "$out/fornace-$label.csv" >>"$manifest"
       fi
       if [ -n "$llama_model" ]; then
+        label="$weights-$context-$llama_type"
         echo "llama.cpp $label" >&2
         start=$SECONDS
         node "$root/bench/llamacpp/context.mjs" --model "$llama_model" --prompt "$prompt" \
-          --cache-type "$type" --tokens "$tokens" --runs "$runs" --warmup "$warmup" \
+          --cache-type "$llama_type" --tokens "$tokens" --runs "$runs" --warmup "$warmup" \
           --threads "$threads" --out "$out/llamacpp-$label.csv" || failed=1
         echo "  $((SECONDS - start)) s" >&2
-        printf 'llama.cpp\t%s\t%s\t%s\n' "$weights" "$type" "$out/llamacpp-$label.csv" \
+        printf 'llama.cpp\t%s\t%s\t%s\n' "$weights" "$llama_type" "$out/llamacpp-$label.csv" \
           >>"$manifest"
       fi
     done

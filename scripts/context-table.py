@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """One table of a long-context bench (scripts/bench-context.sh) from its runs.
 
-    scripts/context-table.py runs/<date>-<commit>-context/manifest.tsv
+    scripts/context-table.py runs/<date>-<commit>-context/manifest.tsv [MORE.tsv ...]
 
-The manifest holds one line per CSV: engine, weights, cache type and the CSV's path (tab-separated),
-fornace-bench's runs CSVs and bench/llamacpp/context.mjs's. Prints, per context and row (the mean
-over its runs): prefill tok/s and % of the GEMM peak (projections and attention FLOPs), decode
-tok/s and % of the read bandwidth (weights plus the K and V read at that context), the KV cache's
-MiB and the process's peak RSS MiB.
+Several manifests make one table (runs of one machine). A manifest holds one line per CSV: engine,
+weights, cache type and the CSV's path (tab-separated), fornace-bench's runs CSVs and
+bench/llamacpp/context.mjs's. Prints, per context and row (the mean over its runs): prefill tok/s
+and % of the GEMM peak (projections and attention FLOPs), decode tok/s and % of the read bandwidth
+(weights plus the K and V read at that context), the KV cache's MiB and the process's peak RSS.
 
 llama.cpp's rows take the roofs (read GB/s, GEMM GFLOP/s), the weights' bytes per token and the
 prefill's GFLOP from fornace-bench's rows of the same weights and prompt (same arithmetic, same
@@ -146,20 +146,21 @@ def format_table(table):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print('usage: scripts/context-table.py MANIFEST.tsv', file=sys.stderr)
+    if len(sys.argv) < 2:
+        print('usage: scripts/context-table.py MANIFEST.tsv [MORE.tsv ...]', file=sys.stderr)
         return 2
-    try:
-        rows = read_manifest(sys.argv[1])
-    except OSError as error:
-        print(f'error: {sys.argv[1]}: {error.strerror}', file=sys.stderr)
-        return 1
-    except (KeyError, ValueError, TypeError, ZeroDivisionError) as error:
-        print(f'error: {sys.argv[1]}: a CSV without the bench\'s columns ({error})',
-              file=sys.stderr)
-        return 1
+    rows = []
+    for path in sys.argv[1:]:
+        try:
+            rows += read_manifest(path)
+        except OSError as error:
+            print(f'error: {path}: {error.strerror}', file=sys.stderr)
+            return 1
+        except (KeyError, ValueError, TypeError, ZeroDivisionError) as error:
+            print(f'error: {path}: a CSV without the bench\'s columns ({error})', file=sys.stderr)
+            return 1
     if not rows:
-        print(f'error: {sys.argv[1]}: no runs', file=sys.stderr)
+        print(f'error: {" ".join(sys.argv[1:])}: no runs', file=sys.stderr)
         return 1
     sys.stdout.write(format_table(summarize(rows)))
     return 0
