@@ -26,8 +26,9 @@ namespace {
 struct FileTypeName {
   GgufFileType type;
   const char* name;
-  uint32_t id;           // llama.cpp's llama_ftype
-  BlockType base;        // The type of most matrices.
+  uint32_t id;        // llama.cpp's llama_ftype
+  BlockType base;     // The type of most matrices.
+  bool pure = false;  // Every matrix of `base` (else llama-quantize's choice per tensor).
 };
 constexpr FileTypeName kFileTypes[] = {
     {GgufFileType::f32, "f32", 0, BlockType::f32},
@@ -36,6 +37,12 @@ constexpr FileTypeName kFileTypes[] = {
     {GgufFileType::q4_0, "q4_0", 2, BlockType::q4_0},
     {GgufFileType::q4_k_m, "q4_k_m", 15, BlockType::q4_k},
     {GgufFileType::q5_k_m, "q5_k_m", 17, BlockType::q5_k},
+    {GgufFileType::q4_1, "q4_1", 3, BlockType::q4_1, true},
+    {GgufFileType::q5_0, "q5_0", 8, BlockType::q5_0, true},
+    {GgufFileType::q5_1, "q5_1", 9, BlockType::q5_1, true},
+    {GgufFileType::q4_k, "q4_k", 14, BlockType::q4_k, true},
+    {GgufFileType::q5_k, "q5_k", 16, BlockType::q5_k, true},
+    {GgufFileType::q6_k, "q6_k", 18, BlockType::q6_k, true},
 };
 
 const FileTypeName& file_type_entry(GgufFileType type) {
@@ -185,6 +192,7 @@ BlockType gguf_tensor_type(GgufFileType type, const std::string& gguf_name, int6
                            int64_t layers, bool tied_embeddings) {
   const BlockType base = file_type_entry(type).base;
   if (!is_quantized(base)) return base;
+  if (file_type_entry(type).pure) return fallback_for_row(base, columns);
   BlockType chosen = base;
   const bool k_mix = type == GgufFileType::q4_k_m || type == GgufFileType::q5_k_m;
   if (gguf_name == "output.weight" || (tied_embeddings && gguf_name == "token_embd.weight")) {
@@ -207,8 +215,8 @@ GgufExportSummary export_gguf(const ModelFiles& files, const std::string& out_pa
   } else {
     config = load_model_config(model_path);
   }
-  const WeightSource* source = gguf_weights ? static_cast<const WeightSource*>(&*gguf_weights)
-                                            : &files.checkpoint();
+  const WeightSource* source =
+      gguf_weights ? static_cast<const WeightSource*>(&*gguf_weights) : &files.checkpoint();
   GgufWriter writer;
   std::string name = std::filesystem::path(model_path).filename().string();
   if (name.empty()) name = std::filesystem::path(model_path).parent_path().filename().string();
@@ -226,11 +234,11 @@ GgufExportSummary export_gguf(const ModelFiles& files, const std::string& out_pa
   std::vector<Planned> plan;
   for (const TensorSpec& spec : checkpoint_tensor_specs(config, DType::f32)) {
     const std::string gguf_name = gguf_tensor_name(spec.name, config.model_type);
-    BlockType tensor_type = spec.shape.size() == 1
-                                ? BlockType::f32
-                                : gguf_tensor_type(type, gguf_name, spec.shape[1],
-                                                   config.num_hidden_layers,
-                                                   config.tie_word_embeddings);
+    BlockType tensor_type =
+        spec.shape.size() == 1
+            ? BlockType::f32
+            : gguf_tensor_type(type, gguf_name, spec.shape[1], config.num_hidden_layers,
+                               config.tie_word_embeddings);
     plan.push_back({spec.name, spec.shape, tensor_type});
     std::vector<int64_t> dims(spec.shape.begin(), spec.shape.end());
     std::reverse(dims.begin(), dims.end());

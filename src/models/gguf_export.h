@@ -16,9 +16,25 @@
 
 namespace fornace {
 
-enum class GgufFileType { f32, bf16, q8_0, q4_0, q4_k_m, q5_k_m };
+// llama-quantize's file types, and files of one block type throughout (as its --pure gives them:
+// q4_1, q5_0, q5_1, q4_k, q5_k, q6_k; a matrix whose rows the type cannot hold takes llama.cpp's
+// fallback), which measure each block type's kernels alone.
+enum class GgufFileType {
+  f32,
+  bf16,
+  q8_0,
+  q4_0,
+  q4_k_m,
+  q5_k_m,
+  q4_1,
+  q5_0,
+  q5_1,
+  q4_k,
+  q5_k,
+  q6_k
+};
 
-// Parses "f32", "bf16", "q8_0", "q4_0", "q4_k_m", "q5_k_m" (any case).
+// Parses a file type's name (those of the enum, any case).
 std::optional<GgufFileType> parse_gguf_file_type(std::string_view name);
 std::vector<std::string> gguf_file_type_names();
 

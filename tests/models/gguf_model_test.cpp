@@ -57,7 +57,8 @@ std::string rewritten(const std::string& source, const ScratchPath& out,
   std::shared_ptr<GgufFile> file = GgufFile::open(source);
   GgufWriter writer;
   for (const GgufKeyValue& entry : file->metadata()) writer.set(entry.key, entry.value);
-  for (const GgufTensorInfo& info : file->tensors()) writer.add_tensor(info.name, info.type, info.dims);
+  for (const GgufTensorInfo& info : file->tensors())
+    writer.add_tensor(info.name, info.type, info.dims);
   edit(writer);
   writer.write(out.string(), [&](size_t index, std::span<std::byte> data) {
     std::memcpy(data.data(), file->tensors()[index].data, data.size());
@@ -111,10 +112,12 @@ TEST(GgufModels, TheConfigComesBackFromTheMetadata) {
 TEST(GgufModels, LlamaQueryAndKeyRowsArePairedPerHeadAsLlamaCppStoresThem) {
   std::string directory = synthetic_model_directory("tiny-llama", DType::f32);
   Checkpoint checkpoint = Checkpoint::open_directory(directory);
-  std::shared_ptr<GgufFile> file = GgufFile::open(synthetic_gguf_file("tiny-llama", DType::f32, "f32"));
+  std::shared_ptr<GgufFile> file =
+      GgufFile::open(synthetic_gguf_file("tiny-llama", DType::f32, "f32"));
   const int64_t head_dim = synthetic_preset("tiny-llama").head_dim();
-  for (auto [hf, gguf] : {std::pair{"model.layers.0.self_attn.q_proj.weight", "blk.0.attn_q.weight"},
-                          {"model.layers.1.self_attn.k_proj.weight", "blk.1.attn_k.weight"}}) {
+  for (auto [hf, gguf] :
+       {std::pair{"model.layers.0.self_attn.q_proj.weight", "blk.0.attn_q.weight"},
+        {"model.layers.1.self_attn.k_proj.weight", "blk.1.attn_k.weight"}}) {
     std::vector<float> original = to_f32_vector(checkpoint.tensor(hf));
     const GgufTensorInfo& info = file->tensor(gguf);
     const auto* stored = static_cast<const float*>(info.data);
@@ -124,7 +127,7 @@ TEST(GgufModels, LlamaQueryAndKeyRowsArePairedPerHeadAsLlamaCppStoresThem) {
     for (int64_t head = 0; head < heads; ++head) {
       for (int64_t half = 0; half < 2; ++half) {
         for (int64_t i = 0; i < head_dim / 2; ++i) {
-          int64_t hf_row = (head * 2 + half) * (head_dim / 2) + i;  // [heads, 2, D/2]
+          int64_t hf_row = (head * 2 + half) * (head_dim / 2) + i;    // [heads, 2, D/2]
           int64_t gguf_row = (head * (head_dim / 2) + i) * 2 + half;  // [heads, D/2, 2]
           mismatches += std::memcmp(stored + gguf_row * columns, original.data() + hf_row * columns,
                                     sizeof(float) * columns) != 0;
@@ -138,10 +141,12 @@ TEST(GgufModels, LlamaQueryAndKeyRowsArePairedPerHeadAsLlamaCppStoresThem) {
 TEST(GgufModels, GemmaNormsAreStoredAsOnePlusTheWeight) {
   std::string directory = synthetic_model_directory("tiny-gemma3", DType::f32);
   Checkpoint checkpoint = Checkpoint::open_directory(directory);
-  std::shared_ptr<GgufFile> file = GgufFile::open(synthetic_gguf_file("tiny-gemma3", DType::f32, "f32"));
-  for (auto [hf, gguf] : {std::pair{"model.norm.weight", "output_norm.weight"},
-                          {"model.layers.0.self_attn.q_norm.weight", "blk.0.attn_q_norm.weight"},
-                          {"model.layers.2.post_feedforward_layernorm.weight", "blk.2.post_ffw_norm.weight"}}) {
+  std::shared_ptr<GgufFile> file =
+      GgufFile::open(synthetic_gguf_file("tiny-gemma3", DType::f32, "f32"));
+  for (auto [hf, gguf] :
+       {std::pair{"model.norm.weight", "output_norm.weight"},
+        {"model.layers.0.self_attn.q_norm.weight", "blk.0.attn_q_norm.weight"},
+        {"model.layers.2.post_feedforward_layernorm.weight", "blk.2.post_ffw_norm.weight"}}) {
     std::vector<float> original = to_f32_vector(checkpoint.tensor(hf));
     const auto* stored = static_cast<const float*>(file->tensor(gguf).data);
     for (size_t i = 0; i < original.size(); ++i) ASSERT_EQ(stored[i], original[i] + 1.0f) << gguf;
@@ -174,6 +179,13 @@ TEST(GgufQuantize, TensorTypesFollowLlamaQuantizeForQwen25HalfB) {
   EXPECT_STREQ(type(GgufFileType::q4_0, "token_embd.weight", 2048), "Q6_K");
   EXPECT_STREQ(type(GgufFileType::q8_0, "token_embd.weight", 2048), "Q8_0");
   EXPECT_STREQ(type(GgufFileType::bf16, "blk.3.attn_q.weight", 896), "BF16");
+  // One block type throughout, llama.cpp's fallback where the rows cannot hold it.
+  EXPECT_STREQ(type(GgufFileType::q5_0, "token_embd.weight", 896), "Q5_0");
+  EXPECT_STREQ(type(GgufFileType::q4_1, "blk.3.ffn_down.weight", 4864), "Q4_1");
+  EXPECT_STREQ(type(GgufFileType::q6_k, "output.weight", 1536), "Q6_K");
+  EXPECT_STREQ(type(GgufFileType::q6_k, "blk.3.attn_q.weight", 896), "Q8_0");
+  EXPECT_STREQ(type(GgufFileType::q4_k, "blk.3.attn_v.weight", 2048), "Q4_K");
+  EXPECT_STREQ(type(GgufFileType::q5_k, "blk.3.attn_q.weight", 896), "Q5_1");
 }
 
 TEST(GgufModels, AnArchitectureFornaceDoesNotRunNamesTheFileAndKey) {
@@ -196,7 +208,8 @@ TEST(GgufModels, AMissingOrWronglyTypedKeyIsNamed) {
     for (const GgufKeyValue& entry : writer.metadata()) {
       if (entry.key != "qwen2.block_count") copy.set(entry.key, entry.value);
     }
-    for (const GgufTensorSpec& spec : writer.tensors()) copy.add_tensor(spec.name, spec.type, spec.dims);
+    for (const GgufTensorSpec& spec : writer.tensors())
+      copy.add_tensor(spec.name, spec.type, spec.dims);
     writer = copy;
   });
   std::string message = error_of([&] { load_model(missing); });
@@ -229,8 +242,8 @@ TEST(GgufModels, AMissingTensorIsNamedInBothNamings) {
     std::memcpy(data.data(), file->tensors()[kept[index]].data, data.size());
   });
   std::string message = error_of([&] { load_model(path); });
-  for (const char* part : {"no-k-norm.gguf", "blk.1.attn_k_norm.weight",
-                           "model.layers.1.self_attn.k_norm.weight"}) {
+  for (const char* part :
+       {"no-k-norm.gguf", "blk.1.attn_k_norm.weight", "model.layers.1.self_attn.k_norm.weight"}) {
     EXPECT_NE(message.find(part), std::string::npos) << part << ": " << message;
   }
 }
@@ -258,11 +271,9 @@ TEST(GgufQuantize, AFailedExportLeavesNoFile) {
   ScratchPath missing_config("no-config");
   fs::create_directories(missing_config.path());
   ScratchPath target("no-config.gguf");
-  std::string message =
-      error_of([&] {
-        export_gguf(*ModelFiles::open(missing_config.string()), target.string(),
-                    GgufFileType::q8_0);
-      });
+  std::string message = error_of([&] {
+    export_gguf(*ModelFiles::open(missing_config.string()), target.string(), GgufFileType::q8_0);
+  });
   EXPECT_NE(message.find("config.json"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(target.path()));
 }
@@ -287,7 +298,8 @@ TEST(GgufQuantize, TheIndependentReaderSeesWhatQuantizeMeantToWrite) {
     const nlohmann::json& info = read["tensors"][index];
     EXPECT_EQ(info["name"], gguf_tensor_name(spec.name, config.model_type));
     nlohmann::json dims = nlohmann::json::array();
-    for (size_t dim = spec.shape.size(); dim-- > 0;) dims.push_back(std::to_string(spec.shape[dim]));
+    for (size_t dim = spec.shape.size(); dim-- > 0;)
+      dims.push_back(std::to_string(spec.shape[dim]));
     EXPECT_EQ(info["shape"], dims) << spec.name;
     BlockType expected = spec.shape.size() == 1
                              ? BlockType::f32
@@ -303,7 +315,8 @@ TEST(GgufQuantize, TheIndependentReaderSeesWhatQuantizeMeantToWrite) {
   EXPECT_EQ(metadata["qwen2.attention.head_count_kv"]["value"], config.num_key_value_heads);
   EXPECT_EQ(metadata["tokenizer.ggml.model"]["value"], "gpt2");
   EXPECT_EQ(metadata["tokenizer.ggml.pre"]["value"], "qwen2");
-  EXPECT_EQ(metadata["tokenizer.ggml.tokens"]["value"].size(), static_cast<size_t>(config.vocab_size));
+  EXPECT_EQ(metadata["tokenizer.ggml.tokens"]["value"].size(),
+            static_cast<size_t>(config.vocab_size));
   nlohmann::json tokenizer_config = nlohmann::json::parse(
       slurp(synthetic_model_directory(preset, DType::f32) + "/tokenizer_config.json"));
   EXPECT_EQ(metadata["tokenizer.chat_template"]["value"], tokenizer_config["chat_template"]);
@@ -354,7 +367,8 @@ TEST(WeightsReadPerToken, EveryTensorOnceAndTheEmbeddingOnlyAsTheLmHead) {
       std::shared_ptr<GgufFile> file = GgufFile::open(gguf.string());
       int64_t stored = 0;
       for (const GgufTensorInfo& info : file->tensors()) {
-        if ((info.name == "token_embd.weight" && !tied) || info.name == "rope_freqs.weight") continue;
+        if ((info.name == "token_embd.weight" && !tied) || info.name == "rope_freqs.weight")
+          continue;
         stored += static_cast<int64_t>(info.bytes);
       }
       std::unique_ptr<Model> from_gguf = load_model(gguf.string());

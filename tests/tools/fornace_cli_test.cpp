@@ -262,7 +262,7 @@ TEST_F(FornaceCli, SubcommandsWithoutArgumentsAreUsageErrors) {
 
 TEST_F(FornaceCli, QuantizeRefusesAnUnknownTypeAndAMissingModel) {
   expect_error(run_fornace("quantize --type q3_k --model x --out y.gguf"), 2,
-               "--type must be one of f32|bf16|q8_0|q4_0|q4_k_m|q5_k_m, got 'q3_k'");
+               "--type must be one of f32|bf16|q8_0|q4_0|q4_k_m|q5_k_m|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k, got 'q3_k'");
   std::string out = fornace::test_paths::build("quantize-missing.gguf");
   expect_error(run_fornace("quantize --type q8_0 --model /nonexistent/model --out " + out), 1,
                "/nonexistent/model");

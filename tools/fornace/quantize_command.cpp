@@ -14,11 +14,12 @@
 namespace fornace::tools {
 
 int quantize_command(int argc, char** argv, const EngineSettings& settings) {
-  CommandLine app("fornace quantize",
-                  "usage: fornace quantize --type TYPE --model DIR_OR_GGUF --out FILE.gguf",
-                  "Writes the model as a GGUF file that Fornace and llama.cpp load. The tensor "
-                  "types follow llama-quantize's choices for the file type; the file appears only "
-                  "once it is complete.");
+  CommandLine app(
+      "fornace quantize", "usage: fornace quantize --type TYPE --model DIR_OR_GGUF --out FILE.gguf",
+      "Writes the model as a GGUF file that Fornace and llama.cpp load. The tensor "
+      "types follow llama-quantize's choices for the file type (q4_1, q5_0, q5_1, q4_k, q5_k and "
+      "q6_k: that type throughout, as its --pure); the file appears only "
+      "once it is complete.");
   std::string type_name;
   std::string model;
   std::string out;
@@ -26,7 +27,9 @@ int quantize_command(int argc, char** argv, const EngineSettings& settings) {
   std::string types;
   for (const std::string& name : gguf_file_type_names()) types += (types.empty() ? "" : "|") + name;
   app.add_option("--type", type_name, "file type: " + types)->type_name("TYPE")->required();
-  app.add_option("--model", model, "checkpoint directory or GGUF file")->type_name("PATH")->required();
+  app.add_option("--model", model, "checkpoint directory or GGUF file")
+      ->type_name("PATH")
+      ->required();
   app.add_option("--out", out, "the GGUF file to write")->type_name("FILE")->required();
   add_threads_flag(app, threads);
   return app.parse_and_run(argc, argv, [&] {
