@@ -3,10 +3,14 @@
 // prefill (the model's layouts: Q contiguous, K contiguous, V a transposed view) as GFLOP/s, on
 // those heads and on Gemma 3 270M's (4 query heads, 1 kv head, D 256).
 // Each with an f32 cache and a bf16 one (the model's cache for bf16 weights: vdpbf16ps
-// products). On a shared machine take medians of --benchmark_repetitions.
+// products). BM_DecodeAttentionCacheType: the same decode at 2,048 and 16,384 keys for each
+// --cache-type (f32, f16, bf16, q8_0, q4_0; a prealloc cache's contiguous K and V).
+// On a shared machine take medians of --benchmark_repetitions.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <iterator>
+#include <optional>
 #include <vector>
 
 #include "core/error.h"
@@ -14,6 +18,7 @@
 #include "cpu/thread_pool.h"
 #include "ops/creation.h"
 #include "ops/math.h"
+#include "ops/quantized.h"
 
 namespace fornace {
 namespace {
@@ -88,6 +93,58 @@ void BM_DecodeAttention(benchmark::State& state) {
                         cpu::isa_name(cpu::active_isa())));
 }
 
+// The cache types of BM_DecodeAttentionCacheType, by argument.
+constexpr BlockType kCacheTypes[] = {BlockType::f32, BlockType::f16, BlockType::bf16,
+                                     BlockType::q8_0, BlockType::q4_0};
+
+// K or V of `length` positions as a cache of `type` holds them.
+Tensor cache_rows(BlockType type, int64_t length, uint64_t seed) {
+  Dims shape{1, kKvHeads, length, kHeadDim};
+  switch (type) {
+    case BlockType::q8_0:
+    case BlockType::q4_0:
+      return quantize_rows(randn(shape, seed), type);
+    case BlockType::f16:
+      return randn(shape, seed, 1.0, DType::f16);
+    case BlockType::bf16:
+      return randn(shape, seed, 1.0, DType::bf16);
+    default:
+      return randn(shape, seed);
+  }
+}
+
+// Args: kv length, cache type (kCacheTypes), threads.
+void BM_DecodeAttentionCacheType(benchmark::State& state) {
+  const int64_t length = state.range(0);
+  const BlockType type = kCacheTypes[state.range(1)];
+  set_num_threads(static_cast<int>(state.range(2)));
+  const std::optional<BlockType> blocks =
+      is_quantized(type) ? std::optional<BlockType>(type) : std::nullopt;
+  // Caches of several layers used in turn, so that K and V come from memory (24 layers at 2,048
+  // keys as the model has; 8 at 16,384, 128 MiB of f32 K and V).
+  const int64_t layers = length <= 2048 ? kLayers : 8;
+  std::vector<std::pair<Tensor, Tensor>> caches;
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    caches.emplace_back(cache_rows(type, length, 10 + 2 * layer),
+                        cache_rows(type, length, 11 + 2 * layer));
+  }
+  Tensor query = randn({1, kQueryHeads, 1, kHeadDim}, 3);
+  double scale = 1.0 / std::sqrt(double(kHeadDim));
+  size_t layer = 0;
+  for (auto _ : state) {
+    const auto& [key, value] = caches[layer];
+    layer = (layer + 1) % caches.size();
+    Tensor result = attention(query, key, value, scale, true, 0, blocks);
+    benchmark::DoNotOptimize(result.raw());
+  }
+  const Tensor& key = caches[0].first;
+  double kv_bytes = 2.0 * static_cast<double>(key.numel() * key.element_size());
+  state.counters["GB/s"] =
+      benchmark::Counter(kv_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["bytes/pos"] = static_cast<double>(kv_bytes) / static_cast<double>(length);
+  state.SetLabel(concat(block_format(type).name, " cache, ", cpu::isa_name(cpu::active_isa())));
+}
+
 // Heads of a prefill attention: Qwen2.5-0.5B's, or Gemma 3 270M's (fewer, wider heads).
 struct HeadShape {
   int64_t query_heads;
@@ -142,6 +199,21 @@ void prefill_arguments(benchmark::internal::Benchmark* benchmark) {
 }
 
 BENCHMARK(BM_DecodeAttention)->Apply(decode_arguments)->UseRealTime()->Unit(benchmark::kMicrosecond);
+void cache_type_arguments(benchmark::internal::Benchmark* benchmark) {
+  for (int64_t threads : {1, 2}) {
+    for (int64_t length : {2048, 16384}) {
+      for (int64_t type = 0; type < static_cast<int64_t>(std::size(kCacheTypes)); ++type) {
+        benchmark->Args({length, type, threads});
+      }
+    }
+  }
+  benchmark->ArgNames({"kv_len", "type", "threads"});
+}
+
+BENCHMARK(BM_DecodeAttentionCacheType)
+    ->Apply(cache_type_arguments)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PrefillAttention)
     ->Apply(prefill_arguments)
     ->UseRealTime()

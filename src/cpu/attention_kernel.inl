@@ -12,6 +12,8 @@
 //   3. an online softmax per row (running max and sum) turns the scores into weights;
 //   4. accumulators += weights · V by the same register-blocked product, V rows read in place
 //      (bf16 rows widened as they are loaded).
+// A quantized cache's K and V (Q8_0, Q4_0 blocks) are widened block by block into the f32
+// scratch of steps 1 and 4, 128 keys at a time: never a widened copy of the cache.
 // No [Sq, Skv] matrix is ever formed, and keys past a row's causal limit are masked or skipped.
 // With AVX512_BF16 and bf16 K and V (a bf16 KV cache), both products run on vdpbf16ps instead:
 // Q, K, V and the softmax weights as bf16 pairs, f32 sums, twice the FMA path's arithmetic rate.
@@ -19,6 +21,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -95,13 +98,97 @@ inline bool unit_stride_f32(const StridedInput& input, int64_t head_dim) {
   return input.dtype == DType::f32 && (input.layout.strides[3] == 1 || head_dim == 1);
 }
 
+// One GGUF block of 32 values (a quantized cache's) widened to f32 in registers, exactly as
+// cpu/quant's dequantize_row gives them: q * d for Q8_0 (an f16 d, 32 int8 q); (q - 8) * d for
+// Q4_0 (an f16 d, 16 bytes: elements 0-15 in the low nibbles, 16-31 in the high ones), computed
+// as q * d + (-8 * d), one rounding of the same value.
+inline void dequantize_block(BlockType type, const uint8_t* block, float* out) {
+  uint16_t scale_bits;
+  std::memcpy(&scale_bits, block, sizeof scale_bits);
+  const float scale = f16_to_f32(scale_bits);
+  const uint8_t* quants = block + sizeof scale_bits;
+#if defined(__AVX512F__)
+  const __m512 d = _mm512_set1_ps(scale);
+  if (type == BlockType::q8_0) {
+    for (int half = 0; half < 2; ++half) {
+      __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(quants + 16 * half));
+      _mm512_storeu_ps(out + 16 * half,
+                       _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)), d));
+    }
+    return;
+  }
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(quants));
+  const __m128i nibble = _mm_set1_epi8(0x0f);
+  const __m128i halves[2] = {_mm_and_si128(packed, nibble),
+                             _mm_and_si128(_mm_srli_epi16(packed, 4), nibble)};
+  const __m512 shift = _mm512_set1_ps(-8.0f * scale);
+  for (int half = 0; half < 2; ++half) {
+    __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(halves[half]));
+    _mm512_storeu_ps(out + 16 * half, _mm512_fmadd_ps(q, d, shift));
+  }
+#elif defined(__AVX2__)
+  const __m256 d = _mm256_set1_ps(scale);
+  if (type == BlockType::q8_0) {
+    for (int group = 0; group < 4; ++group) {
+      __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(quants + 8 * group));
+      _mm256_storeu_ps(out + 8 * group,
+                       _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), d));
+    }
+    return;
+  }
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(quants));
+  const __m128i nibble = _mm_set1_epi8(0x0f);
+  const __m128i halves[2] = {_mm_and_si128(packed, nibble),
+                             _mm_and_si128(_mm_srli_epi16(packed, 4), nibble)};
+  const __m256 shift = _mm256_set1_ps(-8.0f * scale);
+  for (int half = 0; half < 2; ++half) {
+    for (int quarter = 0; quarter < 2; ++quarter) {
+      __m128i bytes = quarter == 0 ? halves[half] : _mm_srli_si128(halves[half], 8);
+      __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+      _mm256_storeu_ps(out + 16 * half + 8 * quarter, _mm256_fmadd_ps(q, d, shift));
+    }
+  }
+#else
+  if (type == BlockType::q8_0) {
+    for (int j = 0; j < 32; ++j)
+      out[j] = static_cast<float>(static_cast<int8_t>(quants[j])) * scale;
+    return;
+  }
+  for (int j = 0; j < 16; ++j) {
+    out[j] = static_cast<float>((quants[j] & 0x0f) - 8) * scale;
+    out[j + 16] = static_cast<float>((quants[j] >> 4) - 8) * scale;
+  }
+#endif
+}
+
+// Row `position` of kv head (batch, head) of a block-quantized operand, in place.
+inline const uint8_t* block_rows(const StridedInput& input, int64_t batch, int64_t head,
+                                 int64_t position) {
+  return static_cast<const uint8_t*>(input.base) +
+         sizeof(uint32_t) * attention_row_offset(input.layout, batch, head, position);
+}
+
 // Rows [first, first + count) of kv head (batch, head) as f32 rows `*row_stride` apart, each
 // `width` >= D wide with zeros past D: in place when the operand is unit-stride f32 and no
-// padding is needed, otherwise converted into `buffer`.
+// padding is needed, otherwise converted into `buffer` (quantized rows block by block).
 inline const float* kv_rows(const StridedInput& input, int64_t batch, int64_t head, int64_t first,
                             int64_t count, int64_t head_dim, int64_t width, float* buffer,
                             int64_t* row_stride) {
   const Layout& layout = input.layout;
+  *row_stride = width;
+  if (input.blocks) {
+    const BlockFormat& format = block_format(*input.blocks);
+    const uint8_t* row = block_rows(input, batch, head, first);
+    for (int64_t j = 0; j < count; ++j, row += sizeof(uint32_t) * layout.strides[2]) {
+      float* out = buffer + j * width;
+      for (int64_t block = 0; block < head_dim / format.block_elements; ++block) {
+        dequantize_block(format.type, row + block * format.block_bytes,
+                         out + block * format.block_elements);
+      }
+      std::fill(out + head_dim, out + width, 0.0f);
+    }
+    return buffer;
+  }
   int64_t start = attention_row_offset(layout, batch, head, first);
   if (unit_stride_f32(input, head_dim) && width == head_dim) {
     *row_stride = layout.strides[2];
@@ -113,7 +200,6 @@ inline const float* kv_rows(const StridedInput& input, int64_t batch, int64_t he
              row);
     std::fill(row + head_dim, row + width, 0.0f);
   }
-  *row_stride = width;
   return buffer;
 }
 
@@ -164,7 +250,9 @@ class PrefetchStream {
       const StridedInput& input = operand_ == 0 ? plan_.key : plan_.value;
       if (input.layout.strides[3] != 1 || keys_ == 0) continue;
       const int64_t element_bytes = dtype_size(input.dtype);
-      row_bytes_ = plan_.head_dim * element_bytes;
+      row_bytes_ = input.blocks
+                       ? static_cast<int64_t>(block_row_bytes(*input.blocks, plan_.head_dim))
+                       : plan_.head_dim * element_bytes;
       row_stride_ = input.layout.strides[2] * element_bytes;
       row_ = static_cast<const char*>(input.base) +
              attention_row_offset(input.layout, batch_, head_, first_) * element_bytes;

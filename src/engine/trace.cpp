@@ -187,4 +187,17 @@ nlohmann::json trace_to_json(const GenerationResult& result, const LoadReport& l
           {"op_times", op_times}};
 }
 
+std::string format_kv_cache_trace(const Model& model, int64_t context) {
+  const int64_t layers = model.config().num_hidden_layers;
+  const KvCacheShape shape = model.kv_cache_shape(context);
+  return line(
+      "trace: kv cache %s: %lld bytes of K+V per position (%lld layers), %lld bytes "
+      "(%.2f MiB) for %lld positions\n",
+      kv_cache_type_name(shape.type()), static_cast<long long>(layers * shape.bytes_per_position()),
+      static_cast<long long>(layers),
+      static_cast<long long>(KvCacheSet::prealloc_bytes(layers, shape)),
+      static_cast<double>(KvCacheSet::prealloc_bytes(layers, shape)) / (1024.0 * 1024.0),
+      static_cast<long long>(context));
+}
+
 }  // namespace fornace

@@ -15,7 +15,19 @@ void DecoderModel::load_ends(const WeightReader& weights, RmsNorm final_norm,
   // A quantized model computes in f32 and keeps its KV cache in bf16.
   const bool quantized = embedding_.quantized_table().has_value();
   weight_dtype_ = quantized ? DType::f32 : embedding_.table().dtype();
-  kv_dtype_ = options_.kv_dtype.value_or(quantized ? DType::bf16 : weight_dtype_);
+  kv_dtype_ = options_.kv_dtype.value_or(options_.kv_blocks ? DType::f32
+                                         : quantized        ? DType::bf16
+                                                            : weight_dtype_);
+  if (options_.kv_blocks) {
+    const char* type = kv_cache_type_name(*options_.kv_blocks);
+    if (config_.head_dim() % 32 != 0) {
+      fail("a ", type, " KV cache needs a head_dim that is a multiple of 32 (blocks of 32); ",
+           config_.model_type, " has ", config_.head_dim());
+    }
+    if (options_.attention != AttentionPath::fused) {
+      fail("a ", type, " KV cache needs the fused attention path (Candle's reads float tensors)");
+    }
+  }
   embedding_scale_ = embedding_scale;
   final_norm_ = std::move(final_norm);
   lm_head_ = config_.tie_word_embeddings
@@ -42,6 +54,7 @@ AttentionShape DecoderModel::attention_shape(double scale, int64_t window) const
   shape.path = options_.attention;
   shape.candle = candle_variant_of(config_.model_type);
   shape.kv_dtype = kv_dtype_;
+  shape.kv_blocks = options_.kv_blocks;
   return shape;
 }
 

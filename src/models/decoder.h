@@ -17,6 +17,7 @@ class DecoderModel : public Model {
   const ModelConfig& config() const override { return config_; }
   DType weight_dtype() const override { return weight_dtype_; }
   DType kv_dtype() const override { return kv_dtype_; }
+  std::optional<BlockType> kv_blocks() const override { return options_.kv_blocks; }
   const WeightTally& weights_read_per_token() const override { return weights_read_; }
   // In a decode step the returned logits live in a buffer that the next forward overwrites.
   Tensor forward(const Tensor& ids, KvCacheSet& cache, Logits wanted) override;

@@ -65,6 +65,8 @@ class Model {
   // The dtype of the KV cache: the weights' dtype, as Candle keeps it (bf16 for a bf16
   // checkpoint), so K and V take half the memory and bandwidth of f32.
   virtual DType kv_dtype() const = 0;
+  // The blocks of a quantized KV cache (ModelOptions::kv_blocks), or none.
+  virtual std::optional<BlockType> kv_blocks() const = 0;
   // The weight bytes a decode step reads, by storage format.
   virtual const WeightTally& weights_read_per_token() const = 0;
   // Runs `ids` [1, S] (u32) at the positions after what `cache` holds, appends their keys and
@@ -101,6 +103,12 @@ struct ModelOptions {
   ActivationRounding activation_rounding = ActivationRounding::int8;
   // The KV cache's dtype; default: the weights' float dtype (bf16 for quantized weights).
   std::optional<DType> kv_dtype;
+  // A quantized KV cache (q8_0, q4_0): K and V computed in kv_dtype (default f32), then rounded
+  // to these blocks as they are appended. Needs a head_dim that is a multiple of 32 and the
+  // fused attention path.
+  std::optional<BlockType> kv_blocks;
+  // Sets kv_dtype (f32, f16, bf16) or kv_blocks (q8_0, q4_0) from a KV cache type.
+  void set_kv_cache_type(BlockType type);
   // Where this load's weights are packed for the kernels, and what it packed: load_model sets it
   // to hand out the forms an earlier load stored and to store this one's (null: packed anew).
   std::shared_ptr<PackedWeights> packed_weights;

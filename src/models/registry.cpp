@@ -116,6 +116,26 @@ std::unique_ptr<Model> load_with_packed_cache(
 
 }  // namespace
 
+void ModelOptions::set_kv_cache_type(BlockType type) {
+  switch (type) {
+    case BlockType::f32:
+      kv_dtype = DType::f32;
+      break;
+    case BlockType::f16:
+      kv_dtype = DType::f16;
+      break;
+    case BlockType::bf16:
+      kv_dtype = DType::bf16;
+      break;
+    case BlockType::q8_0:
+    case BlockType::q4_0:
+      kv_blocks = type;
+      break;
+    default:
+      fail("a KV cache of ", block_format(type).name, " blocks is not supported");
+  }
+}
+
 KvCacheShape Model::kv_cache_shape(int64_t max_length) const {
   const ModelConfig& model_config = config();
   KvCacheShape shape;
@@ -123,6 +143,7 @@ KvCacheShape Model::kv_cache_shape(int64_t max_length) const {
   shape.head_dim = model_config.head_dim();
   shape.max_length = max_length;
   shape.dtype = kv_dtype();
+  shape.blocks = kv_blocks();
   shape.window = model_config.sliding_window;
   shape.sliding_layers = model_config.sliding_layers;
   return shape;

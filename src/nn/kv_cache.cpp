@@ -3,12 +3,14 @@
 #include "nn/kv_cache.h"
 
 #include <algorithm>
+#include <cctype>
 #include <memory>
 #include <utility>
 
 #include "core/error.h"
 #include "nn/candle_path.h"
 #include "ops/copy.h"
+#include "ops/quantized.h"
 
 namespace fornace {
 
@@ -35,7 +37,43 @@ KvCacheKind parse_kv_cache_kind(std::string_view name) {
   fail("unknown KV cache kind '", name, "' (expected prealloc, cat or cat-contiguous)");
 }
 
+std::vector<BlockType> all_kv_cache_types() {
+  return {BlockType::f32, BlockType::f16, BlockType::bf16, BlockType::q8_0, BlockType::q4_0};
+}
+
+const char* kv_cache_type_name(BlockType type) {
+  switch (type) {
+    case BlockType::f32:
+      return "f32";
+    case BlockType::f16:
+      return "f16";
+    case BlockType::bf16:
+      return "bf16";
+    case BlockType::q8_0:
+      return "q8_0";
+    case BlockType::q4_0:
+      return "q4_0";
+    default:
+      return block_format(type).name;
+  }
+}
+
+BlockType parse_kv_cache_type(std::string_view name) {
+  std::string lower(name);
+  for (char& character : lower) character = static_cast<char>(std::tolower(character));
+  for (BlockType type : all_kv_cache_types()) {
+    if (lower == kv_cache_type_name(type)) return type;
+  }
+  fail("unknown KV cache type '", name, "' (expected f32, f16, bf16, q8_0 or q4_0)");
+}
+
 namespace {
+
+// Rows [B, H, S, D] as a cache of `shape` stores them: contiguous in its dtype, or rounded to
+// its blocks.
+Tensor stored_rows(const Tensor& rows, const KvCacheShape& shape) {
+  return shape.blocks ? quantize_rows(rows, *shape.blocks) : contiguous(rows);
+}
 
 // The buffers of a set's prealloc caches, cut from one allocation made at the first append. A
 // set's K and V come to megabytes, so they sit in 2 MiB pages; a layer's buffer alone is often
@@ -79,12 +117,12 @@ class PreallocatedCache : public KvCache {
            shape_.max_length);
     }
     if (!keys_.defined()) {
-      Dims dims{shape_.batch, shape_.kv_heads, shape_.max_length, shape_.head_dim};
-      keys_ = new_buffer(arena_, dims, shape_.dtype);
-      values_ = new_buffer(arena_, dims, shape_.dtype);
+      Dims dims{shape_.batch, shape_.kv_heads, shape_.max_length, shape_.stored_row_width()};
+      keys_ = new_buffer(arena_, dims, shape_.stored_dtype());
+      values_ = new_buffer(arena_, dims, shape_.stored_dtype());
     }
-    slice_set(keys_, contiguous(key), 2, length_);
-    slice_set(values_, contiguous(value), 2, length_);
+    slice_set(keys_, stored_rows(key, shape_), 2, length_);
+    slice_set(values_, stored_rows(value, shape_), 2, length_);
     length_ += added;
     return contents();
   }
@@ -117,25 +155,26 @@ class RingCache : public KvCache {
   std::pair<Tensor, Tensor> append(const Tensor& key, const Tensor& value) override {
     memory::OpScope scope("kv_cache");
     if (!keys_.defined()) {
-      Dims dims{shape_.batch, shape_.kv_heads, window_, shape_.head_dim};
-      keys_ = new_buffer(arena_, dims, shape_.dtype);
-      values_ = new_buffer(arena_, dims, shape_.dtype);
+      Dims dims{shape_.batch, shape_.kv_heads, window_, shape_.stored_row_width()};
+      keys_ = new_buffer(arena_, dims, shape_.stored_dtype());
+      values_ = new_buffer(arena_, dims, shape_.stored_dtype());
     }
     int64_t added = key.dim(2);
+    const Tensor keys = stored_rows(key, shape_);
+    const Tensor values = stored_rows(value, shape_);
     std::pair<Tensor, Tensor> attended;
     if (added == 1) {
-      write(key, value, 0, length_ % window_);
+      write(keys, values, 0, length_ % window_);
       length_ += 1;
       attended = contents();
     } else {
       auto [held_keys, held_values] = in_order(std::min(length_, window_ - 1));
       attended = held_keys.defined()
-                     ? std::pair{cat({held_keys, contiguous(key)}, 2),
-                                 cat({held_values, contiguous(value)}, 2)}
-                     : std::pair{key, value};
+                     ? std::pair{cat({held_keys, keys}, 2), cat({held_values, values}, 2)}
+                     : std::pair{keys, values};
       // Only the chunk's last `window` positions stay.
       for (int64_t first = std::max<int64_t>(0, added - window_); first < added; ++first) {
-        write(key, value, first, (length_ + first) % window_);
+        write(keys, values, first, (length_ + first) % window_);
       }
       length_ += added;
     }
@@ -156,10 +195,10 @@ class RingCache : public KvCache {
   void truncate(int64_t length) override { length_ = length; }
 
  private:
-  // Copies position `index` of the new key and value into ring slot `slot`.
-  void write(const Tensor& key, const Tensor& value, int64_t index, int64_t slot) {
-    slice_set(keys_, contiguous(key.narrow(2, index, 1)), 2, slot);
-    slice_set(values_, contiguous(value.narrow(2, index, 1)), 2, slot);
+  // Copies position `index` of the new keys and values (as stored) into ring slot `slot`.
+  void write(const Tensor& keys, const Tensor& values, int64_t index, int64_t slot) {
+    slice_set(keys_, contiguous(keys.narrow(2, index, 1)), 2, slot);
+    slice_set(values_, contiguous(values.narrow(2, index, 1)), 2, slot);
   }
 
   // The last `count` positions held, oldest first (undefined when count is 0).
@@ -187,6 +226,10 @@ class RingCache : public KvCache {
 // A cache of `kind`; prealloc buffers come from `arena` when there is one.
 std::unique_ptr<KvCache> make_layer_cache(KvCacheKind kind, const KvCacheShape& shape,
                                           int64_t window, std::shared_ptr<KvArena> arena) {
+  if (shape.blocks && kind != KvCacheKind::prealloc) {
+    fail("a ", kv_cache_type_name(*shape.blocks), " KV cache needs the prealloc kind (",
+         kv_cache_kind_name(kind), " is Candle's cache of float tensors)");
+  }
   switch (kind) {
     case KvCacheKind::prealloc:
       if (window > 0) return std::make_unique<RingCache>(shape, window, std::move(arena));
@@ -210,8 +253,27 @@ int64_t KvCacheShape::positions_held(int64_t layer, int64_t position) const {
   return is_sliding(layer) ? std::min(position, window) : position;
 }
 
+BlockType KvCacheShape::type() const {
+  if (blocks) return *blocks;
+  switch (dtype) {
+    case DType::f16:
+      return BlockType::f16;
+    case DType::bf16:
+      return BlockType::bf16;
+    default:
+      return BlockType::f32;
+  }
+}
+
+int64_t KvCacheShape::stored_row_width() const {
+  return blocks ? block_row_words(*blocks, head_dim) : head_dim;
+}
+
+DType KvCacheShape::stored_dtype() const { return blocks ? DType::u32 : dtype; }
+
 int64_t KvCacheShape::bytes_per_position() const {
-  return 2 * batch * kv_heads * head_dim * static_cast<int64_t>(dtype_size(dtype));
+  return 2 * batch * kv_heads * stored_row_width() *
+         static_cast<int64_t>(dtype_size(stored_dtype()));
 }
 
 KvCacheSet::KvCacheSet(KvCacheKind kind, int64_t num_layers, const KvCacheShape& shape)
@@ -223,8 +285,9 @@ KvCacheSet::KvCacheSet(KvCacheKind kind, int64_t num_layers, const KvCacheShape&
     for (int64_t i = 0; i < num_layers; ++i) {
       positions += shape.is_sliding(i) ? shape.window : shape.max_length;
     }
-    arena = std::make_shared<KvArena>(2 * shape.batch * shape.kv_heads * shape.head_dim * positions,
-                                      shape.dtype);
+    arena = std::make_shared<KvArena>(
+        2 * shape.batch * shape.kv_heads * shape.stored_row_width() * positions,
+        shape.stored_dtype());
   }
   for (int64_t i = 0; i < num_layers; ++i) {
     layers_.push_back(

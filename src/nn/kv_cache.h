@@ -3,11 +3,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "core/block_type.h"
 #include "core/tensor.h"
 
 namespace fornace {
@@ -19,12 +21,24 @@ const char* kv_cache_kind_name(KvCacheKind kind);
 KvCacheKind parse_kv_cache_kind(std::string_view name);
 std::vector<KvCacheKind> all_kv_cache_kinds();
 
+// The types a KV cache can store (`--cache-type`, llama.cpp's -ctk/-ctv): the floats f32, f16,
+// bf16, and the GGUF blocks q8_0 and q4_0 (32 values of a row of head_dim each).
+std::vector<BlockType> all_kv_cache_types();
+// "f32", "f16", "bf16", "q8_0", "q4_0".
+const char* kv_cache_type_name(BlockType type);
+// Parses those names (any case); throws Error listing them otherwise.
+BlockType parse_kv_cache_type(std::string_view name);
+
 struct KvCacheShape {
   int64_t batch = 1;
   int64_t kv_heads = 0;
   int64_t head_dim = 0;
   int64_t max_length = 0;  // Positions a prealloc cache holds.
+  // The dtype K and V arrive in, and that a float cache stores.
   DType dtype = DType::f32;
+  // A quantized cache (q8_0, q4_0; prealloc only) rounds each arriving row of head_dim values to
+  // these blocks and holds them as u32 words (ops/quantized.h: quantize_rows).
+  std::optional<BlockType> blocks;
   // Sliding-window layers (Gemma 3's local layers) keep only the last `window` positions.
   int64_t window = 0;
   std::vector<bool> sliding_layers;
@@ -33,8 +47,14 @@ struct KvCacheShape {
     return window > 0 && layer < static_cast<int64_t>(sliding_layers.size()) &&
            sliding_layers[layer];
   }
-  // Positions one layer's cache holds at most, and the bytes of K and V it reads at `position`.
+  // Positions one layer's cache holds at most.
   int64_t positions_held(int64_t layer, int64_t position) const;
+  // What the cache stores: the float dtype, or the block type.
+  BlockType type() const;
+  // A stored row of head_dim values: its elements (values, or u32 words of blocks) and dtype.
+  int64_t stored_row_width() const;
+  DType stored_dtype() const;
+  // Bytes of K and V one layer stores per position (all kv heads).
   int64_t bytes_per_position() const;
 };
 
@@ -59,7 +79,8 @@ class KvCache {
   virtual void truncate(int64_t length) = 0;
 };
 
-// A cache of `kind`; with `window` > 0 it keeps only the last `window` positions.
+// A cache of `kind`; with `window` > 0 it keeps only the last `window` positions. Throws Error
+// for a quantized shape with the cat kinds (Candle's caches hold float tensors).
 std::unique_ptr<KvCache> make_kv_cache(KvCacheKind kind, const KvCacheShape& shape,
                                        int64_t window = 0);
 
@@ -78,7 +99,7 @@ class KvCacheSet {
   int64_t keep_prefix(int64_t length);
   // Bytes a prealloc cache of this shape holds for all layers (keys and values).
   static int64_t prealloc_bytes(int64_t num_layers, const KvCacheShape& shape);
-  // Bytes of keys and values that attention reads over all layers at `position`.
+  // Bytes of keys and values that attention reads over all layers at `position` (as stored).
   static int64_t bytes_read(int64_t num_layers, const KvCacheShape& shape, int64_t position);
 
  private:

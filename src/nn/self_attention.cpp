@@ -138,7 +138,8 @@ Tensor SelfAttention::attend(const Tensor& projected_query, const Tensor& projec
   Tensor merged = activations.get(ActivationBuffer::attended, {1, length, heads * head_dim},
                                   "attention", output_.input_dtype());
   attention_into(merged.view({1, length, heads, head_dim}).transpose(1, 2), query, all_keys,
-                 all_values, shape_.scale, length > 1 || shape_.window, shape_.window);
+                 all_values, shape_.scale, length > 1 || shape_.window, shape_.window,
+                 shape_.kv_blocks);
   return merged;
 }
 

@@ -25,7 +25,9 @@ struct AttentionShape {
   AttentionPath path = AttentionPath::fused;
   // The family's Candle model: the V its cache gets, and the candle path's steps.
   CandleVariant candle = CandleVariant::qwen2;
-  DType kv_dtype = DType::f32;
+  DType kv_dtype = DType::f32;  // The dtype K and V reach the cache in.
+  // A quantized cache's blocks (KvCacheShape::blocks): the fused kernel reads them in place.
+  std::optional<BlockType> kv_blocks;
 };
 
 class SelfAttention {

@@ -13,6 +13,7 @@
 #include "cpu/strided_access.h"
 #include "cpu/thread_pool.h"
 #include "ops/math.h"
+#include "ops/quantized.h"
 
 namespace fornace {
 namespace {
@@ -413,10 +414,9 @@ Tensor argmax(const Tensor& input) {
 }
 
 void attention_into(const Tensor& output, const Tensor& query, const Tensor& key,
-                    const Tensor& value, double scale, bool causal, int64_t window) {
+                    const Tensor& value, double scale, bool causal, int64_t window,
+                    std::optional<BlockType> kv_blocks) {
   require_float(query, "attention", "query");
-  require_float(key, "attention", "key");
-  require_float(value, "attention", "value");
   auto shapes = [&] {
     return concat("query ", query.describe(), ", key ", key.describe(), ", value ",
                   value.describe());
@@ -424,10 +424,21 @@ void attention_into(const Tensor& output, const Tensor& query, const Tensor& key
   if (query.rank() != 4 || key.rank() != 4 || value.rank() != 4) {
     fail("attention: expected rank-4 [B, H, S, D] tensors, got ", shapes());
   }
+  if (kv_blocks) {
+    const int64_t words = block_row_words(*kv_blocks, query.dim(3));
+    if (key.dtype() != DType::u32 || value.dtype() != DType::u32 || key.dim(3) != words ||
+        key.strides()[3] != 1 || value.strides()[3] != 1) {
+      fail("attention: ", block_format(*kv_blocks).name,
+           " keys and values must be unit-stride u32 rows of ", words, " words, got ", shapes());
+    }
+  } else {
+    require_float(key, "attention", "key");
+    require_float(value, "attention", "value");
+  }
   if (!(key.shape() == value.shape())) fail("attention: key and value differ, ", shapes());
   int64_t query_heads = query.dim(1);
   int64_t kv_heads = key.dim(1);
-  if (query.dim(0) != key.dim(0) || query.dim(3) != key.dim(3)) {
+  if (query.dim(0) != key.dim(0) || (!kv_blocks && query.dim(3) != key.dim(3))) {
     fail("attention: batch or head_dim differ, ", shapes());
   }
   if (kv_heads == 0 || query_heads % kv_heads != 0) {
@@ -450,19 +461,19 @@ void attention_into(const Tensor& output, const Tensor& query, const Tensor& key
                  "attention");
   if (output.numel() == 0) return;
   memory::OpScope scope("attention");
-  auto strided = [](const Tensor& tensor) {
-    return cpu::StridedInput{tensor.storage()->data(), tensor.dtype(), tensor.layout()};
+  auto strided = [](const Tensor& tensor, std::optional<BlockType> blocks = {}) {
+    return cpu::StridedInput{tensor.storage()->data(), tensor.dtype(), tensor.layout(), blocks};
   };
-  cpu::attention(strided(query), strided(key), strided(value),
+  cpu::attention(strided(query), strided(key, kv_blocks), strided(value, kv_blocks),
                  cpu::StridedOutput{output.storage()->data(), output.dtype(), output.layout()},
                  static_cast<float>(scale), causal, window);
 }
 
 Tensor attention(const Tensor& query, const Tensor& key, const Tensor& value, double scale,
-                 bool causal, int64_t window) {
+                 bool causal, int64_t window, std::optional<BlockType> kv_blocks) {
   memory::OpScope scope("attention");
   Tensor result = Tensor::empty(query.defined() ? query.shape() : Dims{}, query.dtype());
-  attention_into(result, query, key, value, scale, causal, window);
+  attention_into(result, query, key, value, scale, causal, window, kv_blocks);
   return result;
 }
 

@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "core/block_type.h"
 #include "core/storage.h"
 #include "core/tensor.h"
 #include "cpu/elementwise.h"
@@ -105,11 +106,13 @@ Tensor argmax(const Tensor& input);
 // at position Skv - Sq + i and sees keys up to it, or only the last `window` of them when
 // window > 0 (a sliding-window layer). Returns [B, Hq, Sq, D] in q's dtype. attention_into
 // writes an output of any float dtype, also through the transposed view of a contiguous
-// [B, Sq, Hq, D] (the heads merged).
+// [B, Sq, Hq, D] (the heads merged). With `kv_blocks` (Q8_0 or Q4_0), k and v are rows of blocks
+// from quantize_rows (ops/quantized.h), u32 [B, Hkv, Skv, words] in any layout, read in place.
 Tensor attention(const Tensor& query, const Tensor& key, const Tensor& value, double scale,
-                 bool causal, int64_t window = 0);
+                 bool causal, int64_t window = 0, std::optional<BlockType> kv_blocks = {});
 void attention_into(const Tensor& output, const Tensor& query, const Tensor& key,
-                    const Tensor& value, double scale, bool causal, int64_t window = 0);
+                    const Tensor& value, double scale, bool causal, int64_t window = 0,
+                    std::optional<BlockType> kv_blocks = {});
 
 // Throws Error naming `op` unless `output` is a contiguous, writable tensor of `shape` and
 // `dtype` (the check every *_into op makes).

@@ -111,4 +111,55 @@ Tensor dequantize(const QuantizedMatrix& matrix, DType dtype) {
   return dtype == DType::f32 ? widened : to_dtype(widened, dtype);
 }
 
+int64_t block_row_words(BlockType type, int64_t elements) {
+  if (type != BlockType::q8_0 && type != BlockType::q4_0) {
+    fail("rows of ", block_format(type).name, " blocks: only Q8_0 and Q4_0 rows are supported");
+  }
+  if (elements % block_format(type).block_elements != 0) {
+    fail("rows of ", block_format(type).name, " blocks need a multiple of 32 values, got ",
+         elements);
+  }
+  const auto bytes = static_cast<int64_t>(block_row_bytes(type, elements));
+  return (bytes + 3) / 4;
+}
+
+Tensor quantize_rows(const Tensor& rows, BlockType type) {
+  memory::OpScope scope("quantize_rows");
+  const int64_t elements = rows.dim(rows.rank() - 1);
+  const int64_t words = block_row_words(type, elements);
+  if (rows.rank() == 0) fail("quantize_rows: expected rows, got ", rows.describe());
+  Tensor values = to_dtype(rows, DType::f32);
+  Dims shape = rows.shape();
+  shape[shape.size() - 1] = words;
+  Tensor blocks = Tensor::empty(shape, DType::u32);
+  const int64_t count = elements == 0 ? 0 : values.numel() / elements;
+  const auto quantize_row = cpu::block_kernels(type).quantize_row;
+  const float* in = values.data<float>();
+  uint32_t* out = blocks.data<uint32_t>();
+  for (int64_t row = 0; row < count; ++row) {
+    out[(row + 1) * words - 1] = 0;  // The padding of the last word, if any.
+    quantize_row(in + row * elements, out + row * words, elements);
+  }
+  return blocks;
+}
+
+Tensor dequantize_rows(const Tensor& blocks, BlockType type, int64_t elements) {
+  const int64_t words = block_row_words(type, elements);
+  if (blocks.dtype() != DType::u32 || blocks.rank() == 0 ||
+      blocks.dim(blocks.rank() - 1) != words) {
+    fail("dequantize_rows: expected u32 rows of ", words, " words, got ", blocks.describe());
+  }
+  Tensor packed = contiguous(blocks);
+  Dims shape = blocks.shape();
+  shape[shape.size() - 1] = elements;
+  Tensor values = Tensor::empty(shape, DType::f32);
+  const int64_t count = packed.numel() / words;
+  const auto dequantize_row = cpu::block_kernels(type).dequantize_row;
+  for (int64_t row = 0; row < count; ++row) {
+    dequantize_row(packed.data<uint32_t>() + row * words, values.data<float>() + row * elements,
+                   elements);
+  }
+  return values;
+}
+
 }  // namespace fornace

@@ -1,5 +1,5 @@
 // Ops on block-quantized matrices: linear layers on the blocks, embedding rows, decode's
-// interleaved copy, and widening to a float tensor.
+// interleaved copy, and widening to a float tensor; rows rounded to blocks (a quantized KV cache).
 #pragma once
 
 #include <optional>
@@ -35,5 +35,15 @@ void quantized_rows_into(const Tensor& output, const QuantizedMatrix& table, con
 
 // The whole matrix widened to a contiguous [rows, columns] tensor of `dtype`.
 Tensor dequantize(const QuantizedMatrix& matrix, DType dtype);
+
+// Rows of blocks as a tensor (a quantized KV cache's): each row of D values is D / 32 GGUF blocks
+// in ceil(bytes / 4) 32-bit words, so that a u32 tensor [..., words] views, narrows and copies
+// as any other. Throws Error unless `type` is Q8_0 or Q4_0 and D a multiple of 32.
+int64_t block_row_words(BlockType type, int64_t elements);
+// `rows` [..., D] (any float dtype and layout) rounded to blocks of `type` by llama.cpp's
+// reference quantizer: a contiguous u32 [..., block_row_words(type, D)].
+Tensor quantize_rows(const Tensor& rows, BlockType type);
+// The values that such rows stand for: a contiguous f32 [..., D].
+Tensor dequantize_rows(const Tensor& blocks, BlockType type, int64_t elements);
 
 }  // namespace fornace

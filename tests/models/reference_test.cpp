@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 
 #include "common/source_paths.h"
 #include "common/test_models.h"
+#include "core/error.h"
 #include "engine/generator.h"
 #include "models/model.h"
 #include "models/synthetic.h"
@@ -60,16 +62,32 @@ std::string join(const std::vector<uint32_t>& ids) {
 struct Comparison {
   std::vector<double> relative_errors;  // One per forward pass.
   bool greedy_matches = true;
+  std::vector<std::vector<float>> logits;  // The engine's, one row per forward pass.
+  std::vector<uint32_t> generated;
 };
 
+double relative_l2(const std::vector<float>& values, const std::vector<float>& expected) {
+  double error = 0;
+  double norm = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    error += (double(values[i]) - expected[i]) * (double(values[i]) - expected[i]);
+    norm += double(expected[i]) * expected[i];
+  }
+  return std::sqrt(error / norm);
+}
+
 // Runs the engine greedily, then the reference teacher-forced on the engine's tokens. The prompt
-// runs in chunks of `prefill_chunk` to 2 x prefill_chunk - 1 tokens (0: one pass).
+// runs in chunks of `prefill_chunk` to 2 x prefill_chunk - 1 tokens (0: one pass). With
+// `cache_type`, the engine's KV cache holds that type and the reference rounds keys and values
+// as it does (decoder_ref.py --kv-cache-type).
 Comparison compare_with_reference(const std::string& model_directory, int64_t prompt_length,
                                   KvCacheKind kind, const char* script = "qwen2_ref.py",
                                   AttentionPath path = AttentionPath::fused,
-                                  int64_t prefill_chunk = 0) {
+                                  int64_t prefill_chunk = 0,
+                                  std::optional<BlockType> cache_type = {}) {
   ModelOptions model_options;
   model_options.attention = path;
+  if (cache_type) model_options.set_kv_cache_type(*cache_type);
   std::unique_ptr<Model> model = load_model(model_directory, model_options);
   std::vector<uint32_t> prompt = test_prompt_ids(prompt_length, model->config().vocab_size);
   SamplerOptions sampling;
@@ -90,7 +108,8 @@ Comparison compare_with_reference(const std::string& model_directory, int64_t pr
   std::string command =
       fornace::test_paths::python() + " " + fornace::test_paths::source() + "/tests/reference/" +
       script + " --model " + model_directory + " --prompt-ids " + join(prompt) +
-      (fed.empty() ? "" : " --continuation-ids " + join(fed)) + " --out " + output;
+      (fed.empty() ? "" : " --continuation-ids " + join(fed)) + " --out " + output +
+      (cache_type ? std::string(" --kv-cache-type ") + kv_cache_type_name(*cache_type) : "");
   if (std::system(command.c_str()) != 0) throw std::runtime_error("reference failed: " + command);
   int64_t rows = 0;
   int64_t columns = 0;
@@ -100,6 +119,8 @@ Comparison compare_with_reference(const std::string& model_directory, int64_t pr
   EXPECT_EQ(columns, model->config().vocab_size);
 
   Comparison comparison;
+  comparison.logits = result.logits;
+  comparison.generated = result.generated;
   for (int64_t row = 0; row < rows; ++row) {
     const std::vector<float>& engine = result.logits[row];
     double error = 0;
@@ -206,6 +227,96 @@ INSTANTIATE_TEST_SUITE_P(
       }
       return name;
     });
+
+// KV cache types (--cache-type) on the f32 tiny Qwen3 and Gemma 3 (head_dim 32: one block a row;
+// Gemma's sliding layers keep a ring of 8 that a prompt of 20 in chunks of 6 to 11 passes).
+// Against the reference that rounds every key and value as the cache holds them, the logits
+// agree to the first bound of the type (relative L2; measured: f16 ~4e-5, q8_0 and q4_0 ~5e-7,
+// bf16 ~3e-3, whose kernel with AVX512_BF16 rounds Q and the softmax weights to bf16 too; the
+// bounds leave room for a value that the float32 K tips across a rounding step). Against the
+// engine's own bf16 cache (the default for bf16 and quantized weights), they move by at most
+// the second bound (measured on these random-weight models: f16 ~5e-3, q8_0 ~2e-2, q4_0 ~0.16;
+// docs/usage.md gives them with those of synth-qwen2.5-0.5b).
+class CacheTypeReference : public ::testing::TestWithParam<FamilyCase> {};
+
+struct CacheTypeBounds {
+  double against_reference;
+  double against_bf16_cache;
+};
+
+CacheTypeBounds cache_type_bounds(BlockType type) {
+  switch (type) {
+    case BlockType::f16:
+      return {2e-4, 0.02};
+    case BlockType::bf16:
+      return {1e-2, 0};
+    case BlockType::q8_0:
+      return {1e-3, 0.05};
+    default:
+      return {1e-3, 0.3};  // q4_0
+  }
+}
+
+TEST_P(CacheTypeReference, EachTypeMatchesTheReferenceRoundingAsItHoldsAndStaysNearBf16) {
+  const FamilyCase& family = GetParam();
+  std::string directory = synthetic_model_directory(family.preset, DType::f32);
+  auto run = [&](BlockType type) {
+    return compare_with_reference(directory, family.prompt_length, KvCacheKind::prealloc,
+                                  "decoder_ref.py", AttentionPath::fused, family.prefill_chunk,
+                                  type);
+  };
+  Comparison bf16 = run(BlockType::bf16);
+  for (BlockType type : {BlockType::f16, BlockType::bf16, BlockType::q8_0, BlockType::q4_0}) {
+    Comparison comparison = type == BlockType::bf16 ? bf16 : run(type);
+    const char* name = kv_cache_type_name(type);
+    for (size_t row = 0; row < comparison.relative_errors.size(); ++row) {
+      const CacheTypeBounds bounds = cache_type_bounds(type);
+      EXPECT_LE(comparison.relative_errors[row], bounds.against_reference)
+          << name << " forward " << row;
+      // Rows compare while both caches have generated the same tokens before them.
+      bool same_history =
+          std::equal(comparison.generated.begin(),
+                     comparison.generated.begin() + static_cast<long>(row), bf16.generated.begin());
+      double against_bf16 =
+          same_history ? relative_l2(comparison.logits[row], bf16.logits[row]) : NAN;
+      if (same_history) EXPECT_LE(against_bf16, bounds.against_bf16_cache) << name << row;
+      std::printf(
+          "%s %s cache prompt %lld forward %zu: relative L2 error %.3g against the "
+          "reference, %.3g against the bf16 cache\n",
+          family.preset, name, static_cast<long long>(family.prompt_length), row,
+          comparison.relative_errors[row], against_bf16);
+    }
+    EXPECT_TRUE(comparison.greedy_matches) << name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, CacheTypeReference,
+                         ::testing::Values(FamilyCase{"tiny-qwen3", 7, 0},
+                                           FamilyCase{"tiny-gemma3", 20, 6}),
+                         [](const auto& info) {
+                           std::string name = std::string(info.param.preset) + "_prompt" +
+                                              std::to_string(info.param.prompt_length);
+                           for (char& character : name) {
+                             if (character == '-') character = '_';
+                           }
+                           return name;
+                         });
+
+TEST(CacheTypes, QuantizedCachesRefuseAHeadDimThatIsNotAMultipleOf32AndCandlesPath) {
+  // The tiny Qwen2 model has head_dim 16.
+  ModelOptions options;
+  options.set_kv_cache_type(BlockType::q8_0);
+  try {
+    load_model(tiny_model_directory(DType::f32), options);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("multiple of 32"), std::string::npos) << error.what();
+  }
+  options.attention = AttentionPath::candle;
+  EXPECT_THROW(load_model(synthetic_model_directory("tiny-qwen3", DType::f32), options), Error);
+  options.attention = AttentionPath::fused;
+  EXPECT_NO_THROW(load_model(synthetic_model_directory("tiny-qwen3", DType::f32), options));
+}
 
 }  // namespace
 }  // namespace fornace

@@ -5,6 +5,7 @@
 #include "nn/kv_cache.h"
 #include "ops/copy.h"
 #include "ops/creation.h"
+#include "ops/quantized.h"
 
 namespace fornace {
 namespace {
@@ -232,6 +233,62 @@ TEST(KvCache, SliceSetOfGemmasTransposedVFailsOnlyWithSeveralKvHeads) {
         slice_set(buffer, value, 2, 0);
       }
     }
+  }
+}
+
+// A quantized cache holds each row as the blocks that quantize_rows makes of it: prealloc and a
+// sliding ring, a prompt and decode steps, a truncated prefix; the cat kinds refuse it.
+TEST(KvCache, QuantizedCachesHoldTheBlocksOfEachRowAndKeepPrefixes) {
+  constexpr int64_t kBlockHeadDim = 64;
+  for (BlockType type : {BlockType::q8_0, BlockType::q4_0}) {
+    for (int64_t window : {0, 6}) {
+      SCOPED_TRACE(std::string(kv_cache_type_name(type)) + " window " + std::to_string(window));
+      KvCacheShape shape{1, kHeads, kBlockHeadDim, 32, DType::f32};
+      shape.blocks = type;
+      auto cache = make_kv_cache(KvCacheKind::prealloc, shape, window);
+      Tensor prompt_key = randn({1, kHeads, 4, kBlockHeadDim}, 600);
+      Tensor prompt_value = randn({1, 4, kHeads, kBlockHeadDim}, 601).transpose(1, 2);
+      auto [keys, values] = cache->append(prompt_key, prompt_value);
+      EXPECT_EQ(keys.dtype(), DType::u32);
+      EXPECT_EQ(keys.dim(3), block_row_words(type, kBlockHeadDim));
+      EXPECT_EQ(to_f32_vector(contiguous(keys)), to_f32_vector(quantize_rows(prompt_key, type)));
+      EXPECT_EQ(to_f32_vector(contiguous(values)),
+                to_f32_vector(quantize_rows(prompt_value, type)));
+      Tensor step_key = randn({1, kHeads, 1, kBlockHeadDim}, 602);
+      Tensor step_value = randn({1, kHeads, 1, kBlockHeadDim}, 603);
+      auto [held_keys, held_values] = cache->append(step_key, step_value);
+      EXPECT_EQ(held_keys.dim(2), 5);
+      EXPECT_EQ(to_f32_vector(contiguous(held_keys.narrow(2, 4, 1))),
+                to_f32_vector(quantize_rows(step_key, type)));
+      ASSERT_TRUE(cache->can_truncate(2));
+      cache->truncate(2);
+      auto [kept_keys, kept_values] = cache->append(step_key, step_value);
+      EXPECT_EQ(to_f32_vector(contiguous(kept_keys.narrow(2, 0, 2))),
+                to_f32_vector(quantize_rows(prompt_key.narrow(2, 0, 2), type)));
+      EXPECT_EQ(to_f32_vector(contiguous(kept_values.narrow(2, 2, 1))),
+                to_f32_vector(quantize_rows(step_value, type)));
+    }
+    KvCacheShape shape{1, kHeads, kBlockHeadDim, 32, DType::f32};
+    shape.blocks = type;
+    // K and V of 64 values: 2 blocks of 34 (Q8_0) or 18 (Q4_0) bytes a row.
+    EXPECT_EQ(shape.bytes_per_position(), 2 * kHeads * (type == BlockType::q8_0 ? 68 : 36));
+    EXPECT_EQ(KvCacheSet::prealloc_bytes(3, shape), 3 * 32 * shape.bytes_per_position());
+    for (KvCacheKind kind : {KvCacheKind::cat, KvCacheKind::cat_contiguous}) {
+      EXPECT_THROW(KvCacheSet(kind, 2, shape), Error);
+    }
+  }
+}
+
+TEST(KvCache, CacheTypesParseByLlamaCppNamesAndUnknownOnesAreListed) {
+  for (BlockType type : all_kv_cache_types()) {
+    EXPECT_EQ(parse_kv_cache_type(kv_cache_type_name(type)), type);
+  }
+  EXPECT_EQ(parse_kv_cache_type("Q8_0"), BlockType::q8_0);
+  try {
+    parse_kv_cache_type("q3_k");
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("f32, f16, bf16, q8_0 or q4_0"), std::string::npos);
   }
 }
 

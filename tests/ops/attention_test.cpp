@@ -6,7 +6,9 @@
 
 #include "cpu/cpu_features.h"
 #include "cpu/thread_pool.h"
+#include "ops/copy.h"
 #include "ops/math.h"
+#include "ops/quantized.h"
 #include "test_tensors.h"
 
 namespace fornace {
@@ -300,6 +302,104 @@ TEST_F(AttentionTest, ReadsHalfPrecisionCaches) {
     check({1, 14, 2, 1, 300, 64}, true, KvLayout::transposed, dtype, 50);
     check({1, 4, 2, 9, 9, 64}, true, KvLayout::contiguous, dtype, 51);
   }
+}
+
+// Rows of blocks [B, H, S, words] laid out as a cache makes them: contiguous (a prealloc ring),
+// transposed ([B, S, H, words] viewed), or the first S positions of a longer buffer whose other
+// positions hold all-ones words (f16 NaN scales: reading one would show).
+Tensor lay_out_blocks(const Tensor& blocks, KvLayout layout) {
+  switch (layout) {
+    case KvLayout::transposed:
+      return contiguous(blocks.transpose(1, 2)).transpose(1, 2);
+    case KvLayout::narrowed: {
+      Dims dims = blocks.shape();
+      const int64_t length = dims[2];
+      dims[2] += 37;
+      Tensor buffer = Tensor::empty(dims, DType::u32);
+      std::fill(buffer.data<uint32_t>(), buffer.data<uint32_t>() + buffer.numel(), ~0u);
+      slice_set(buffer, blocks, 2, 0);
+      return buffer.narrow(2, 0, length);
+    }
+    default:
+      return blocks;
+  }
+}
+
+// attention() over K and V rounded to `type` blocks against the double loop over the values the
+// blocks stand for (widened by cpu/quant's portable dequantize_row): the kernel's widening in
+// registers must give exactly those values, so the bound is the f32 path's.
+Tensor check_blocks(const Shape& shape, bool causal, KvLayout layout, BlockType type, uint64_t seed,
+                    int64_t window = 0) {
+  Inputs inputs = random_inputs(shape, seed);
+  const Dims kv_dims{shape.batch, shape.kv_heads, shape.kv_length, shape.head_dim};
+  Tensor key_blocks = quantize_rows(from_vector(inputs.key, kv_dims), type);
+  Tensor value_blocks = quantize_rows(from_vector(inputs.value, kv_dims), type);
+  inputs.key = to_f32_vector(dequantize_rows(key_blocks, type, shape.head_dim));
+  inputs.value = to_f32_vector(dequantize_rows(value_blocks, type, shape.head_dim));
+  double scale = 1.0 / std::sqrt(double(shape.head_dim));
+  std::vector<double> expected = reference_attention(inputs, scale, causal, window);
+  Tensor query = from_vector(inputs.query,
+                             {shape.batch, shape.query_heads, shape.query_length, shape.head_dim});
+  Tensor key = lay_out_blocks(key_blocks, layout);
+  Tensor value = lay_out_blocks(value_blocks, layout);
+  Tensor result = attention(query, key, value, scale, causal, window, type);
+  std::string context = concat(
+      "attention over ", block_format(type).name, " blocks (", cpu::isa_name(cpu::active_isa()),
+      ", ", num_threads(), " threads, causal ", causal, ", window ", window, ", layout ",
+      static_cast<int>(layout), ") of q ", query.describe(), ", k ", key.describe());
+  test::expect_close(to_f64_vector(result), expected, 2e-5, 1e-4, context);
+  return result;
+}
+
+constexpr KvLayout kBlockLayouts[] = {KvLayout::contiguous, KvLayout::transposed,
+                                      KvLayout::narrowed};
+
+TEST_F(AttentionTest, QuantizedCachesMatchTheReferenceOverTheirDequantizedValues) {
+  for (cpu::Isa isa : supported_isas()) {
+    cpu::set_isa(isa);
+    for (BlockType type : {BlockType::q8_0, BlockType::q4_0}) {
+      for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        for (KvLayout layout : kBlockLayouts) {
+          // Decode (with key-range splits at 2,049 keys), prefill, a sliding window, and head
+          // dims of one block (Q4_0's 18 bytes padded to 5 words), two and four.
+          check_blocks({1, 14, 2, 1, 513, 64}, true, layout, type, 200);
+          check_blocks({1, 14, 2, 1, 2049, 64}, false, layout, type, 201);
+          check_blocks({1, 14, 2, 33, 33, 64}, true, layout, type, 202);
+          check_blocks({1, 4, 2, 37, 300, 64}, true, layout, type, 203, 65);
+          check_blocks({2, 4, 1, 5, 129, 32}, true, layout, type, 204);
+          check_blocks({1, 4, 4, 3, 70, 128}, true, layout, type, 205);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(AttentionTest, QuantizedCachesGiveBitwiseTheSameResultInEveryLayout) {
+  for (cpu::Isa isa : supported_isas()) {
+    cpu::set_isa(isa);
+    for (BlockType type : {BlockType::q8_0, BlockType::q4_0}) {
+      Tensor first = check_blocks({1, 14, 2, 1, 300, 64}, false, KvLayout::contiguous, type, 210);
+      for (KvLayout layout : {KvLayout::transposed, KvLayout::narrowed}) {
+        Tensor other = check_blocks({1, 14, 2, 1, 300, 64}, false, layout, type, 210);
+        EXPECT_EQ(to_f32_vector(other), to_f32_vector(first)) << cpu::isa_name(isa);
+      }
+    }
+  }
+}
+
+TEST_F(AttentionTest, QuantizedCachesRefuseRowsThatAreNotBlocksOfTheHeadDim) {
+  Tensor query = from_vector(random_values(4 * 48, 1), {1, 4, 1, 48});
+  Tensor rows = Tensor::empty({1, 2, 5, 10}, DType::u32);
+  EXPECT_THROW(attention(query, rows, rows, 1.0, false, 0, BlockType::q8_0), Error);
+  // Float rows, rows of the wrong width, and a block type the kernel does not read.
+  Tensor query64 = from_vector(random_values(4 * 64, 1), {1, 4, 1, 64});
+  Tensor floats = from_vector(random_values(2 * 5 * 64, 2), {1, 2, 5, 64});
+  EXPECT_THROW(attention(query64, floats, floats, 1.0, false, 0, BlockType::q4_0), Error);
+  Tensor q8_rows = quantize_rows(floats, BlockType::q8_0);
+  EXPECT_THROW(attention(query64, q8_rows, q8_rows, 1.0, false, 0, BlockType::q4_0), Error);
+  EXPECT_THROW(attention(query64, q8_rows, q8_rows, 1.0, false, 0, BlockType::q4_k), Error);
+  EXPECT_NO_THROW(attention(query64, q8_rows, q8_rows, 1.0, false, 0, BlockType::q8_0));
 }
 
 TEST_F(AttentionTest, TransposedQueriesAndBf16QueriesKeepTheirDtype) {

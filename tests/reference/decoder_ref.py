@@ -15,6 +15,11 @@ model.safetensors.index.json shards) and the CLI helpers come from qwen2_ref.py.
       prints the N greedy ids after the prompt as a JSON list.
   decoder_ref.py --model DIR --self-test [--prompt-ids ...]
       compares the two forward paths and checks that logits are finite and not flat.
+  --kv-cache-type f32|f16|bf16|q8_0|q4_0 (with any of the above)
+      rounds every key (after RoPE) and value to what a KV cache of that type holds, before
+      attention reads it: float32, float16 or bfloat16 (nearest even), or GGML's Q8_0 / Q4_0 blocks
+      of 32 along head_dim, as ggml-quants.c's quantize_row_q8_0_ref / quantize_row_q4_0_ref
+      round them (float32 steps, an f16 scale).
 
 config.json fields read ("-" = required), by model_type:
 
@@ -80,6 +85,12 @@ Semantics taken from transformers:
     agree on synthetic checkpoints that set it.
   - Llama / Qwen: x / sqrt(mean(x^2) + eps) * w; Qwen3's q_norm / k_norm act per head over head_dim
     before RoPE; scores scaled by head_dim^-0.5.
+
+GGML block formats (ggml-common.h, ggml-quants.c), per block of 32 values x of a row:
+  - Q8_0: d = max|x| / 127, q = roundf(x * (1 / d)) (half away from zero; 1/d = 0 when d = 0),
+    d stored as f16; the block stands for q * d.
+  - Q4_0: m = the x of largest magnitude (the first one), d = m / -8, q = min(15, trunc(x * (1 / d)
+    + 8.5)), d stored as f16; the block stands for (q - 8) * d.
 """
 
 import json
@@ -154,6 +165,54 @@ def bf16_round(value):
     bits = int(np.array([value], dtype=np.float32).view(np.uint32)[0])
     bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
     return float(np.array([bits & 0xFFFFFFFF], dtype=np.uint32).view(np.float32)[0])
+
+
+def f16_scale(d):
+    """The f16 scale a GGML block stores, back as float32."""
+    return d.astype(np.float16).astype(np.float32)
+
+
+def q8_0_values(blocks):
+    """float32 blocks [n, 32] -> the values their Q8_0 blocks stand for."""
+    d = (np.abs(blocks).max(axis=1) / np.float32(127)).astype(np.float32)
+    inverse = np.divide(np.float32(1), d, out=np.zeros_like(d), where=d != 0)
+    scaled = blocks * inverse[:, None]
+    # roundf, half away from zero (exact in float64: scaled is a float32).
+    q = np.sign(scaled) * np.floor(np.abs(scaled).astype(np.float64) + 0.5)
+    return (q * f16_scale(d)[:, None]).astype(np.float32)
+
+
+def q4_0_values(blocks):
+    """float32 blocks [n, 32] -> the values their Q4_0 blocks stand for."""
+    largest = blocks[np.arange(len(blocks)), np.argmax(np.abs(blocks), axis=1)]
+    d = (largest / np.float32(-8)).astype(np.float32)
+    inverse = np.divide(np.float32(1), d, out=np.zeros_like(d), where=d != 0)
+    shifted = (blocks * inverse[:, None]).astype(np.float32) + np.float32(8.5)
+    q = np.minimum(15, np.trunc(shifted))
+    return ((q - 8) * f16_scale(d)[:, None]).astype(np.float32)
+
+
+def kv_cache_values(x, cache_type):
+    """x [..., head_dim] as a KV cache of `cache_type` holds it (float64 back), or x for None."""
+    if cache_type is None:
+        return x
+    single = np.asarray(x, dtype=np.float32)
+    if cache_type == "f32":
+        held = single
+    elif cache_type == "f16":
+        held = single.astype(np.float16)
+    elif cache_type == "bf16":
+        bits = np.ascontiguousarray(single).view(np.uint32).astype(np.uint64)
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+        held = (bits & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+    elif cache_type in ("q8_0", "q4_0"):
+        if single.shape[-1] % 32:
+            raise ValueError(f"a {cache_type} cache needs a head_dim that is a multiple of 32")
+        blocks = single.reshape(-1, 32)
+        held = (q8_0_values if cache_type == "q8_0" else q4_0_values)(blocks).reshape(x.shape)
+    else:
+        raise ValueError(f"unknown KV cache type {cache_type!r}")
+    return np.asarray(held, dtype=np.float64)
 
 
 def gemma_embedding_scale(hidden_size, weight_dtype):
@@ -339,6 +398,7 @@ class DecoderReference:
         self.vocab = self.arch.vocab
         self.weights = Checkpoint(directory)
         self.check_tensor_shapes()
+        self.kv_cache_type = None  # Keys and values as attention reads them: exact.
         self.embedding_scale = 1.0
         if self.arch.scales_embedding:
             self.embedding_scale = gemma_embedding_scale(
@@ -438,6 +498,8 @@ class DecoderReference:
             q, k, v = (t.transpose(1, 0, 2) for t in self.project(h, prefix))
             q = self.rope_batched(q, positions, a.inverse_frequencies[layer])
             k = self.rope_batched(k, positions, a.inverse_frequencies[layer])
+            k = kv_cache_values(k, self.kv_cache_type)
+            v = kv_cache_values(v, self.kv_cache_type)
             k = np.repeat(k, group, axis=0)
             v = np.repeat(v, group, axis=0)
             scores = soft_cap(q @ k.transpose(0, 2, 1) * a.attention_scale, a.attention_cap)
@@ -483,8 +545,9 @@ class DecoderReference:
                 q, k, v = self.project(h, prefix)
                 for kv_head in range(a.kv_heads):
                     entries = cache[layer][kv_head]
-                    entries.append((self.rope_pairwise(k[0, kv_head], position, frequencies),
-                                    v[0, kv_head]))
+                    key = self.rope_pairwise(k[0, kv_head], position, frequencies)
+                    entries.append((kv_cache_values(key, self.kv_cache_type),
+                                    kv_cache_values(v[0, kv_head], self.kv_cache_type)))
                     if a.windows[layer] is not None and len(entries) > a.windows[layer]:
                         entries.pop(0)
                 attention = np.empty(a.heads * d)

@@ -304,6 +304,9 @@ def run_command_line(argv, description, load, default_prompt, describe=None):
     parser.add_argument("--out", help="write teacher-forced logits to this .npy")
     parser.add_argument("--print-greedy", type=int, metavar="N", help="print N greedy ids")
     parser.add_argument("--self-test", action="store_true")
+    parser.add_argument("--kv-cache-type", choices=("f32", "f16", "bf16", "q8_0", "q4_0"),
+                        help="keys and values as a KV cache of this type holds them "
+                             "(decoder_ref.py only)")
     args = parser.parse_args(argv)
 
     try:
@@ -311,6 +314,10 @@ def run_command_line(argv, description, load, default_prompt, describe=None):
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    if args.kv_cache_type:
+        if not hasattr(model, "kv_cache_type"):
+            parser.error("--kv-cache-type: this reference keeps keys and values exact")
+        model.kv_cache_type = args.kv_cache_type
     prompt = parse_ids(args.prompt_ids)
     continuation = parse_ids(args.continuation_ids)
     for token in prompt + continuation:

@@ -173,6 +173,48 @@ class HandComputedValues(unittest.TestCase):
         self.assertEqual(gemma.final_cap, None)
 
 
+class KvCacheTypes(unittest.TestCase):
+    def test_q8_0_rounds_half_away_from_zero_with_an_f16_scale(self):
+        block = np.zeros(32)
+        block[:5] = [127, 63.5, -0.5, 0.4, -127]
+        values = ref.kv_cache_values(block, "q8_0")
+        np.testing.assert_array_equal(values[:5], [127, 64, -1, 0, -127])
+        # max|x| = 1: d = 1/127, stored as f16.
+        scaled = ref.kv_cache_values(np.full(32, 1.0), "q8_0")
+        d = np.float16(np.float32(1) / np.float32(127)).astype(np.float64)
+        np.testing.assert_array_equal(scaled, d * 127)
+
+    def test_q4_0_scales_by_the_signed_largest_value(self):
+        block = np.zeros(32)
+        block[:5] = [-8, 7, 3.4, -0.6, 0.4]
+        values = ref.kv_cache_values(block, "q4_0")
+        np.testing.assert_array_equal(values[:5], [-8, 7, 3, -1, 0])
+        # Largest +8: d = -1, so +8 is q = 0 -> 8 and -8 would be 16, capped at 15 -> -7.
+        block[:2] = [8, -8]
+        np.testing.assert_array_equal(ref.kv_cache_values(block, "q4_0")[:2], [8, -7])
+        self.assertTrue((ref.kv_cache_values(np.zeros(64), "q4_0") == 0).all())
+
+    def test_float_types_round_to_nearest_even(self):
+        x = np.array([1 + 2.0 ** -9, 1 + 3 * 2.0 ** -9, 1 + 2.0 ** -12])
+        np.testing.assert_array_equal(ref.kv_cache_values(x, "bf16"), [1, 1 + 2.0 ** -7, 1])
+        np.testing.assert_array_equal(ref.kv_cache_values(x, "f16"), x[:2].tolist() + [1])
+
+    def test_each_type_changes_the_logits_and_q4_0_most(self):
+        directory = checkpoint("qwen3", "f32")
+        exact = ref.DecoderReference(directory).logits_full(PROMPT)
+        errors = {}
+        for cache_type in ("f16", "bf16", "q8_0", "q4_0"):
+            model = ref.DecoderReference(directory)
+            model.kv_cache_type = cache_type
+            logits = model.logits_full(PROMPT)
+            model_incremental = model.logits_incremental(PROMPT)
+            np.testing.assert_allclose(model_incremental, logits, rtol=1e-9, atol=1e-9)
+            errors[cache_type] = np.linalg.norm(logits - exact) / np.linalg.norm(exact)
+        self.assertTrue(all(error > 0 for error in errors.values()), errors)
+        self.assertLess(errors["q8_0"], errors["q4_0"])
+        self.assertLess(errors["f16"], errors["bf16"])
+
+
 class BadInput(unittest.TestCase):
     def assert_refused(self, edit, words):
         config = dict(tiny.VARIANTS["gemma3-types"], **edit)

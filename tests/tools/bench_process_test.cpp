@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "common/run_fornace.h"
@@ -373,9 +374,9 @@ TEST_F(BenchProcess, HelpDocumentsEveryFlagOnStdout) {
   fornace::Outcome help = outcome_of(start({kBench, "--help"}, directory_));
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_EQ(help.err, "");
-  for (const char* flag :
-       {"--model", "--attention", "--kv-cache", "--prompts", "--runs", "--rounds", "--warmup",
-        "--max-new-tokens", "--threads", "--dtype", "--out", "--read-bandwidth", "--quiet"}) {
+  for (const char* flag : {"--model", "--attention", "--kv-cache", "--cache-type", "--prompts",
+                           "--runs", "--rounds", "--warmup", "--max-new-tokens", "--threads",
+                           "--dtype", "--out", "--read-bandwidth", "--quiet"}) {
     EXPECT_NE(help.out.find(std::string("  ") + flag + " "), std::string::npos) << flag;
   }
   EXPECT_NE(help.out.find("recorded runs per prompt (default: 3)"), std::string::npos) << help.out;
@@ -537,6 +538,42 @@ TEST_F(BenchProcess, BytesPerTokenOfASlidingWindowModelFollowWhatAttentionReads)
     double positions = static_cast<double>(steps.integer(step, "position") + 1);
     EXPECT_EQ(steps.number(step, "kv_read_bytes"), (8 + 8 + positions) * per_position) << step;
   }
+}
+
+// One child per cache type: the CSVs carry the type, the bytes per position and per token are
+// those the type stores (Gemma 3's tiny model: K and V of a position of a layer are 2 x 2 heads
+// x a row of 32 values: 128 bytes f32, 64 bf16, Q8_0's 34 padded to 36), and the table names
+// each cache with its type.
+TEST_F(BenchProcess, EachCacheTypeIsAChildAndTheCsvsCarryItsBytes) {
+  const std::string gemma = fornace::synthetic_model_directory("tiny-gemma3", fornace::DType::f32);
+  std::vector<std::string> arguments = bench_arguments("prealloc", 1);
+  arguments[2] = gemma;
+  arguments[12] = "6";  // --max-new-tokens: 5 decode steps after the 10-token prompt.
+  arguments.push_back("--cache-type=bf16,q8_0");
+  Process bench = start(arguments, directory_);
+  ASSERT_EQ(exit_code(wait_for(bench)), 0) << bench.err();
+  using fornace::bench::CsvTable;
+  CsvTable runs = CsvTable::parse(read_text(out_), out_.string());
+  ASSERT_EQ(runs.rows(), 2u);
+  for (auto [row, type, row_bytes] :
+       {std::tuple<size_t, const char*, int>{0, "bf16", 64}, {1, "q8_0", 36}}) {
+    EXPECT_EQ(runs.text(row, "cache_type"), type);
+    const double per_position = 2 * 2 * row_bytes;
+    EXPECT_EQ(runs.integer(row, "kv_bytes_per_position"), 3 * per_position) << type;
+    EXPECT_DOUBLE_EQ(runs.number(row, "kv_bytes_per_token"), (8 + 8 + 13) * per_position) << type;
+  }
+  fs::path steps_path = directory_ / "runs" / "result-steps.csv";
+  CsvTable steps = CsvTable::parse(read_text(steps_path), steps_path.string());
+  EXPECT_EQ(rows_where(steps, "cache_type", "q8_0").size(), 5u);
+  std::string markdown = read_text(directory_ / "runs" / "result.md");
+  EXPECT_NE(markdown.find("`prealloc q8_0`"), std::string::npos) << markdown;
+}
+
+TEST_F(BenchProcess, UnknownCacheTypeIsAUsageErrorBeforeAnyChildStarts) {
+  std::vector<std::string> arguments = bench_arguments("prealloc");
+  arguments.push_back("--cache-type=bf16,q3_k");
+  fornace::expect_error(outcome_of(start(arguments, directory_)), 2,
+                        "unknown KV cache type 'q3_k'");
 }
 
 TEST_F(BenchProcess, ReportReadsTheCsvsWrittenBeforeModelsAndPathsWereRecorded) {

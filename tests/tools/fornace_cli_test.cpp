@@ -137,6 +137,44 @@ TEST_F(FornaceCli, ChatWrapsThePromptInChatML) {
   std::remove((path + ".ids").c_str());
 }
 
+// Each cache type generates; the trace gives its bytes per position: 2 layers x K and V x 2 kv
+// heads x a row of 32 values (128 bytes f32, 64 f16 or bf16, Q8_0's 34 and Q4_0's 18 padded to
+// whole 32-bit words: 36 and 20).
+TEST_F(FornaceCli, EachCacheTypeGeneratesAndTheTraceGivesItsBytesPerPosition) {
+  const std::string qwen3 = synthetic_model_directory("tiny-qwen3", DType::f32);
+  for (const auto& [type, row_bytes] : std::vector<std::pair<std::string, int>>{
+           {"f32", 128}, {"f16", 64}, {"bf16", 64}, {"q8_0", 36}, {"q4_0", 20}}) {
+    Outcome outcome = run_fornace("--model " + qwen3 +
+                                  " --prompt-ids 1,2,3 --max-new-tokens 3 --ignore-eos "
+                                  "--max-context 10 --trace --json --quiet --cache-type " +
+                                  type);
+    ASSERT_EQ(outcome.exit_code, 0) << type << outcome.err;
+    nlohmann::json summary = nlohmann::json::parse(outcome.out);
+    EXPECT_EQ(summary["cache_type"], type);
+    EXPECT_EQ(summary["generated_ids"].size(), 3u) << type;
+    const int per_position = 2 * 2 * 2 * row_bytes;
+    std::string expected = "trace: kv cache " + type + ": " + std::to_string(per_position) +
+                           " bytes of K+V per position (2 layers), " +
+                           std::to_string(10 * per_position) + " bytes";
+    EXPECT_NE(outcome.err.find(expected), std::string::npos) << expected << "\n" << outcome.err;
+  }
+}
+
+TEST_F(FornaceCli, BadCacheTypesAreOneErrorLine) {
+  expect_error(run_fornace(run("--prompt-ids 1 --cache-type q3_k")), 2,
+               "unknown KV cache type 'q3_k' (expected f32, f16, bf16, q8_0 or q4_0)");
+  expect_error(run_fornace(run("--prompt-ids 1 --cache-type q8_0 --kv-cache cat")), 1,
+               "--cache-type q8_0 needs --kv-cache prealloc");
+  expect_error(run_fornace(run("--prompt-ids 1 --cache-type q4_0 --kv-cache cat-contiguous")), 1,
+               "needs --kv-cache prealloc");
+  // The tiny Qwen2 model's head_dim is 16: no whole blocks of 32.
+  expect_error(run_fornace(run("--prompt-ids 1 --cache-type q4_0")), 1,
+               "a q4_0 KV cache needs a head_dim that is a multiple of 32");
+  expect_error(run_fornace("--model " + synthetic_model_directory("tiny-qwen3", DType::f32) +
+                           " --prompt-ids 1 --cache-type q8_0 --attention candle"),
+               1, "needs the fused attention path");
+}
+
 TEST_F(FornaceCli, UnknownKvCacheKindIsAUsageError) {
   expect_error(run_fornace(run("--prompt hi --kv-cache paged")), 2, "unknown KV cache kind 'paged'");
 }

@@ -18,6 +18,7 @@
 #include "core/dtype.h"
 #include "cpu/thread_pool.h"
 #include "nn/candle_path.h"
+#include "nn/kv_cache.h"
 
 namespace fornace::tools {
 
@@ -239,6 +240,17 @@ inline CLI::Option* add_dtype_flag(CLI::App& app, std::string& dtype) {
       ->type_name("DTYPE")
       ->check(float_dtype())
       ->default_str("as stored");
+}
+
+// Empty `cache_type` keeps the model's (ModelOptions::set_kv_cache_type).
+inline CLI::Option* add_cache_type_flag(CLI::App& app, std::string& cache_type) {
+  return app
+      .add_option("--cache-type", cache_type,
+                  "K and V stored as f32 | f16 | bf16 | q8_0 | q4_0 (GGUF blocks of 32 along "
+                  "head_dim, read in place by the attention kernel; prealloc only)")
+      ->type_name("TYPE")
+      ->check(parsed_by(parse_kv_cache_type))
+      ->default_str("the weights' float dtype, bf16 for quantized weights");
 }
 
 inline CLI::Option* add_activations_flag(CLI::App& app, std::string& activations) {

@@ -23,6 +23,7 @@ namespace fornace::tools {
 struct ModelFlags {
   std::string model_path;
   std::string kv_cache = "prealloc";
+  std::string cache_type;
   std::string attention;
   std::string dtype;
   std::string activations;
@@ -37,6 +38,7 @@ inline void add_model_flags(CLI::App& app, ModelFlags& flags) {
   app.add_option("--kv-cache", flags.kv_cache, "prealloc | cat | cat-contiguous")
       ->type_name("KIND")
       ->check(parsed_by(parse_kv_cache_kind));
+  add_cache_type_flag(app, flags.cache_type);
   add_attention_flag(app, flags.attention);
   add_dtype_flag(app, flags.dtype);
   add_activations_flag(app, flags.activations);
@@ -53,6 +55,13 @@ inline ModelOptions model_options(const ModelFlags& flags, const EngineSettings&
   if (!flags.dtype.empty()) options.dtype = parse_dtype(flags.dtype);
   options.attention = parse_attention_path(flags.attention);
   options.activation_rounding = parse_activation_rounding(flags.activations);
+  if (!flags.cache_type.empty()) {
+    options.set_kv_cache_type(parse_kv_cache_type(flags.cache_type));
+    if (options.kv_blocks && parse_kv_cache_kind(flags.kv_cache) != KvCacheKind::prealloc) {
+      fail("--cache-type ", flags.cache_type, " needs --kv-cache prealloc (", flags.kv_cache,
+           " is Candle's cache of float tensors)");
+    }
+  }
   return options;
 }
 

@@ -91,6 +91,7 @@ struct BenchPlan : RunFlags {
   std::vector<std::string> model_labels;  // What the tables call each model.
   std::vector<std::string> attentions;
   std::vector<std::string> kinds;
+  std::vector<std::string> cache_types;  // {""}: the model's own.
   std::vector<std::string> prompts;
   int64_t rounds = 1;
   double read_gbs = 0;  // 0: measure it.
@@ -104,6 +105,7 @@ struct ChildSpec {
   std::string model;  // Its label.
   std::string attention;
   std::string kind;
+  std::string cache_type;  // Empty: the model's own.
   // How messages name the child: the parts that vary between the bench's children, the cache
   // always ("cat" alone when one model and one path are measured).
   std::string name;
@@ -115,10 +117,13 @@ std::vector<ChildSpec> child_specs(const BenchPlan& plan) {
   for (size_t model = 0; model < plan.models.size(); ++model) {
     for (const std::string& attention : plan.attentions) {
       for (const std::string& kind : plan.kinds) {
-        std::string name = kind;
-        if (plan.attentions.size() > 1) name = attention + " " + name;
-        if (plan.models.size() > 1) name = plan.model_labels[model] + " " + name;
-        specs.push_back({plan.models[model], plan.model_labels[model], attention, kind, name});
+        for (const std::string& cache_type : plan.cache_types) {
+          std::string name = cache_type.empty() ? kind : kind + " " + cache_type;
+          if (plan.attentions.size() > 1) name = attention + " " + name;
+          if (plan.models.size() > 1) name = plan.model_labels[model] + " " + name;
+          specs.push_back(
+              {plan.models[model], plan.model_labels[model], attention, kind, cache_type, name});
+        }
       }
     }
   }
@@ -139,6 +144,7 @@ struct ChildOutcome {
   int64_t run_offset = 0;    // Recorded runs of this cache in earlier rounds.
   int64_t weight_bytes = 0;  // From the child's "loaded" event.
   int64_t kv_bytes_per_position = 0;
+  std::string cache_type;  // What the child's KV cache stores ("bf16", "q8_0", ...).
   // Where the current run is, for the progress line.
   bool running = false;
   int64_t runs_begun = 0;  // Warm-up and recorded runs started, all prompts together.
@@ -311,6 +317,7 @@ void handle_event(const std::string& line, ChildOutcome& outcome, BenchData& dat
     }
     outcome.weight_bytes = event["weight_bytes"].get<int64_t>();
     outcome.kv_bytes_per_position = event["kv_bytes_per_position"].get<int64_t>();
+    outcome.cache_type = event["cache_type"].get<std::string>();
     outcome.stage = "loaded";
   } else if (name == "prompt") {
     outcome.prompt = event["prompt"].get<std::string>();
@@ -336,6 +343,7 @@ void handle_event(const std::string& line, ChildOutcome& outcome, BenchData& dat
     run.model_directory = outcome.spec.model_directory;
     run.attention = outcome.spec.attention;
     run.kv_cache = outcome.spec.kind;
+    run.cache_type = outcome.cache_type;
     run.prompt = event["prompt"].get<std::string>();
     run.prompt_tokens = event["prompt_tokens"].get<int64_t>();
     run.run = outcome.run_offset + event["run"].get<int64_t>();
@@ -367,6 +375,7 @@ void handle_event(const std::string& line, ChildOutcome& outcome, BenchData& dat
       step.model = run.model;
       step.attention = run.attention;
       step.kv_cache = run.kv_cache;
+      step.cache_type = run.cache_type;
       step.prompt = run.prompt;
       step.run = run.run;
       step.step = static_cast<int64_t>(i);
@@ -394,6 +403,7 @@ std::vector<std::string> child_arguments(const BenchPlan& plan, const ChildSpec&
   flags.model_directory = spec.model_directory;
   flags.attention = spec.attention;
   flags.kv_cache = spec.kind;
+  flags.cache_type = spec.cache_type;
   std::vector<std::string> arguments = {"fornace-bench", "--child",
                                         "--parent-pid=" + std::to_string(getpid())};
   for (std::string& argument : run_flag_arguments(flags)) arguments.push_back(std::move(argument));
@@ -711,6 +721,8 @@ int bench_command(int argc, char** argv) {
     plan.model_labels = distinct_path_labels(plan.models);
     plan.attentions = split_list(plan.attention);
     plan.kinds = split_list(plan.kv_cache);
+    plan.cache_types =
+        plan.cache_type.empty() ? std::vector<std::string>{""} : split_list(plan.cache_type);
     plan.prompts = split_list(plan.prompt_list);
     return run_bench(plan);
   });

@@ -171,6 +171,9 @@ int run_child(const RunFlags& flags, int64_t parent_pid, bool report_progress,
   model_options.attention = parse_attention_path(flags.attention);
   if (!flags.dtype.empty()) model_options.dtype = parse_dtype(flags.dtype);
   model_options.activation_rounding = parse_activation_rounding(flags.activations);
+  if (!flags.cache_type.empty()) {
+    model_options.set_kv_cache_type(parse_kv_cache_type(flags.cache_type));
+  }
   model_options.packed_cache_directory = settings.packed_cache_directory;
   set_num_threads(static_cast<int>(flags.threads));
   // The linear ops' time per run (two clock reads an op).
@@ -197,6 +200,7 @@ int run_child(const RunFlags& flags, int64_t parent_pid, bool report_progress,
         {"dtype", weight_formats(*model)},
         {"weight_bytes", weight_bytes},
         {"kv_bytes_per_position", kv_bytes_per_position},
+        {"cache_type", kv_cache_type_name(shape.type())},
         {"load_ms", load_ms}});
 
   SamplerOptions sampling;  // Greedy, repeat penalty 1.1 over the last 64 tokens.

@@ -33,7 +33,8 @@ struct RunFlags {
   std::string model_directory;      // Comma-separated in the bench; one directory in a child.
   std::string attention = "fused";  // Comma-separated in the bench; one path in a child.
   std::string kv_cache;             // Comma-separated in the bench; one kind in a child.
-  std::string prompt_list;          // Comma-separated prompt files.
+  std::string cache_type;   // KV cache types, comma-separated in the bench; empty: the model's.
+  std::string prompt_list;  // Comma-separated prompt files.
   int64_t runs = 3;
   int64_t warmup = 1;
   int64_t max_new_tokens = 128;

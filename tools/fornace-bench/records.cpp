@@ -19,7 +19,7 @@ const std::set<std::string> kLaterColumns = {
     "cpu_model",           "model",        "model_dir",     "attention",
     "kv_bytes_per_token",  "strided_runs", "kv_read_bytes", "mean_strided_bytes_last64",
     "bytes_per_run_last64", "kernels",       "run_peak_gflops", "prefill_linear_gflop",
-    "prefill_linear_ms",   "decode_linear_ms"};
+    "prefill_linear_ms",   "decode_linear_ms", "cache_type"};
 
 const std::vector<std::string> kRunColumns = {"kv_cache",
                                               "prompt",
@@ -43,7 +43,8 @@ const std::vector<std::string> kRunColumns = {"kv_cache",
                                               "run_peak_gflops",
                                               "prefill_linear_gflop",
                                               "prefill_linear_ms",
-                                              "decode_linear_ms"};
+                                              "decode_linear_ms",
+                                              "cache_type"};
 
 const std::vector<std::string> kStepColumns = {"kv_cache",
                                                "prompt",
@@ -57,7 +58,8 @@ const std::vector<std::string> kStepColumns = {"kv_cache",
                                                "strided_runs",
                                                "kv_read_bytes",
                                                "model",
-                                               "attention"};
+                                               "attention",
+                                               "cache_type"};
 
 std::vector<std::string> context_fields(const BenchContext& context) {
   return {context.date,
@@ -181,7 +183,8 @@ void write_runs_csv(std::ostream& out, const BenchContext& context,
                                        format_fixed(run.peak_gflops, 1),
                                        format_fixed(run.prefill_linear_gflop, 3),
                                        optional_number(run.prefill_linear_ms, 3),
-                                       optional_number(run.decode_linear_ms, 3)};
+                                       optional_number(run.decode_linear_ms, 3),
+                                       run.cache_type};
     out << csv_line(joined(fields, shared));
   }
 }
@@ -203,7 +206,8 @@ void write_steps_csv(std::ostream& out, const BenchContext& context,
                                        std::to_string(step.strided_runs),
                                        std::to_string(step.kv_read_bytes),
                                        step.model,
-                                       step.attention};
+                                       step.attention,
+                                       step.cache_type};
     out << csv_line(joined(fields, shared));
   }
 }
@@ -237,6 +241,7 @@ void read_runs_csv(const std::string& text, const std::string& source_name, Benc
     run.prefill_linear_gflop = number_or_zero(table, row, "prefill_linear_gflop");
     run.prefill_linear_ms = number_if_recorded(table, row, "prefill_linear_ms");
     run.decode_linear_ms = number_if_recorded(table, row, "decode_linear_ms");
+    run.cache_type = text_or_empty(table, row, "cache_type");
     data.runs.push_back(run);
   }
 }
@@ -258,6 +263,7 @@ void read_steps_csv(const std::string& text, const std::string& source_name, Ben
     step.strided_runs = integer_or_zero(table, row, "strided_runs");
     step.kv_read_bytes = integer_or_zero(table, row, "kv_read_bytes");
     step.model = text_or_empty(table, row, "model");
+    step.cache_type = text_or_empty(table, row, "cache_type");
     step.attention = attention_or_fused(table, row);
     data.steps.push_back(step);
   }

@@ -33,6 +33,20 @@ std::string cpu_description(const BenchContext& context);
 // The kernels line of the tables: "Kernels: ..." or "Kernels: not recorded".
 std::string kernels_description(const BenchContext& context);
 
+// Whether the records hold more than one KV cache type; tables and plots then name a cache by
+// its kind and type ("prealloc q8_0"), otherwise by its kind alone.
+template <typename Record>
+bool several_cache_types(const std::vector<Record>& records) {
+  for (const Record& record : records) {
+    if (record.cache_type != records.front().cache_type) return true;
+  }
+  return false;
+}
+template <typename Record>
+std::string cache_label(const Record& record, bool with_type) {
+  return with_type ? record.kv_cache + " " + record.cache_type : record.kv_cache;
+}
+
 // One recorded run of one prompt on one model with one attention path and KV cache.
 struct RunRecord {
   // The model's label (its directory's last component) and directory; empty in files written
@@ -41,6 +55,8 @@ struct RunRecord {
   std::string model_directory;
   std::string attention = "fused";  // "fused" in files written before the path was chosen.
   std::string kv_cache;
+  // What the KV cache stores ("bf16", "q8_0", ...); empty in files written before it was chosen.
+  std::string cache_type;
   std::string prompt;  // The prompt file as given on the command line.
   int64_t prompt_tokens = 0;
   int64_t run = 0;  // 1-based among the recorded runs.
@@ -79,6 +95,7 @@ struct StepRecord {
   std::string model;  // As in RunRecord.
   std::string attention = "fused";
   std::string kv_cache;
+  std::string cache_type;
   std::string prompt;
   int64_t run = 0;
   int64_t step = 0;

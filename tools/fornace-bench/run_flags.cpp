@@ -43,6 +43,11 @@ void add_run_flags(tools::CommandLine& app, RunFlags& flags) {
       ->type_name("LIST")
       ->required()
       ->check(list_of(parse_kv_cache_kind));
+  app.add_option("--cache-type", flags.cache_type,
+                 "KV cache types: f32, f16, bf16, q8_0, q4_0 (comma-separated; one child each, "
+                 "for every kind; default: the model's, bf16 for bf16 or quantized weights)")
+      ->type_name("LIST")
+      ->check(list_of(parse_kv_cache_type));
   app.add_option("--prompts", flags.prompt_list,
                  "prompt files, comma-separated: UTF-8 text, or token ids in a .ids file")
       ->type_name("LIST")
@@ -73,6 +78,7 @@ std::vector<std::string> run_flag_arguments(const RunFlags& flags) {
                                         "--threads=" + std::to_string(flags.threads),
                                         "--activations=" + flags.activations};
   if (!flags.dtype.empty()) arguments.push_back("--dtype=" + flags.dtype);
+  if (!flags.cache_type.empty()) arguments.push_back("--cache-type=" + flags.cache_type);
   return arguments;
 }
 

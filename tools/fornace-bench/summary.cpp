@@ -74,6 +74,7 @@ double bytes_read_per_token(const RunRecord& run) {
 }
 
 std::vector<PromptSummary> summarize_runs(const BenchData& data) {
+  const bool with_type = several_cache_types(data.runs);
   std::vector<PromptSummary> prompts;
   std::vector<std::vector<std::vector<const RunRecord*>>> grouped;  // [table][row][run]
   for (const RunRecord& run : data.runs) {
@@ -89,12 +90,12 @@ std::vector<PromptSummary> summarize_runs(const BenchData& data) {
     size_t prompt_index = static_cast<size_t>(prompt - prompts.begin());
     auto cache =
         std::find_if(prompt->caches.begin(), prompt->caches.end(), [&](const CacheSummary& c) {
-          return c.attention == run.attention && c.kv_cache == run.kv_cache;
+          return c.attention == run.attention && c.kv_cache == cache_label(run, with_type);
         });
     if (cache == prompt->caches.end()) {
       prompt->caches.push_back(CacheSummary{});
       prompt->caches.back().attention = run.attention;
-      prompt->caches.back().kv_cache = run.kv_cache;
+      prompt->caches.back().kv_cache = cache_label(run, with_type);
       grouped[prompt_index].emplace_back();
       cache = prompt->caches.end() - 1;
     }

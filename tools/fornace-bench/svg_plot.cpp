@@ -390,10 +390,12 @@ std::string render_legend(LineStyles& styles, double y, int& rows) {
 }  // namespace
 
 std::vector<PlotSeries> plot_series(const std::vector<StepRecord>& steps) {
+  const bool with_type = several_cache_types(steps);
   std::vector<std::array<std::string, 4>> keys;                // model, attention, cache, prompt
   std::vector<std::map<int64_t, std::vector<double>>> values;  // Per series: position -> ms.
   for (const StepRecord& step : steps) {
-    size_t index = index_of(keys, {step.model, step.attention, step.kv_cache, step.prompt});
+    size_t index =
+        index_of(keys, {step.model, step.attention, cache_label(step, with_type), step.prompt});
     if (index == values.size()) values.emplace_back();
     values[index][step.position].push_back(step.ms);
   }
@@ -426,6 +428,7 @@ AxisTicks axis_ticks(double min, double max, int target) {
 }
 
 std::vector<PlotPanel> plot_panels(const std::vector<StepRecord>& steps) {
+  const bool with_type = several_cache_types(steps);
   std::vector<std::pair<std::string, std::string>> keys;  // (model, prompt) of each panel
   std::vector<PlotPanel> panels;
   std::vector<StepRecord> later_steps;
@@ -439,7 +442,8 @@ std::vector<PlotPanel> plot_panels(const std::vector<StepRecord>& steps) {
     panel.first_position = std::min(panel.first_position, position);
     panel.last_position = std::max(panel.last_position, position);
     if (step.step == 0) {
-      panel.first_steps.push_back({step.attention, step.kv_cache, step.run, position, step.ms});
+      panel.first_steps.push_back(
+          {step.attention, cache_label(step, with_type), step.run, position, step.ms});
     } else {
       later_steps.push_back(step);
     }

@@ -251,7 +251,8 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
     std::cerr << "trace: settings\n"
               << settings.describe() << format_trace(result, model->load_report())
               << "trace: activations for quantized weights: "
-              << activation_rounding_name(model_options.activation_rounding) << "\n";
+              << activation_rounding_name(model_options.activation_rounding) << "\n"
+              << format_kv_cache_trace(*model, max_context);
   }
   if (flags.json) {
     std::vector<double> step_ms;
@@ -260,6 +261,7 @@ int generate(const GenerateFlags& flags, std::chrono::steady_clock::time_point c
         {"model", model_path},
         {"dtype", dtype_name(model->weight_dtype())},
         {"kv_cache", kv_cache_kind_name(kind)},
+        {"cache_type", kv_cache_type_name(model->kv_cache_shape(max_context).type())},
         {"attention", attention_path_name(model_options.attention)},
         {"activations", activation_rounding_name(model_options.activation_rounding)},
         {"threads", threads},

@@ -35,6 +35,7 @@ struct ServeFlags {
   bool no_cache_prompt = false;
   bool no_ui = false;
   std::string dtype;
+  std::string cache_type;
   std::string activations;
   int64_t threads = 0;
 };
@@ -57,6 +58,9 @@ int serve(const ServeFlags& flags, const sigset_t& stop_signals, const EngineSet
   set_num_threads(static_cast<int>(flags.threads));
   ModelOptions model_options;
   if (!flags.dtype.empty()) model_options.dtype = parse_dtype(flags.dtype);
+  if (!flags.cache_type.empty()) {
+    model_options.set_kv_cache_type(parse_kv_cache_type(flags.cache_type));
+  }
   model_options.activation_rounding = parse_activation_rounding(flags.activations);
   model_options.packed_cache_directory = settings.packed_cache_directory;
   std::shared_ptr<const ModelFiles> files = open_model_files(flags.model_path, settings);
@@ -183,6 +187,7 @@ int serve_command(int argc, char** argv, const EngineSettings& settings) {
                "\"cache_prompt\": false does the same for it alone)");
   app.add_flag("--no-ui", flags.no_ui, "no chat page at / (it then answers 404)");
   add_dtype_flag(app, flags.dtype);
+  add_cache_type_flag(app, flags.cache_type);
   add_activations_flag(app, flags.activations);
   add_threads_flag(app, flags.threads);
   return app.parse_and_run(argc, argv, [&] { return serve(flags, stop_signals, settings); });
