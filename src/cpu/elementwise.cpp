@@ -63,6 +63,10 @@ void round_to_bf16_run(const float* input, uint16_t* out, int64_t count) {
   active().round_to_bf16_run(input, out, count);
 }
 
+void widen_f16_run(const uint16_t* input, float* out, int64_t count) {
+  active().widen_f16_run(input, out, count);
+}
+
 void gated_product_rows(GateActivation activation, const float* gate, int64_t gate_stride,
                         const float* up, int64_t up_stride, int64_t rows, int64_t count, void* out,
                         bool out_is_bf16, int64_t out_stride) {

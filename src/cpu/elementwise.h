@@ -42,6 +42,8 @@ void weighted_row_sum(const float* weights, const void* rows, bool rows_are_bf16
                       int64_t row_stride, int64_t count, int64_t width, float* out);
 // out[i] = f32_to_bf16(input[i]) (round to nearest even, NaN kept quiet), bit for bit.
 void round_to_bf16_run(const float* input, uint16_t* out, int64_t count);
+// out[i] = f16_to_f32(input[i]), exactly.
+void widen_f16_run(const uint16_t* input, float* out, int64_t count);
 // out[r][i] = activation(gate[r][i]) * up[r][i] for r < rows, i < count: bit for bit what
 // silu_run or gelu_tanh_run, then binary_run's product give. `out` is f32, or bf16 (`out_is_bf16`)
 // rounded as round_to_bf16_run. Strides are in elements.
@@ -65,6 +67,7 @@ struct ElementwiseKernels {
   void (*round_to_bf16_run)(const float*, uint16_t*, int64_t);
   void (*gated_product_rows)(GateActivation, const float*, int64_t, const float*, int64_t, int64_t,
                              int64_t, void*, bool, int64_t);
+  void (*widen_f16_run)(const uint16_t*, float*, int64_t);
 };
 namespace portable {
 extern const ElementwiseKernels elementwise_kernels;

@@ -40,7 +40,11 @@ void load_f32(const void* base, DType dtype, int64_t offset, int64_t stride, int
       load_run(static_cast<const uint16_t*>(base) + offset, stride, count, buffer, bf16_to_f32);
       break;
     case DType::f16:
-      load_run(static_cast<const uint16_t*>(base) + offset, stride, count, buffer, f16_to_f32);
+      if (stride == 1) {
+        widen_f16_run(static_cast<const uint16_t*>(base) + offset, buffer, count);
+      } else {
+        load_run(static_cast<const uint16_t*>(base) + offset, stride, count, buffer, f16_to_f32);
+      }
       break;
     case DType::i32:
       load_run(static_cast<const int32_t*>(base) + offset, stride, count, buffer,
