@@ -136,7 +136,7 @@ void dot_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
 constexpr int64_t kSegmentInputBytes = 20 << 10;
 constexpr int64_t kPrefetchBytes = 16 << 10;
 // Independent k steps of a panel for one input row.
-constexpr int kPanelUnrollOneRow = 4;
+constexpr int kPanelUnrollOneRow = 8;
 
 template <int Rows>
 constexpr int tile_columns() {
@@ -275,6 +275,61 @@ void panel_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
   }
 }
 
+// One input row over Panels whole panels side by side, two k steps each per pass: Panels
+// sequential streams at once. A core that reads one stream is held to less than the memory's
+// pace (Intel model 167, micro-matmul gate_proj, 1 thread: one panel 13.4 GB/s, four 16.3).
+template <int Panels>
+void one_row_panels(const GemvArguments& arguments, int64_t column) {
+  const int64_t steps = (arguments.depth + 1) / 2;
+  const auto* input = static_cast<const uint32_t*>(arguments.input);
+  const uint32_t* first = static_cast<const uint32_t*>(arguments.weight) + column * steps;
+  __m512 acc[Panels][2][2];
+#pragma GCC unroll 8
+  for (int panel = 0; panel < Panels; ++panel) {
+    for (int half = 0; half < 2; ++half) {
+      acc[panel][half][0] = acc[panel][half][1] = _mm512_setzero_ps();
+    }
+  }
+  auto step = [&](int64_t k_pair, int u) {
+    const __m512bh pair = (__m512bh)_mm512_set1_epi32(static_cast<int>(input[k_pair]));
+#pragma GCC unroll 8
+    for (int panel = 0; panel < Panels; ++panel) {
+      const uint32_t* source = first + (panel * steps + k_pair) * 32;
+      acc[panel][0][u] =
+          _mm512_dpbf16_ps(acc[panel][0][u], pair, (__m512bh)_mm512_load_si512(source));
+      acc[panel][1][u] =
+          _mm512_dpbf16_ps(acc[panel][1][u], pair, (__m512bh)_mm512_load_si512(source + 16));
+    }
+  };
+  int64_t k_pair = 0;
+  for (; k_pair + 2 <= steps; k_pair += 2) {
+    step(k_pair, 0);
+    step(k_pair + 1, 1);
+  }
+  if (k_pair < steps) step(k_pair, 0);
+#pragma GCC unroll 8
+  for (int panel = 0; panel < Panels; ++panel) {
+    const int64_t at = column + 32 * panel;
+    for (int half = 0; half < 2; ++half) {
+      __m512 sum = _mm512_add_ps(acc[panel][half][0], acc[panel][half][1]);
+      if (arguments.bias) {
+        sum = _mm512_add_ps(sum, _mm512_loadu_ps(arguments.bias + at + 16 * half));
+      }
+      _mm512_storeu_ps(arguments.output + at + 16 * half, sum);
+    }
+  }
+}
+
+// One input row: whole panels four at a time, the rest (and a last partial panel) one by one.
+void one_row(const GemvArguments& arguments, int64_t begin, int64_t end) {
+  constexpr int kPanels = 4;
+  int64_t column = begin;
+  for (; column + 32 * kPanels <= end; column += 32 * kPanels) {
+    one_row_panels<kPanels>(arguments, column);
+  }
+  if (column < end) panel_rows<1, kPanelUnrollOneRow>(arguments, column, end);
+}
+
 template <template <int> class Rows>
 void dispatch_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
   static_assert(kGemvMaxRows == 4);
@@ -328,7 +383,7 @@ void gemv_bf16_panels_avx512(const GemvArguments& arguments, int64_t begin, int6
   static_assert(kGemvBf16DotMaxRows == 8);
   switch (arguments.rows) {
     case 1:
-      return panel_rows<1, kPanelUnrollOneRow>(arguments, begin, end);
+      return one_row(arguments, begin, end);
     case 2:
       return panel_rows<2, 2>(arguments, begin, end);
     case 3:

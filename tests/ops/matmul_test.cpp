@@ -114,8 +114,10 @@ struct LinearShape {
 
 // Sizes 1, 3, 17 and 4097 in each of M, K and N, GEMV and GEMM edges (every GEMV row count to 8),
 // odd depths, depths spanning several packed panels and several GEMV segments, output counts
-// that leave partial GEMV tiles.
+// that leave partial GEMV tiles; one row over groups of four packed panels, then one panel and a
+// partial one.
 const LinearShape kLinearShapes[] = {
+    {1, 896, 300}, {1, 33, 4097},
     {1, 17, 3},    {3, 4097, 17}, {17, 3, 4097},  {4097, 17, 3},  {1, 4097, 1},
     {4, 896, 128}, {2, 64, 300},  {5, 33, 65},    {13, 1025, 37}, {64, 600, 96},
     {1, 1, 1},     {29, 520, 33}, {16, 300, 700}, {12, 1100, 90}, {6, 129, 40},
