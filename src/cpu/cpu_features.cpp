@@ -31,6 +31,7 @@ CpuFeatures detect() {
   features.avx512_bf16 = __builtin_cpu_supports("avx512bf16");
   features.avx512_vnni = __builtin_cpu_supports("avx512vnni");
   features.bmi2 = __builtin_cpu_supports("bmi2");
+  features.intel = __builtin_cpu_is("intel");
 #endif
   return features;
 }

@@ -16,6 +16,7 @@ struct CpuFeatures {
   bool avx512_bf16 = false;
   bool avx512_vnni = false;
   bool bmi2 = false;
+  bool intel = false;  // The vendor, for tunings measured per vendor (cpu/prefetch.h).
 };
 
 // The kernel levels (core/settings.h).
