@@ -22,16 +22,18 @@ inline void prefetch_lines(const void* address) {
 }
 
 // How a decode kernel prefetches each weight row's stream, as measured per vendor: on Zen 5
-// into L1 at the kernel's own distance; on Intel (model 167) into L2, 4 KiB ahead (1-16 KiB
-// into L1 were no faster than none): synthetic 0.5B decode, paired against L1, Q4_0 +14-18 %,
-// Q8_0 +12-14 %, Q4_K_M +16-20 %, Q5_K_M +10-12 %.
+// into L1 at the kernel's own distance, or not at all where it gives none; on Intel (model 167)
+// into L2, 4 KiB ahead (1-16 KiB into L1 were no faster than none). Synthetic 0.5B decode, paired:
+// AVX-512 against L1, Q4_0 +14-18 %, Q8_0 +12-14 %, Q4_K_M +16-20 %, Q5_K_M +10-12 %; AVX2
+// against none, Q4_0 29 -> 59 tok/s, Q8_0 25 -> 48, Q4_K_M 22 -> 48.
 struct StreamPrefetch {
   bool into_l2 = false;
-  int64_t bytes_ahead = 0;
+  int64_t bytes_ahead = 0;  // 0: no software prefetch
 
   // Prefetches the lines of `Bytes` bytes bytes_ahead beyond `position`.
   template <size_t Bytes>
   void lines(const void* position) const {
+    if (bytes_ahead == 0) return;
     const char* ahead = static_cast<const char*>(position) + bytes_ahead;
     if (into_l2) {
       prefetch_lines<Bytes, PrefetchInto::l2>(ahead);
@@ -41,7 +43,7 @@ struct StreamPrefetch {
   }
 };
 
-// The vendor's plan; `l1_bytes_ahead` is the kernel's distance where lines go to L1.
+// The vendor's plan; `l1_bytes_ahead` is the kernel's distance on Zen, into L1 (0: none).
 inline StreamPrefetch stream_prefetch(int64_t l1_bytes_ahead) {
   if (cpu_features().intel) return {true, int64_t{4} << 10};
   return {false, l1_bytes_ahead};

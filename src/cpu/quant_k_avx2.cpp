@@ -2,6 +2,7 @@
 // int8 activations, sub-block scales applied by vpmaddwd; and the f32 kernel.
 #include <immintrin.h>
 
+#include "cpu/prefetch.h"
 #include "cpu/quant_k_blocks.h"
 #include "cpu/quant_k_f32_kernel.inl"
 
@@ -126,9 +127,11 @@ struct RowDot {
   static void run(const Block* weights, const char* activations, int64_t activation_row_bytes,
                   int64_t blocks, float* out, int64_t out_stride) {
     constexpr bool kHasMins = has_mins<Block>;
+    const StreamPrefetch prefetch = stream_prefetch(0);
     __m256 sums[Columns];
     for (__m256& sum : sums) sum = _mm256_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b) {
+      prefetch.lines<sizeof(Block)>(weights + b);
       const ActivationBlock* a[Columns];
       for (int c = 0; c < Columns; ++c) {
         a[c] = reinterpret_cast<const ActivationBlock*>(activations + c * activation_row_bytes) + b;

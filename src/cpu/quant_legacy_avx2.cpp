@@ -2,6 +2,7 @@
 // registers, f32 FMA on blocks widened in registers, and vector activation rounding.
 #include <immintrin.h>
 
+#include "cpu/prefetch.h"
 #include "cpu/quant_legacy_kernels.h"
 #include "cpu/simd.h"
 
@@ -89,20 +90,23 @@ class IntegerTile : public TileBase<Rows, Columns> {
   using TileBase<Rows, Columns>::TileBase;
 
   void run(int64_t n) {
+    const StreamPrefetch prefetch = stream_prefetch(0);
     this->template run_steps<kStepBlocks, Layout.bytes>(
-        n, [this](const uint8_t* first, size_t row_stride, int64_t block) {
-          step(first, row_stride, block);
+        n, [this, prefetch](const uint8_t* first, size_t row_stride, int64_t block) {
+          step(first, row_stride, block, prefetch);
         });
   }
 
  private:
-  void step(const uint8_t* first, size_t row_stride, int64_t block) {
+  void step(const uint8_t* first, size_t row_stride, int64_t block,
+            const StreamPrefetch& prefetch) {
     const __m256i ones = _mm256_set1_epi16(1);
     PairWeights q[Rows];
     __m256 scales[Rows];
     __m256 mins[Rows];
     for (int row = 0; row < Rows; ++row) {
       const uint8_t* source = first + row * row_stride;
+      prefetch.lines<kStepBlocks * Layout.bytes>(source);
       q[row] = pair_weights<Layout>(source);
       scales[row] = pair_lanes<Layout>(source);
       if constexpr (has_min(Layout)) mins[row] = pair_lanes<Layout>(source + Layout.min_at);
