@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "cpu/gemm.h"
+#include "cpu/prefetch.h"
 #include "cpu/quant.h"
 #include "cpu/scratch.h"
 #include "cpu/thread_pool.h"
@@ -200,7 +201,12 @@ bool quantized_linear_widens_to_bf16(const QuantizedLinearProblem& problem) {
 }
 
 std::string quantized_kernel_name() {
-  std::string rows = ", " + std::to_string(kQuantMaxColumns) + " input rows a pass";
+  const StreamPrefetch prefetch = stream_prefetch(0);
+  std::string rows = ", " + std::to_string(kQuantMaxColumns) + " input rows a pass" +
+                     (prefetch.into_l2 ? ", each row prefetched into L2 " +
+                                             std::to_string(prefetch.bytes_ahead >> 10) +
+                                             " KiB ahead"
+                                       : "");
   switch (active_isa()) {
     case Isa::avx512:
       return "8-bit activation blocks, int8 dot (AVX-512 VNNI)" + rows +

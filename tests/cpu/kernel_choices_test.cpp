@@ -29,6 +29,10 @@ TEST(KernelChoices, NameTheActiveLevelAndTheKernelsItPicks) {
     expect_contains(avx2, "isa avx2;");
     expect_contains(avx2, "gemv bf16: f32 FMA (AVX2)");
     expect_contains(avx2, "gemm bf16: 6x16 f32");
+    // The decode kernels' prefetch plan is the vendor's: into L2 on Intel, named only there.
+    EXPECT_EQ(avx2.find("prefetched into L2 4 KiB ahead") != std::string::npos,
+              cpu::cpu_features().intel)
+        << avx2;
   }
   if (cpu::detected_isa() >= cpu::Isa::avx512) {
     cpu::set_isa(cpu::Isa::avx512);
