@@ -89,6 +89,7 @@ EngineSettings EngineSettings::parse(const Lookup& variable) {
       parse_switch("FORNACE_PACKED_WEIGHTS", variable("FORNACE_PACKED_WEIGHTS"), true);
   settings.interleaved_quads =
       parse_switch("FORNACE_INTERLEAVED_QUADS", variable("FORNACE_INTERLEAVED_QUADS"), true);
+  settings.amx = parse_switch("FORNACE_AMX", variable("FORNACE_AMX"), true);
   settings.huge_pages = parse_huge_pages(variable("FORNACE_HUGE_PAGES"));
   settings.packed_cache_directory = parse_packed_cache(variable);
   return settings;
@@ -102,6 +103,7 @@ std::string EngineSettings::describe() const {
   return concat("  FORNACE_ISA                ", isa ? isa_name(*isa) : "the CPU's level",
                 "\n  FORNACE_PACKED_WEIGHTS     ", on_off(packed_weights),
                 "\n  FORNACE_INTERLEAVED_QUADS  ", on_off(interleaved_quads),
+                "\n  FORNACE_AMX                ", on_off(amx),
                 "\n  FORNACE_HUGE_PAGES         ", huge_pages_name(huge_pages),
                 "\n  FORNACE_PACKED_CACHE       ",
                 packed_cache_directory ? *packed_cache_directory : "off", "\n");
@@ -118,6 +120,10 @@ std::string EngineSettings::help() {
       ")\n"
       "  FORNACE_INTERLEAVED_QUADS=1|0         quantized rows interleaved at load (default: ",
       on_off(defaults.interleaved_quads),
+      ")\n"
+      "  FORNACE_AMX=1|0                       AMX tiles for attention where the CPU has them "
+      "(default: ",
+      on_off(defaults.amx),
       ")\n"
       "  FORNACE_HUGE_PAGES=on|reread|copy|file|off  2 MiB pages for weights and buffers "
       "(default: ",

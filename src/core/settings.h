@@ -30,6 +30,8 @@ struct EngineSettings {
   bool packed_weights = true;
   // FORNACE_INTERLEAVED_QUADS=0: quantized rows stay as stored (no interleaved quads).
   bool interleaved_quads = true;
+  // FORNACE_AMX=0: attention keeps to AVX-512 where the CPU has AMX tiles.
+  bool amx = true;
   // FORNACE_HUGE_PAGES=on|reread|copy|file|off (1 is on, 0 is off).
   HugePages huge_pages = HugePages::on;
   // The packed-weights cache's directory: FORNACE_PACKED_CACHE (0 or off: none), else

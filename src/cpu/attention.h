@@ -38,4 +38,7 @@ struct StridedOutput {
 void attention(const StridedInput& query, const StridedInput& key, const StridedInput& value,
                const StridedOutput& output, float scale, bool causal, int64_t window = 0);
 
+// The products that attention over a bf16 cache runs on at the active level, in words.
+const char* bf16_attention_kernel_name();
+
 }  // namespace fornace::cpu

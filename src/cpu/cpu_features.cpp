@@ -3,6 +3,8 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 #include <atomic>
@@ -12,6 +14,22 @@
 
 namespace fornace::cpu {
 namespace {
+
+#if defined(__x86_64__)
+// AMX-BF16 and AMX-TILE (CPUID leaf 7, EDX bits 22 and 24), the tile state enabled in XCR0
+// (bits 17 and 18), and Linux's per-process permission to use it, asked for here.
+bool detect_amx_bf16() {
+  unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  if ((edx & (1u << 22)) == 0 || (edx & (1u << 24)) == 0) return false;
+  unsigned int xcr0_low = 0, xcr0_high = 0;
+  __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+  if ((xcr0_low & (3u << 17)) != (3u << 17)) return false;
+  constexpr long kRequestPermission = 0x1023;  // ARCH_REQ_XCOMP_PERM
+  constexpr long kTileData = 18;               // XFEATURE_XTILEDATA
+  return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
+}
+#endif
 
 CpuFeatures detect() {
   CpuFeatures features;
@@ -32,6 +50,9 @@ CpuFeatures detect() {
   features.avx512_vnni = __builtin_cpu_supports("avx512vnni");
   features.bmi2 = __builtin_cpu_supports("bmi2");
   features.intel = __builtin_cpu_is("intel");
+#endif
+#if defined(__x86_64__)
+  features.amx_bf16 = detect_amx_bf16();
 #endif
   return features;
 }
@@ -55,6 +76,7 @@ std::atomic<int> selected_isa{-1};
 std::atomic<int> forced_isa{-1};
 std::atomic<bool> packed_weights{true};
 std::atomic<bool> interleaved_quads{true};
+std::atomic<bool> amx{true};
 
 }  // namespace
 
@@ -73,6 +95,7 @@ void select_kernels(const EngineSettings& settings) {
   selected_isa.store(static_cast<int>(level), std::memory_order_relaxed);
   packed_weights.store(settings.packed_weights, std::memory_order_relaxed);
   interleaved_quads.store(settings.interleaved_quads, std::memory_order_relaxed);
+  amx.store(settings.amx, std::memory_order_relaxed);
 }
 
 Isa active_isa() {
@@ -90,6 +113,11 @@ void apply_process_settings(const EngineSettings& settings) {
 bool packed_weights_selected() { return packed_weights.load(std::memory_order_relaxed); }
 
 bool interleaved_quads_selected() { return interleaved_quads.load(std::memory_order_relaxed); }
+
+bool amx_selected() {
+  return amx.load(std::memory_order_relaxed) && active_isa() == Isa::avx512 &&
+         cpu_features().amx_bf16;
+}
 
 void set_isa(Isa isa) {
   if (static_cast<int>(isa) > static_cast<int>(detected_isa())) {

@@ -16,6 +16,8 @@ struct CpuFeatures {
   bool avx512_bf16 = false;
   bool avx512_vnni = false;
   bool bmi2 = false;
+  // AMX tiles with bf16 dot products, enabled by the OS and granted to this process.
+  bool amx_bf16 = false;
   bool intel = false;  // The vendor, for tunings measured per vendor (cpu/prefetch.h).
 };
 
@@ -41,6 +43,9 @@ void reset_isa();
 // rows (FORNACE_INTERLEAVED_QUADS), as select_kernels() set them.
 bool packed_weights_selected();
 bool interleaved_quads_selected();
+// Whether attention runs its bf16 products on AMX tiles: the CPU has them (amx_bf16), the
+// level is avx512 and FORNACE_AMX is on.
+bool amx_selected();
 // What a program does with its settings at start-up: select_kernels(), and 2 MiB pages for large
 // buffers unless settings.huge_pages is off (set_huge_pages, core/storage.h).
 void apply_process_settings(const EngineSettings& settings);

@@ -53,6 +53,9 @@ TEST(EngineSettings, ReadsEveryGoodValue) {
       EXPECT_TRUE(settings.packed_weights && settings.interleaved_quads) << name << "=" << on;
     }
   }
+  EXPECT_TRUE(parse({}).amx);
+  for (const char* off : {"0", "off"}) EXPECT_FALSE(parse({{"FORNACE_AMX", off}}).amx) << off;
+  for (const char* on : {"1", "on"}) EXPECT_TRUE(parse({{"FORNACE_AMX", on}}).amx) << on;
   const std::map<std::string, HugePages> modes = {
       {"1", HugePages::on},      {"on", HugePages::on},     {"reread", HugePages::reread},
       {"copy", HugePages::copy}, {"file", HugePages::file}, {"0", HugePages::off},
@@ -78,6 +81,8 @@ TEST(EngineSettings, EachBadValueIsAnErrorNamingTheVariable) {
             "FORNACE_PACKED_WEIGHTS: unknown value 'yes' (expected 1, on, 0 or off)");
   EXPECT_EQ(error_of({{"FORNACE_INTERLEAVED_QUADS", "2"}}),
             "FORNACE_INTERLEAVED_QUADS: unknown value '2' (expected 1, on, 0 or off)");
+  EXPECT_EQ(error_of({{"FORNACE_AMX", "yes"}}),
+            "FORNACE_AMX: unknown value 'yes' (expected 1, on, 0 or off)");
   EXPECT_EQ(error_of({{"FORNACE_HUGE_PAGES", "always"}}),
             "FORNACE_HUGE_PAGES: unknown value 'always' (expected on, reread, copy, file or off; "
             "1 is on, 0 is off)");
@@ -87,7 +92,7 @@ TEST(EngineSettings, DescribeAndHelpNameEveryVariable) {
   const std::string described = parse({{"FORNACE_ISA", "avx2"}}).describe();
   const std::string help = EngineSettings::help();
   for (const char* name : {"FORNACE_ISA", "FORNACE_PACKED_WEIGHTS", "FORNACE_INTERLEAVED_QUADS",
-                           "FORNACE_HUGE_PAGES", "FORNACE_PACKED_CACHE"}) {
+                           "FORNACE_AMX", "FORNACE_HUGE_PAGES", "FORNACE_PACKED_CACHE"}) {
     EXPECT_NE(described.find(name), std::string::npos) << name;
     EXPECT_NE(help.find(name), std::string::npos) << name;
   }

@@ -23,12 +23,14 @@ TEST(KernelChoices, NameTheActiveLevelAndTheKernelsItPicks) {
   expect_contains(portable, "isa portable;");
   expect_contains(portable, "gemm bf16: 4x16 f32");
   expect_contains(portable, "quantized: 8-bit activation blocks, portable");
+  expect_contains(portable, "attention bf16: f32, portable");
   if (cpu::detected_isa() >= cpu::Isa::avx2) {
     cpu::set_isa(cpu::Isa::avx2);
     std::string avx2 = cpu::kernel_choices();
     expect_contains(avx2, "isa avx2;");
     expect_contains(avx2, "gemv bf16: f32 FMA (AVX2)");
     expect_contains(avx2, "gemm bf16: 6x16 f32");
+    expect_contains(avx2, "attention bf16: f32 FMA (AVX2)");
     // The decode kernels' prefetch plan is the vendor's: into L2 on Intel, named only there.
     EXPECT_EQ(avx2.find("prefetched into L2 4 KiB ahead") != std::string::npos,
               cpu::cpu_features().intel)
@@ -42,6 +44,14 @@ TEST(KernelChoices, NameTheActiveLevelAndTheKernelsItPicks) {
     expect_contains(avx512, "gemm bf16: 12x32 bf16 pairs, panels of 2048 k, weights packed at load");
     expect_contains(avx512, "weights widened to bf16");
     expect_contains(avx512, "quads interleaved at load");
+    // Attention over a bf16 cache runs on AMX tiles where the CPU has them, unless switched off.
+    expect_contains(avx512, cpu::cpu_features().amx_bf16 ? "attention bf16: AMX bf16 tiles"
+                                                         : "attention bf16: bf16 pairs (vdpbf16ps)");
+    cpu::select_kernels(settings_with("FORNACE_AMX", "0"));
+    std::string without_amx = cpu::kernel_choices();
+    EXPECT_FALSE(cpu::amx_selected());
+    cpu::select_kernels(EngineSettings{});
+    expect_contains(without_amx, "attention bf16: bf16 pairs (vdpbf16ps)");
     // Either switch keeps the quantized rows as stored, and the words say so.
     for (const char* name : {"FORNACE_INTERLEAVED_QUADS", "FORNACE_PACKED_WEIGHTS"}) {
       cpu::select_kernels(settings_with(name, "0"));

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "common/settings_support.h"
 #include "cpu/cpu_features.h"
 #include "cpu/thread_pool.h"
 #include "ops/copy.h"
@@ -295,6 +296,36 @@ TEST_F(AttentionTest, Bf16CachesGiveBitwiseTheSameResultInEveryLayoutTheCachesMa
       }
     }
   }
+}
+
+TEST_F(AttentionTest, Bf16CachesOnAmxTilesAndOnVectorPairsBothMatchTheReference) {
+  // With AMX (where the CPU has it), scores come from 16-key tiles and weights · V from 32-key
+  // tiles, up to 16 query rows a pass: key counts around those edges and the block's, tiles of
+  // 84 rows (12 positions of a 7-head group), 13 and 25 positions, D 128, windows, splits.
+  if (cpu::detected_isa() < cpu::Isa::avx512) GTEST_SKIP() << "no AVX-512 BF16 on this CPU";
+  cpu::set_isa(cpu::Isa::avx512);
+  std::vector<const char*> settings{"0"};
+  if (cpu::cpu_features().amx_bf16) settings.push_back("1");
+  for (const char* amx : settings) {
+    cpu::select_kernels(settings_with("FORNACE_AMX", amx));
+    EXPECT_EQ(cpu::amx_selected(), std::string(amx) == "1");
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      for (int64_t length : {1, 15, 16, 17, 31, 32, 33, 127, 128, 129, 257}) {
+        check({1, 14, 2, 1, length, 64}, true, KvLayout::narrowed, DType::bf16, 130 + length);
+        check({1, 14, 2, length, length, 64}, true, KvLayout::contiguous, DType::bf16,
+              150 + length);
+      }
+      for (int64_t length : {12, 13, 25}) {
+        check({1, 14, 2, length, 300, 64}, true, KvLayout::transposed, DType::bf16, 170);
+      }
+      check({1, 8, 1, 1, 1000, 128}, false, KvLayout::narrowed, DType::bf16, 171);
+      check({1, 16, 1, 3, 200, 32}, true, KvLayout::contiguous, DType::bf16, 172);
+      check({1, 4, 2, 37, 300, 64}, true, KvLayout::narrowed, DType::bf16, 173, 65);
+      check({1, 14, 2, 1, 4097, 64}, true, KvLayout::narrowed, DType::bf16, 174, 512);
+    }
+  }
+  cpu::select_kernels(EngineSettings{});
 }
 
 TEST_F(AttentionTest, ReadsHalfPrecisionCaches) {
