@@ -8,6 +8,9 @@
 // On a shared machine take medians of --benchmark_repetitions.
 #include <benchmark/benchmark.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <optional>
@@ -16,6 +19,7 @@
 #include "core/error.h"
 #include "cpu/cpu_features.h"
 #include "cpu/thread_pool.h"
+#include "ops/copy.h"
 #include "ops/creation.h"
 #include "ops/math.h"
 #include "ops/quantized.h"
@@ -113,6 +117,12 @@ Tensor cache_rows(BlockType type, int64_t length, uint64_t seed) {
   }
 }
 
+// The last-level cache's size as the OS reports it (0 where it does not).
+int64_t last_level_cache_bytes() {
+  const long bytes = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return bytes > 0 ? bytes : 0;
+}
+
 // Args: kv length, cache type (kCacheTypes), threads.
 void BM_DecodeAttentionCacheType(benchmark::State& state) {
   const int64_t length = state.range(0);
@@ -120,13 +130,19 @@ void BM_DecodeAttentionCacheType(benchmark::State& state) {
   set_num_threads(static_cast<int>(state.range(2)));
   const std::optional<BlockType> blocks =
       is_quantized(type) ? std::optional<BlockType>(type) : std::nullopt;
-  // Caches of several layers used in turn, so that K and V come from memory (24 layers at 2,048
-  // keys as the model has; 8 at 16,384, 128 MiB of f32 K and V).
-  const int64_t layers = length <= 2048 ? kLayers : 8;
+  // Caches of several layers used in turn, so that K and V come from memory: the model's 24
+  // layers, or more, up to twice the last-level cache (480 MiB reported on one Intel VM), as
+  // copies of two random layers.
+  const Tensor first_key = cache_rows(type, length, 10);
+  const Tensor first_value = cache_rows(type, length, 11);
+  const int64_t layer_bytes = 2 * first_key.numel() * first_key.element_size();
+  const int64_t layers = std::max(kLayers, 2 * last_level_cache_bytes() / layer_bytes + 1);
   std::vector<std::pair<Tensor, Tensor>> caches;
   for (int64_t layer = 0; layer < layers; ++layer) {
-    caches.emplace_back(cache_rows(type, length, 10 + 2 * layer),
-                        cache_rows(type, length, 11 + 2 * layer));
+    caches.emplace_back(Tensor::empty(first_key.shape(), first_key.dtype()),
+                        Tensor::empty(first_value.shape(), first_value.dtype()));
+    copy_into(caches.back().first, first_key);
+    copy_into(caches.back().second, first_value);
   }
   Tensor query = randn({1, kQueryHeads, 1, kHeadDim}, 3);
   double scale = 1.0 / std::sqrt(double(kHeadDim));

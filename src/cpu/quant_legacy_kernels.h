@@ -8,6 +8,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "cpu/prefetch.h"
 #include "cpu/quant.h"
 
 namespace fornace::cpu::legacy {
@@ -345,6 +346,23 @@ void dot_columns(const uint8_t* weights, size_t weight_row_bytes, int64_t rows,
                  int64_t out_stride) {
   constexpr int kRowsPerPass = Tile<1, Columns>::kRowsPerPass;
   int64_t row = 0;
+  if constexpr (Columns == 1) {
+    // Decode where several streams pay (decode_row_streams): 4 rows a pass, `spacing` rows
+    // apart, so that the core reads 4 sequential streams at once.
+    constexpr int kStreams = 4;
+    const int64_t spacing = rows / kStreams;
+    if (decode_row_streams() == kStreams && spacing >= 8) {
+      for (; row < spacing; ++row) {
+        Tile<kStreams, 1> tile(weights + row * weight_row_bytes, spacing * weight_row_bytes,
+                               activations, activation_row_bytes);
+        tile.run(n);
+        float sums[kStreams];
+        tile.store(sums, 1);
+        for (int stream = 0; stream < kStreams; ++stream) out[row + stream * spacing] = sums[stream];
+      }
+      row = kStreams * spacing;
+    }
+  }
   for (; row + kRowsPerPass <= rows; row += kRowsPerPass) {
     Tile<kRowsPerPass, Columns> tile(weights + row * weight_row_bytes, weight_row_bytes,
                                      activations, activation_row_bytes);

@@ -302,9 +302,11 @@ struct DotShape {
   int64_t columns;
   int64_t n;
 };
+// From 32 rows of one column, Intel's decode reads 4 rows a pass, a quarter of the rows apart
+// (decode_row_streams), and the rest one by one.
 constexpr DotShape kDotShapes[] = {{1, 1, 32},  {3, 2, 64},  {4, 4, 96},   {5, 3, 896},
                                    {9, 4, 160}, {2, 1, 4864}, {7, 4, 1024}, {4, 1, 32},
-                                   {3, 1, 416}};
+                                   {3, 1, 416}, {32, 1, 64},  {35, 1, 896}, {131, 1, 32}};
 
 // out[c * stride + r] for each shape; positions between the rows stay untouched (NaN).
 TEST(LegacyQuant, DotRowsMatchDoubleLoops) {
@@ -390,7 +392,7 @@ TEST(LegacyQuant, InterleavedKernelsGiveExactlyWhatTheStoredBlocksGive) {
     const cpu::BlockKernels& kernels = cpu::interleaved_block_kernels(type, cpu::Isa::avx512);
     EXPECT_EQ(kernels.dot_rows_f32, nullptr);
     for (const DotShape& shape : {DotShape{1, 1, 128}, DotShape{5, 3, 896}, DotShape{2, 6, 4864},
-                                  DotShape{9, 4, 256}, DotShape{4, 2, 384}}) {
+                                  DotShape{9, 4, 256}, DotShape{4, 2, 384}, DotShape{37, 1, 256}}) {
       const size_t row_bytes = block_row_bytes(type, shape.n);
       std::vector<uint8_t> weights = blocks_with_fields(type, shape.rows * shape.n / 32,
                                                         kOrdinaryScales, shape.n + shape.rows);
