@@ -46,7 +46,9 @@ struct StreamPrefetch {
 // How many weight rows a decode kernel (one input row) reads at once, each its own sequential
 // stream a quarter of the rows apart: 4 on Intel (model 167: micro-quant-matmul, 2 threads,
 // gate_proj Q4_0 25.3-25.7 -> 32.6-32.7 GB/s, Q5_0 24.5-25.0 -> 32.3-33.7, Q8_0 31.3-31.4 ->
-// 36.7-37.6); 1 on Zen, whose measured plan is one row at a time.
+// 36.7-37.6; the model, paired: Q4_0 75.4-75.6 -> 86.8-88.7 tok/s, Q8_0 51.2-52.0 -> 56.2-56.8,
+// the 1.5B's Q4_K 24.2-24.5 -> 26.4-26.9, Q5_K and Q6_K within noise); 1 on Zen, whose
+// measured plan is one row at a time.
 inline int decode_row_streams() { return cpu_features().intel ? 4 : 1; }
 
 // The vendor's plan; `l1_bytes_ahead` is the kernel's distance on Zen, into L1 (0: none).

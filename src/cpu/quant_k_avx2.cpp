@@ -173,6 +173,6 @@ struct RowDot {
 
 }  // namespace
 
-FORNACE_KQUANT_ENTRY_POINTS(avx2)
+FORNACE_KQUANT_ENTRY_POINTS(avx2, NoStreamRowDot)
 
 }  // namespace fornace::cpu::kquant

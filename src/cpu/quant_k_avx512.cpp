@@ -244,6 +244,41 @@ struct RowDot {
   }
 };
 
+// Decode where several streams pay (decode_row_streams): 4 weight rows against one activation
+// row, each row's blocks in turn, so that the core reads 4 sequential streams at once.
+template <typename Block>
+struct StreamRowDot {
+  static constexpr int kRows = 4;
+  static void run(const Block* const (&weights)[kRows], const char* activations, int64_t blocks,
+                  float (&out)[kRows]) {
+    Accumulators<1> acc[kRows];
+    for (Accumulators<1>& row : acc) {
+      row.sums[0][0] = row.sums[1][0] = _mm512_setzero_ps();
+      row.mins[0] = _mm_setzero_ps();
+    }
+    const StreamPrefetch prefetch = stream_prefetch(16 << 10);
+    for (int64_t b = 0; b < blocks; ++b) {
+      for (int r = 0; r < kRows; ++r) {
+        prefetch.lines<sizeof(Block)>(weights[r] + b);
+        if (b % 2 == 0) {
+          accumulate_block<Block, 1, 0>(weights[r][b], activations, 0, b, acc[r]);
+        } else {
+          accumulate_block<Block, 1, 1>(weights[r][b], activations, 0, b, acc[r]);
+        }
+      }
+    }
+    for (int r = 0; r < kRows; ++r) {
+      float total = _mm512_reduce_add_ps(_mm512_add_ps(acc[r].sums[0][0], acc[r].sums[1][0]));
+      if constexpr (has_mins<Block>) {
+        const __m128 m = acc[r].mins[0];
+        const __m128 pairs = _mm_add_ps(m, _mm_movehl_ps(m, m));
+        total -= _mm_cvtss_f32(_mm_add_ss(pairs, _mm_movehdup_ps(pairs)));
+      }
+      out[r] = total;
+    }
+  }
+};
+
 // Stores each kWidth values of a block as bf16 (nearest even) at their element.
 struct WidenToBf16 {
   uint16_t* out;
@@ -257,7 +292,7 @@ struct WidenToBf16 {
 
 }  // namespace
 
-FORNACE_KQUANT_ENTRY_POINTS(avx512)
+FORNACE_KQUANT_ENTRY_POINTS(avx512, StreamRowDot)
 
 template <BlockType Type>
 void widen_row_bf16_avx512(const void* blocks, uint16_t* out, int64_t n) {

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "core/block_type.h"
+#include "cpu/prefetch.h"
 #include "cpu/quant.h"
 
 namespace fornace::cpu::kquant {
@@ -108,18 +109,43 @@ void for_column_groups(int64_t columns, Run&& run) {
 
 // The body of every dot_rows*: RowDot<Block, Columns>::run(row, activations, activation_stride,
 // blocks, out, out_stride) for each weight row and group of activation rows (Activations is char
-// for int8 blocks, with a stride in bytes, or float, with a stride in floats).
-template <BlockType Type, template <typename, int> class RowDot, typename Activations>
+// for int8 blocks, with a stride in bytes, or float, with a stride in floats); for one activation
+// row where several streams pay (decode_row_streams), StreamRowDot's 4 rows a quarter apart.
+// A kernel's decode dot of 4 weight rows at once (StreamRowDot<Block>::run), where it has one;
+// this one has none.
+template <typename Block>
+struct NoStreamRowDot {};
+
+template <BlockType Type, template <typename, int> class RowDot,
+          template <typename> class StreamRowDot, typename Activations>
 void dot_rows_with(const void* weights, size_t weight_row_bytes, int64_t rows,
                    const Activations* activations, int64_t activation_stride, int64_t columns,
                    int64_t n, float* out, int64_t out_stride) {
   using Block = BlockOf<Type>;
+  auto row_of = [&](int64_t r) {
+    return reinterpret_cast<const Block*>(static_cast<const char*>(weights) + r * weight_row_bytes);
+  };
   for_column_groups(columns, [&]<int Columns>(int64_t first_column) {
-    for (int64_t r = 0; r < rows; ++r) {
-      RowDot<Block, Columns>::run(
-          reinterpret_cast<const Block*>(static_cast<const char*>(weights) + r * weight_row_bytes),
-          activations + first_column * activation_stride, activation_stride, n / kBlockElements,
-          out + first_column * out_stride + r, out_stride);
+    int64_t r = 0;
+    if constexpr (Columns == 1 && requires { StreamRowDot<Block>::kRows; }) {
+      constexpr int kRows = StreamRowDot<Block>::kRows;
+      const int64_t spacing = rows / kRows;
+      if (decode_row_streams() == kRows && spacing >= 8) {
+        for (; r < spacing; ++r) {
+          const Block* streams[kRows];
+          float sums[kRows];
+          for (int s = 0; s < kRows; ++s) streams[s] = row_of(r + s * spacing);
+          StreamRowDot<Block>::run(streams, activations + first_column * activation_stride,
+                                   n / kBlockElements, sums);
+          for (int s = 0; s < kRows; ++s) out[first_column * out_stride + r + s * spacing] = sums[s];
+        }
+        r = kRows * spacing;
+      }
+    }
+    for (; r < rows; ++r) {
+      RowDot<Block, Columns>::run(row_of(r), activations + first_column * activation_stride,
+                                  activation_stride, n / kBlockElements,
+                                  out + first_column * out_stride + r, out_stride);
     }
   });
 }
@@ -160,13 +186,13 @@ void widen_row_bf16_avx512(const void* blocks, uint16_t* out, int64_t n);
 }  // namespace fornace::cpu::kquant
 
 // Defines and instantiates dot_rows_<ISA> and dot_rows_f32_<ISA> for the three types in a kernel
-// translation unit, from its RowDot (int8 activations) and f32_kernel::RowDot.
-#define FORNACE_KQUANT_ENTRY_POINTS(ISA)                                                          \
+// translation unit, from its RowDot and STREAM_ROW_DOT (int8 activations) and f32_kernel::RowDot.
+#define FORNACE_KQUANT_ENTRY_POINTS(ISA, STREAM_ROW_DOT)                                          \
   template <BlockType Type>                                                                       \
   void dot_rows_##ISA(const void* weights, size_t weight_row_bytes, int64_t rows,                \
                       const void* activations, size_t activation_row_bytes, int64_t columns,      \
                       int64_t n, float* out, int64_t out_stride) {                                \
-    dot_rows_with<Type, RowDot>(weights, weight_row_bytes, rows,                                  \
+    dot_rows_with<Type, RowDot, STREAM_ROW_DOT>(weights, weight_row_bytes, rows,                  \
                                 static_cast<const char*>(activations),                            \
                                 static_cast<int64_t>(activation_row_bytes), columns, n, out,      \
                                 out_stride);                                                      \
@@ -175,8 +201,9 @@ void widen_row_bf16_avx512(const void* blocks, uint16_t* out, int64_t n);
   void dot_rows_f32_##ISA(const void* weights, size_t weight_row_bytes, int64_t rows,            \
                           const float* activations, int64_t activation_stride, int64_t columns,   \
                           int64_t n, float* out, int64_t out_stride) {                            \
-    dot_rows_with<Type, f32_kernel::RowDot>(weights, weight_row_bytes, rows, activations,         \
-                                            activation_stride, columns, n, out, out_stride);      \
+    dot_rows_with<Type, f32_kernel::RowDot, NoStreamRowDot>(                                      \
+        weights, weight_row_bytes, rows, activations, activation_stride, columns, n, out,         \
+        out_stride);                                                                              \
   }                                                                                               \
   FORNACE_KQUANT_INSTANTIATE(ISA, BlockType::q4_k)                                                \
   FORNACE_KQUANT_INSTANTIATE(ISA, BlockType::q5_k)                                                \
