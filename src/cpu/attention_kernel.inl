@@ -16,7 +16,8 @@
 // scratch of steps 1 and 4, 128 keys at a time: never a widened copy of the cache.
 // No [Sq, Skv] matrix is ever formed, and keys past a row's causal limit are masked or skipped.
 // With AVX512_BF16 and bf16 K and V (a bf16 KV cache), both products run on vdpbf16ps instead:
-// Q, K, V and the softmax weights as bf16 pairs, f32 sums, twice the FMA path's arithmetic rate.
+// Q, K, V and the softmax weights as bf16 pairs, f32 sums, twice the FMA path's arithmetic rate;
+// where the CPU has AMX-BF16 (cpu::amx_selected), on AMX tiles (AmxOperands).
 
 #include <algorithm>
 #include <array>
