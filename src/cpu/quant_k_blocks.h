@@ -107,15 +107,38 @@ void for_column_groups(int64_t columns, Run&& run) {
   }
 }
 
-// The body of every dot_rows*: RowDot<Block, Columns>::run(row, activations, activation_stride,
-// blocks, out, out_stride) for each weight row and group of activation rows (Activations is char
-// for int8 blocks, with a stride in bytes, or float, with a stride in floats); for one activation
-// row where several streams pay (decode_row_streams), StreamRowDot's 4 rows a quarter apart.
 // A kernel's decode dot of 4 weight rows at once (StreamRowDot<Block>::run), where it has one;
 // this one has none.
 template <typename Block>
 struct NoStreamRowDot {};
 
+// Rows [0, returned) of `rows` (row_of(r): weight row r) against one activation row, 4 a pass a
+// quarter of the rows apart, where StreamRowDot has a kernel and several streams pay; 0 otherwise.
+template <template <typename> class StreamRowDot, typename RowOf, typename Activations>
+int64_t dot_row_streams(const RowOf& row_of, int64_t rows, const Activations* activations,
+                        int64_t blocks, float* out) {
+  using Block = std::remove_const_t<std::remove_pointer_t<decltype(row_of(0))>>;
+  if constexpr (requires { StreamRowDot<Block>::kRows; }) {
+    constexpr int kRows = StreamRowDot<Block>::kRows;
+    const int64_t spacing = rows / kRows;
+    if (decode_row_streams() != kRows || spacing < 8) return 0;
+    for (int64_t r = 0; r < spacing; ++r) {
+      const Block* streams[kRows];
+      float sums[kRows];
+      for (int s = 0; s < kRows; ++s) streams[s] = row_of(r + s * spacing);
+      StreamRowDot<Block>::run(streams, activations, blocks, sums);
+      for (int s = 0; s < kRows; ++s) out[r + s * spacing] = sums[s];
+    }
+    return kRows * spacing;
+  } else {
+    return 0;
+  }
+}
+
+// The body of every dot_rows*: RowDot<Block, Columns>::run(row, activations, activation_stride,
+// blocks, out, out_stride) for each weight row and group of activation rows (Activations is char
+// for int8 blocks, with a stride in bytes, or float, with a stride in floats); for one activation
+// row where several streams pay (decode_row_streams), StreamRowDot's 4 rows a quarter apart.
 template <BlockType Type, template <typename, int> class RowDot,
           template <typename> class StreamRowDot, typename Activations>
 void dot_rows_with(const void* weights, size_t weight_row_bytes, int64_t rows,
@@ -127,20 +150,9 @@ void dot_rows_with(const void* weights, size_t weight_row_bytes, int64_t rows,
   };
   for_column_groups(columns, [&]<int Columns>(int64_t first_column) {
     int64_t r = 0;
-    if constexpr (Columns == 1 && requires { StreamRowDot<Block>::kRows; }) {
-      constexpr int kRows = StreamRowDot<Block>::kRows;
-      const int64_t spacing = rows / kRows;
-      if (decode_row_streams() == kRows && spacing >= 8) {
-        for (; r < spacing; ++r) {
-          const Block* streams[kRows];
-          float sums[kRows];
-          for (int s = 0; s < kRows; ++s) streams[s] = row_of(r + s * spacing);
-          StreamRowDot<Block>::run(streams, activations + first_column * activation_stride,
-                                   n / kBlockElements, sums);
-          for (int s = 0; s < kRows; ++s) out[first_column * out_stride + r + s * spacing] = sums[s];
-        }
-        r = kRows * spacing;
-      }
+    if constexpr (Columns == 1) {
+      r = dot_row_streams<StreamRowDot>(row_of, rows, activations + first_column * activation_stride,
+                                        n / kBlockElements, out + first_column * out_stride);
     }
     for (; r < rows; ++r) {
       RowDot<Block, Columns>::run(row_of(r), activations + first_column * activation_stride,
