@@ -225,7 +225,8 @@ inline const uint16_t* bf16_rows(const StridedInput& input, int64_t batch, int64
 // Decode reads the cache once, from memory. The next block's K and V lines are prefetched a few
 // at a time between pieces of this block's work: a burst of hundreds would wait on the core's
 // few outstanding misses and stall the work behind it. Into L1 on Zen; into L2 on Intel (model
-// 167, 16,384 keys, 2 threads, paired: 543 -> 490 us a layer on vector pairs, 360 -> 319 on AMX).
+// 167, micro-attention at 16,384 keys with caches inside that VM's 480 MiB LLC, 2 threads,
+// paired: 543 -> 490 us a layer on vector pairs, 360 -> 319 on AMX).
 class PrefetchStream {
  public:
   PrefetchStream(const AttentionPlan& plan, int64_t batch, int64_t head, int64_t first,
