@@ -1,5 +1,5 @@
-// Software prefetch for kernels that do so much arithmetic per weight byte that the core keeps
-// too few loads in flight for the hardware prefetcher alone (batched and quantized GEMV).
+// How decode kernels keep enough weight loads in flight, per vendor: software prefetch (batched
+// and quantized GEMV) and several row streams a core (quantized GEMV).
 #pragma once
 
 #include <cstddef>
@@ -50,6 +50,17 @@ struct StreamPrefetch {
 // the 1.5B's Q4_K 24.2-24.5 -> 26.4-26.9, Q5_K and Q6_K within noise); 1 on Zen, whose
 // measured plan is one row at a time.
 inline int decode_row_streams() { return cpu_features().intel ? 4 : 1; }
+
+// Where decode reads `streams` rows a pass (decode_row_streams) and each stream holds at least 8
+// rows: pass(first, spacing) for first in [0, rows / streams), each pass reading rows first,
+// first + spacing, ...; returns the rows done (0 otherwise), the rest being the caller's.
+template <typename Pass>
+int64_t run_row_streams(int64_t rows, int streams, Pass&& pass) {
+  const int64_t spacing = rows / streams;
+  if (decode_row_streams() != streams || spacing < 8) return 0;
+  for (int64_t first = 0; first < spacing; ++first) pass(first, spacing);
+  return streams * spacing;
+}
 
 // The vendor's plan; `l1_bytes_ahead` is the kernel's distance on Zen, into L1 (0: none).
 inline StreamPrefetch stream_prefetch(int64_t l1_bytes_ahead) {

@@ -120,16 +120,13 @@ int64_t dot_row_streams(const RowOf& row_of, int64_t rows, const Activations* ac
   using Block = std::remove_const_t<std::remove_pointer_t<decltype(row_of(0))>>;
   if constexpr (requires { StreamRowDot<Block>::kRows; }) {
     constexpr int kRows = StreamRowDot<Block>::kRows;
-    const int64_t spacing = rows / kRows;
-    if (decode_row_streams() != kRows || spacing < 8) return 0;
-    for (int64_t r = 0; r < spacing; ++r) {
+    return run_row_streams(rows, kRows, [&](int64_t first, int64_t spacing) {
       const Block* streams[kRows];
       float sums[kRows];
-      for (int s = 0; s < kRows; ++s) streams[s] = row_of(r + s * spacing);
+      for (int s = 0; s < kRows; ++s) streams[s] = row_of(first + s * spacing);
       StreamRowDot<Block>::run(streams, activations, blocks, sums);
-      for (int s = 0; s < kRows; ++s) out[r + s * spacing] = sums[s];
-    }
-    return kRows * spacing;
+      for (int s = 0; s < kRows; ++s) out[first + s * spacing] = sums[s];
+    });
   } else {
     return 0;
   }

@@ -347,21 +347,16 @@ void dot_columns(const uint8_t* weights, size_t weight_row_bytes, int64_t rows,
   constexpr int kRowsPerPass = Tile<1, Columns>::kRowsPerPass;
   int64_t row = 0;
   if constexpr (Columns == 1) {
-    // Decode where several streams pay (decode_row_streams): 4 rows a pass, `spacing` rows
-    // apart, so that the core reads 4 sequential streams at once.
+    // Decode where several streams pay: 4 rows a pass, `spacing` rows apart.
     constexpr int kStreams = 4;
-    const int64_t spacing = rows / kStreams;
-    if (decode_row_streams() == kStreams && spacing >= 8) {
-      for (; row < spacing; ++row) {
-        Tile<kStreams, 1> tile(weights + row * weight_row_bytes, spacing * weight_row_bytes,
-                               activations, activation_row_bytes);
-        tile.run(n);
-        float sums[kStreams];
-        tile.store(sums, 1);
-        for (int stream = 0; stream < kStreams; ++stream) out[row + stream * spacing] = sums[stream];
-      }
-      row = kStreams * spacing;
-    }
+    row = run_row_streams(rows, kStreams, [&](int64_t first, int64_t spacing) {
+      Tile<kStreams, 1> tile(weights + first * weight_row_bytes, spacing * weight_row_bytes,
+                             activations, activation_row_bytes);
+      tile.run(n);
+      float sums[kStreams];
+      tile.store(sums, 1);
+      for (int stream = 0; stream < kStreams; ++stream) out[first + stream * spacing] = sums[stream];
+    });
   }
   for (; row + kRowsPerPass <= rows; row += kRowsPerPass) {
     Tile<kRowsPerPass, Columns> tile(weights + row * weight_row_bytes, weight_row_bytes,
