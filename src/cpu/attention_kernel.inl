@@ -688,6 +688,15 @@ inline void to_bf16(const float* source, uint32_t* destination, int64_t count) {
   }
 }
 
+// The tile's `rows` pre-scaled Q rows rounded to bf16 pairs: scratch.query_pairs, [rows, D / 2].
+inline const uint32_t* round_query_pairs(TileScratch& scratch, int64_t rows, int64_t head_dim) {
+  for (int64_t r = 0; r < rows; ++r) {
+    to_bf16(scratch.query.data() + r * head_dim, scratch.query_pairs.data() + r * head_dim / 2,
+            head_dim);
+  }
+  return scratch.query_pairs.data();
+}
+
 // destination[p * D + d] = V[2p][d] in the low half, V[2p + 1][d] in the high half, for the
 // block's keys, and 0 past them up to `padded_keys`; `prefetch` takes a step per 8 pairs.
 inline void pack_value_pairs(const AttentionPlan& plan, int64_t batch, int64_t kv_head,
@@ -732,10 +741,7 @@ class PairOperands : public RegisterTileGroups {
  public:
   PairOperands(const AttentionPlan& plan, TileScratch& scratch, int64_t rows)
       : plan_(plan), scratch_(scratch), words_(plan.head_dim / 2) {
-    for (int64_t r = 0; r < rows; ++r) {
-      to_bf16(scratch_.query.data() + r * plan.head_dim, scratch_.query_pairs.data() + r * words_,
-              plan.head_dim);
-    }
+    round_query_pairs(scratch_, rows, plan.head_dim);
   }
 
   void load_block(int64_t batch, int64_t kv_head, int64_t block, int64_t block_keys) {
@@ -821,10 +827,7 @@ class AmxOperands {
 
   AmxOperands(const AttentionPlan& plan, TileScratch& scratch, int64_t rows)
       : plan_(plan), scratch_(scratch), words_(plan.head_dim / 2) {
-    uint32_t* query = scratch_.query_pairs.data();
-    for (int64_t r = 0; r < rows; ++r) {
-      to_bf16(scratch_.query.data() + r * plan.head_dim, query + r * words_, plan.head_dim);
-    }
+    const uint32_t* query = round_query_pairs(scratch_, rows, plan.head_dim);
     uint32_t* transposed = scratch_.query_by_pair.data();
     for (int64_t w = 0; w < words_; ++w) {
       for (int64_t r = 0; r < rows; ++r) transposed[w * kQueryColumns + r] = query[r * words_ + w];
