@@ -103,7 +103,8 @@ void run_dot(benchmark::State& state, BlockType type, const Shape& shape, int64_
 }
 
 // KDot/<type>/<shape>/columns:<C>/<isa>[/f32][/cached]: int8 activations at 1 and 4 columns on
-// avx512 and avx2, portable at 1, f32 activations at 1, and avx512 on weights left in cache.
+// avx512 and avx2, portable at 1, f32 activations at 1, and avx512 and avx2 on weights left in
+// cache.
 const bool kRegistered = [] {
   struct Variant {
     Isa isa;
@@ -114,7 +115,8 @@ const bool kRegistered = [] {
   const Variant variants[] = {
       {Isa::avx512, 1, false}, {Isa::avx512, 4, false},       {Isa::avx2, 1, false},
       {Isa::avx2, 4, false},   {Isa::portable, 1, false},     {Isa::avx512, 1, true},
-      {Isa::avx2, 1, true},    {Isa::avx512, 1, false, true}, {Isa::avx512, 4, false, true}};
+      {Isa::avx2, 1, true},    {Isa::avx512, 1, false, true}, {Isa::avx512, 4, false, true},
+      {Isa::avx2, 1, false, true}};
   for (BlockType type : {BlockType::q4_k, BlockType::q5_k, BlockType::q6_k, BlockType::q5_0,
                          BlockType::q8_0, BlockType::q4_0}) {
     for (const Shape& shape : kShapes) {

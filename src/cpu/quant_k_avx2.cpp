@@ -121,58 +121,76 @@ inline __m256i scales_of(const void*, const RowBlock& row, int k) {
   return _mm256_set1_epi16(row.scales[k]);
 }
 
+// Adds block `b` of one weight row against Columns activation rows into sums.
+template <typename Block, int Columns>
+inline void accumulate_block(const Block& block, const char* activations,
+                             int64_t activation_row_bytes, int64_t b, __m256 (&sums)[Columns]) {
+  constexpr bool kHasMins = has_mins<Block>;
+  const ActivationBlock* a[Columns];
+  for (int c = 0; c < Columns; ++c) {
+    a[c] = reinterpret_cast<const ActivationBlock*>(activations + c * activation_row_bytes) + b;
+  }
+  RowBlock row;
+  prepare(block, row);
+  __m256i dots[Columns];
+  __m256i min_dots[Columns];
+  for (int c = 0; c < Columns; ++c) {
+    // Q4_K/Q5_K: sum(min * a) per 32 (4 lanes); Q6_K: the offset, folded into the dots.
+    const __m256i sums = kHasMins ? _mm256_zextsi128_si256(_mm_loadu_si128(
+                                        reinterpret_cast<const __m128i*>(a[c]->sums32)))
+                                  : load_32_bytes(a[c]->sums16);
+    min_dots[c] = _mm256_madd_epi16(row.mins_or_offsets, sums);
+    dots[c] = kHasMins ? _mm256_setzero_si256() : min_dots[c];
+  }
+  for (int k = 0; k < 8; ++k) {
+    const __m256i levels = levels_of(block, k);
+    const __m256i scales = scales_of(&block, row, k);
+    for (int c = 0; c < Columns; ++c) {
+      const __m256i products = _mm256_maddubs_epi16(levels, load_32_bytes(a[c]->q + 32 * k));
+      dots[c] = _mm256_add_epi32(dots[c], _mm256_madd_epi16(products, scales));
+    }
+  }
+  for (int c = 0; c < Columns; ++c) {
+    const float activation_scale = a[c]->scale;
+    sums[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[c]),
+                              _mm256_set1_ps(row.d * activation_scale), sums[c]);
+    if constexpr (kHasMins) {
+      sums[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(min_dots[c]),
+                                 _mm256_set1_ps(row.dmin * activation_scale), sums[c]);
+    }
+  }
+}
+
 // out[c * out_stride] for one weight row and Columns activation rows.
 template <typename Block, int Columns>
 struct RowDot {
   static void run(const Block* weights, const char* activations, int64_t activation_row_bytes,
                   int64_t blocks, float* out, int64_t out_stride) {
-    constexpr bool kHasMins = has_mins<Block>;
     const StreamPrefetch prefetch = stream_prefetch(0);
     __m256 sums[Columns];
     for (__m256& sum : sums) sum = _mm256_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b) {
       prefetch.lines<sizeof(Block)>(weights + b);
-      const ActivationBlock* a[Columns];
-      for (int c = 0; c < Columns; ++c) {
-        a[c] = reinterpret_cast<const ActivationBlock*>(activations + c * activation_row_bytes) + b;
-      }
-      const Block& block = weights[b];
-      RowBlock row;
-      prepare(block, row);
-      __m256i dots[Columns];
-      __m256i min_dots[Columns];
-      for (int c = 0; c < Columns; ++c) {
-        // Q4_K/Q5_K: sum(min * a) per 32 (4 lanes); Q6_K: the offset, folded into the dots.
-        const __m256i sums = kHasMins ? _mm256_zextsi128_si256(_mm_loadu_si128(
-                                            reinterpret_cast<const __m128i*>(a[c]->sums32)))
-                                      : load_32_bytes(a[c]->sums16);
-        min_dots[c] = _mm256_madd_epi16(row.mins_or_offsets, sums);
-        dots[c] = kHasMins ? _mm256_setzero_si256() : min_dots[c];
-      }
-      for (int k = 0; k < 8; ++k) {
-        const __m256i levels = levels_of(block, k);
-        const __m256i scales = scales_of(&block, row, k);
-        for (int c = 0; c < Columns; ++c) {
-          const __m256i products = _mm256_maddubs_epi16(levels, load_32_bytes(a[c]->q + 32 * k));
-          dots[c] = _mm256_add_epi32(dots[c], _mm256_madd_epi16(products, scales));
-        }
-      }
-      for (int c = 0; c < Columns; ++c) {
-        const float activation_scale = a[c]->scale;
-        sums[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[c]),
-                                  _mm256_set1_ps(row.d * activation_scale), sums[c]);
-        if constexpr (kHasMins) {
-          sums[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(min_dots[c]),
-                                     _mm256_set1_ps(row.dmin * activation_scale), sums[c]);
-        }
-      }
+      accumulate_block<Block, Columns>(weights[b], activations, activation_row_bytes, b, sums);
     }
     for (int c = 0; c < Columns; ++c) out[c * out_stride] = simd::sum_of_8(sums[c]);
   }
 };
 
+// One row's running dot for StreamRowDotOf.
+template <typename Block>
+struct RowSum {
+  __m256 sum[1] = {_mm256_setzero_ps()};
+  void add(const Block& block, const char* activations, int64_t b) {
+    accumulate_block<Block, 1>(block, activations, 0, b, sum);
+  }
+  float total() const { return simd::sum_of_8(sum[0]); }
+};
+template <typename Block>
+using StreamRowDot = StreamRowDotOf<Block, RowSum<Block>>;
+
 }  // namespace
 
-FORNACE_KQUANT_ENTRY_POINTS(avx2, NoStreamRowDot)
+FORNACE_KQUANT_ENTRY_POINTS(avx2, StreamRowDot)
 
 }  // namespace fornace::cpu::kquant

@@ -208,16 +208,33 @@ inline void accumulate_block(const Block& block, const char* activations,
   }
 }
 
+// The dot of column c: both chains of d-scaled sums less the dmin-scaled mins.
+template <typename Block, int Columns>
+inline float total_of(const Accumulators<Columns>& acc, int c) {
+  float total = _mm512_reduce_add_ps(_mm512_add_ps(acc.sums[0][c], acc.sums[1][c]));
+  if constexpr (has_mins<Block>) {
+    const __m128 m = acc.mins[c];
+    const __m128 pairs = _mm_add_ps(m, _mm_movehl_ps(m, m));
+    total -= _mm_cvtss_f32(_mm_add_ss(pairs, _mm_movehdup_ps(pairs)));
+  }
+  return total;
+}
+
+template <int Columns>
+inline void zero(Accumulators<Columns>& acc) {
+  for (int c = 0; c < Columns; ++c) {
+    acc.sums[0][c] = acc.sums[1][c] = _mm512_setzero_ps();
+    acc.mins[c] = _mm_setzero_ps();
+  }
+}
+
 // out[c * out_stride] for one weight row and Columns activation rows.
 template <typename Block, int Columns>
 struct RowDot {
   static void run(const Block* weights, const char* activations, int64_t activation_row_bytes,
                   int64_t blocks, float* out, int64_t out_stride) {
     Accumulators<Columns> acc;
-    for (int c = 0; c < Columns; ++c) {
-      acc.sums[0][c] = acc.sums[1][c] = _mm512_setzero_ps();
-      acc.mins[c] = _mm_setzero_ps();
-    }
+    zero(acc);
     // micro-quant-k, ffn_down streamed, 1 column: Q4_K 154-169 -> 86-92 us, Q6_K 209 -> 105 us
     // (Zen 5, into L1 16 KiB ahead); on Intel model 167 into L2 4 KiB ahead against L1 16 KiB:
     // 10.4-10.9 -> 11.4-13.0 GB/s for Q4_K, Q5_K and Q6_K.
@@ -232,52 +249,26 @@ struct RowDot {
     if (b < blocks) {
       accumulate_block<Block, Columns, 0>(weights[b], activations, activation_row_bytes, b, acc);
     }
-    for (int c = 0; c < Columns; ++c) {
-      float total = _mm512_reduce_add_ps(_mm512_add_ps(acc.sums[0][c], acc.sums[1][c]));
-      if constexpr (has_mins<Block>) {
-        const __m128 m = acc.mins[c];
-        const __m128 pairs = _mm_add_ps(m, _mm_movehl_ps(m, m));
-        total -= _mm_cvtss_f32(_mm_add_ss(pairs, _mm_movehdup_ps(pairs)));
-      }
-      out[c * out_stride] = total;
-    }
+    for (int c = 0; c < Columns; ++c) out[c * out_stride] = total_of<Block>(acc, c);
   }
 };
 
-// Decode where several streams pay (decode_row_streams): 4 weight rows against one activation
-// row, each row's blocks in turn, so that the core reads 4 sequential streams at once.
+// One row's running dot for StreamRowDotOf, even and odd blocks in chains of their own.
 template <typename Block>
-struct StreamRowDot {
-  static constexpr int kRows = 4;
-  static void run(const Block* const (&weights)[kRows], const char* activations, int64_t blocks,
-                  float (&out)[kRows]) {
-    Accumulators<1> acc[kRows];
-    for (Accumulators<1>& row : acc) {
-      row.sums[0][0] = row.sums[1][0] = _mm512_setzero_ps();
-      row.mins[0] = _mm_setzero_ps();
-    }
-    const StreamPrefetch prefetch = stream_prefetch(16 << 10);
-    for (int64_t b = 0; b < blocks; ++b) {
-      for (int r = 0; r < kRows; ++r) {
-        prefetch.lines<sizeof(Block)>(weights[r] + b);
-        if (b % 2 == 0) {
-          accumulate_block<Block, 1, 0>(weights[r][b], activations, 0, b, acc[r]);
-        } else {
-          accumulate_block<Block, 1, 1>(weights[r][b], activations, 0, b, acc[r]);
-        }
-      }
-    }
-    for (int r = 0; r < kRows; ++r) {
-      float total = _mm512_reduce_add_ps(_mm512_add_ps(acc[r].sums[0][0], acc[r].sums[1][0]));
-      if constexpr (has_mins<Block>) {
-        const __m128 m = acc[r].mins[0];
-        const __m128 pairs = _mm_add_ps(m, _mm_movehl_ps(m, m));
-        total -= _mm_cvtss_f32(_mm_add_ss(pairs, _mm_movehdup_ps(pairs)));
-      }
-      out[r] = total;
+struct RowSum {
+  Accumulators<1> acc;
+  RowSum() { zero(acc); }
+  void add(const Block& block, const char* activations, int64_t b) {
+    if (b % 2 == 0) {
+      accumulate_block<Block, 1, 0>(block, activations, 0, b, acc);
+    } else {
+      accumulate_block<Block, 1, 1>(block, activations, 0, b, acc);
     }
   }
+  float total() const { return total_of<Block>(acc, 0); }
 };
+template <typename Block>
+using StreamRowDot = StreamRowDotOf<Block, RowSum<Block>>;
 
 // Stores each kWidth values of a block as bf16 (nearest even) at their element.
 struct WidenToBf16 {

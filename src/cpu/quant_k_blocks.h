@@ -112,6 +112,26 @@ void for_column_groups(int64_t columns, Run&& run) {
 template <typename Block>
 struct NoStreamRowDot {};
 
+// Decode where several streams pay (decode_row_streams): 4 weight rows against one activation
+// row, each row's blocks in turn, so that the core reads 4 sequential streams at once. RowSum is
+// an ISA's running dot of one row with one activation row: add(block, activations, b), total().
+template <typename Block, typename RowSum>
+struct StreamRowDotOf {
+  static constexpr int kRows = 4;
+  static void run(const Block* const (&weights)[kRows], const char* activations, int64_t blocks,
+                  float (&out)[kRows]) {
+    RowSum sums[kRows];
+    const StreamPrefetch prefetch = stream_prefetch(0);  // Streams run on Intel only: into L2.
+    for (int64_t b = 0; b < blocks; ++b) {
+      for (int r = 0; r < kRows; ++r) {
+        prefetch.lines<sizeof(Block)>(weights[r] + b);
+        sums[r].add(weights[r][b], activations, b);
+      }
+    }
+    for (int r = 0; r < kRows; ++r) out[r] = sums[r].total();
+  }
+};
+
 // Rows [0, returned) of `rows` (row_of(r): weight row r) against one activation row, 4 a pass a
 // quarter of the rows apart, where StreamRowDot has a kernel and several streams pay; 0 otherwise.
 template <template <typename> class StreamRowDot, typename RowOf, typename Activations>
