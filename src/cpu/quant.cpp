@@ -19,9 +19,22 @@ const BlockKernels& block_kernels(BlockType type, Isa isa) {
 
 const BlockKernels& block_kernels(BlockType type) { return block_kernels(type, active_isa()); }
 
+namespace {
+const BlockKernels* legacy_interleaved_kernels(BlockType type, Isa isa) {
+  switch (isa) {
+    case Isa::avx512:
+      return legacy::avx512::interleaved_kernels(type);
+    case Isa::avx2:
+      return legacy::avx2::interleaved_kernels(type);
+    default:
+      return nullptr;
+  }
+}
+}  // namespace
+
 bool has_interleaved_kernels(BlockType type, int64_t columns, Isa isa) {
-  return isa == Isa::avx512 && legacy::avx512::interleaved_kernels(type) != nullptr &&
-         columns > 0 && columns % (4 * legacy::kBlockElements) == 0;
+  return legacy_interleaved_kernels(type, isa) != nullptr && columns > 0 &&
+         columns % (4 * legacy::kBlockElements) == 0;
 }
 
 bool interleaves_quantized_rows() {
@@ -38,8 +51,7 @@ bool has_interleaved_kernels(Isa isa) {
 }
 
 const BlockKernels& interleaved_block_kernels(BlockType type, Isa isa) {
-  const BlockKernels* kernels =
-      isa == Isa::avx512 ? legacy::avx512::interleaved_kernels(type) : nullptr;
+  const BlockKernels* kernels = legacy_interleaved_kernels(type, isa);
   if (!kernels) {
     throw Error(std::string("no interleaved block kernels for ") + block_format(type).name +
                 " at " + isa_name(isa));

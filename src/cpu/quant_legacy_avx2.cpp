@@ -42,34 +42,93 @@ struct PairWeights {
   __m256i high;
 };
 
-template <const BlockLayout& Layout>
-inline PairWeights pair_weights(const uint8_t* block) {
-  if constexpr (Layout.bits == 8) {
-    return {gather_pair<Layout>(block, Layout.values_at),
-            gather_pair<Layout>(block, Layout.values_at + 16)};
-  } else {
-    const __m256i packed = gather_pair<Layout>(block, Layout.values_at);
-    const __m256i nibble = _mm256_set1_epi8(0x0f);
-    PairWeights q{_mm256_and_si256(packed, nibble),
-                  _mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble)};
-    if constexpr (Layout.bits == 5) {
-      const uint32_t first = load_u32(block + Layout.high_bits_at);
-      const uint32_t second = load_u32(block + Layout.bytes + Layout.high_bits_at);
-      q.low = _mm256_or_si256(q.low, fifth_bit_bytes((first & 0xffff) | (second << 16)));
-      q.high = _mm256_or_si256(q.high, fifth_bit_bytes((first >> 16) | (second & 0xffff0000)));
-    }
-    return q;
-  }
+// The fifth bits of half `half` of an interleaved quad as bytes of 16 or 0: the plane in both
+// lanes, each lane's bit shifted to bit 4 (lane L of the low elements holds block 2 half + L's,
+// bit 2 half + L of the plane; of the high elements bit 4 + 2 half + L). A 32-bit shift keeps
+// each byte's bit 4 from the same byte, as every shift is under 8.
+inline void add_plane_bits(const uint8_t* plane, int half, PairWeights& q) {
+  const __m256i bits = _mm256_broadcastsi128_si256(load_128(plane));
+  const __m256i fifth = _mm256_set1_epi8(16);
+  const __m256i low_shift = _mm256_set_epi32(3, 3, 3, 3, 4, 4, 4, 4);
+  const __m256i high_shift = _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0);
+  const __m256i twice_half = _mm256_set1_epi32(2 * half);
+  const __m256i low = _mm256_sllv_epi32(bits, _mm256_sub_epi32(low_shift, twice_half));
+  const __m256i high = _mm256_srlv_epi32(bits, _mm256_add_epi32(high_shift, twice_half));
+  q.low = _mm256_or_si256(q.low, _mm256_and_si256(low, fifth));
+  q.high = _mm256_or_si256(q.high, _mm256_and_si256(high, fifth));
 }
 
-// The f16 field at `field` of 2 consecutive blocks as f32 lanes, 4 per block.
+// The pair of blocks a step reads from `source`, the first of them block `block` of its row:
+// stored blocks, or half of an interleaved quad (InterleavedQuad), whose fields load whole.
 template <const BlockLayout& Layout>
-inline __m256 pair_lanes(const uint8_t* field) {
-  const uint32_t bits = load_u16(field) | static_cast<uint32_t>(load_u16(field + Layout.bytes)) << 16;
-  const __m128 both = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(bits)));
-  return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(both),
-                                  _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0));
-}
+struct PairSource {
+  const uint8_t* first;  // Of the blocks, or of the quad.
+  int half = 0;
+
+  PairSource(const uint8_t* source, int64_t block) : first(source) {
+    if constexpr (Layout.interleaved) {
+      first = source - block % kQuadBlocks * Layout.bytes;
+      half = static_cast<int>(block % kQuadBlocks / 2);
+    }
+  }
+
+  PairWeights weights() const {
+    if constexpr (Layout.interleaved) {
+      const uint8_t* values = first + 32 * half;
+      if constexpr (Layout.bits == 8) return {load_256(values), load_256(values + 64)};
+      PairWeights q = nibbles(load_256(values));
+      if constexpr (Layout.bits == 5) {
+        add_plane_bits(first + InterleavedQuad<Layout>::kFifthBitsAt, half, q);
+      }
+      return q;
+    } else if constexpr (Layout.bits == 8) {
+      return {gather_pair<Layout>(first, Layout.values_at),
+              gather_pair<Layout>(first, Layout.values_at + 16)};
+    } else {
+      PairWeights q = nibbles(gather_pair<Layout>(first, Layout.values_at));
+      if constexpr (Layout.bits == 5) {
+        const uint32_t first_bits = load_u32(first + Layout.high_bits_at);
+        const uint32_t second_bits = load_u32(first + Layout.bytes + Layout.high_bits_at);
+        q.low =
+            _mm256_or_si256(q.low, fifth_bit_bytes((first_bits & 0xffff) | (second_bits << 16)));
+        q.high = _mm256_or_si256(q.high,
+                                 fifth_bit_bytes((first_bits >> 16) | (second_bits & 0xffff0000)));
+      }
+      return q;
+    }
+  }
+
+  // The blocks' scales, and mins, as f32 lanes, 4 per block.
+  __m256 scales() const {
+    if constexpr (Layout.interleaved) {
+      return pair_lanes(first + InterleavedQuad<Layout>::kScalesAt + 4 * half, 2);
+    } else {
+      return pair_lanes(first, Layout.bytes);
+    }
+  }
+  __m256 mins() const {
+    if constexpr (Layout.interleaved) {
+      return pair_lanes(first + InterleavedQuad<Layout>::kMinsAt + 4 * half, 2);
+    } else {
+      return pair_lanes(first + Layout.min_at, Layout.bytes);
+    }
+  }
+
+ private:
+  static PairWeights nibbles(__m256i packed) {
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    return {_mm256_and_si256(packed, nibble),
+            _mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble)};
+  }
+
+  // The f16 values at `field` and `field + stride` as f32 lanes, 4 per value.
+  static __m256 pair_lanes(const uint8_t* field, size_t stride) {
+    const uint32_t bits = load_u16(field) | static_cast<uint32_t>(load_u16(field + stride)) << 16;
+    const __m128 both = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(bits)));
+    return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(both),
+                                    _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0));
+  }
+};
 
 struct Lanes {
   static constexpr int kRowsPerPass = 2;
@@ -91,56 +150,84 @@ class IntegerTile : public TileBase<Rows, Columns> {
 
   void run(int64_t n) {
     const StreamPrefetch prefetch = stream_prefetch(0);
-    this->template run_steps<kStepBlocks, Layout.bytes>(
+    // Interleaved rows go a quad at a time (its fields lie across it), in two pairs.
+    constexpr int kBlocks = Layout.interleaved ? kQuadBlocks : kStepBlocks;
+    this->template run_steps<kBlocks, Layout.bytes>(
         n, [this, prefetch](const uint8_t* first, size_t row_stride, int64_t block) {
-          step(first, row_stride, block, prefetch);
+          for (int pair = 0; pair < kBlocks; pair += kStepBlocks) {
+            step(first + pair * Layout.bytes, row_stride, block + pair, prefetch);
+          }
         });
   }
 
  private:
+  // One column's activations for a step.
+  struct Activations {
+    __m256i low;
+    __m256i high;
+    __m256i correction;
+    __m256 scale;
+  };
+  Activations activations(int column, int64_t block) const {
+    ActivationBlock activation = activation_block(this->activation_row(column), block);
+    return {load_256(activation.low), load_256(activation.high), load_256(activation.correction),
+            _mm256_loadu_ps(activation.scale)};
+  }
+
+  // One column (decode) takes each row in turn, so that few registers stay live; several
+  // columns unpack every row's weights once, then take each column.
   void step(const uint8_t* first, size_t row_stride, int64_t block,
             const StreamPrefetch& prefetch) {
-    const __m256i ones = _mm256_set1_epi16(1);
     PairWeights q[Rows];
     __m256 scales[Rows];
     __m256 mins[Rows];
-    for (int row = 0; row < Rows; ++row) {
+    auto unpack = [&](int row) {
       const uint8_t* source = first + row * row_stride;
       prefetch.lines<kStepBlocks * Layout.bytes>(source);
-      q[row] = pair_weights<Layout>(source);
-      scales[row] = pair_lanes<Layout>(source);
-      if constexpr (has_min(Layout)) mins[row] = pair_lanes<Layout>(source + Layout.min_at);
-    }
-    for (int column = 0; column < Columns; ++column) {
-      ActivationBlock activation = activation_block(this->activation_row(column), block);
-      const __m256i low = load_256(activation.low);
-      const __m256i high = load_256(activation.high);
-      const __m256i correction = load_256(activation.correction);
-      const __m256 activation_scale = _mm256_loadu_ps(activation.scale);
+      const PairSource<Layout> pair(source, block);
+      q[row] = pair.weights();
+      scales[row] = pair.scales();
+      if constexpr (has_min(Layout)) mins[row] = pair.mins();
+    };
+    if constexpr (Columns == 1) {
+      const Activations a = activations(0, block);
       for (int row = 0; row < Rows; ++row) {
-        __m256i products;
-        if constexpr (Layout.bits == 8) {
-          // |w| x (a with w's sign): at most 2 x 128 x 127 per int16 pair, no saturation.
-          const __m256i low_pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(q[row].low, q[row].low),
-                                                         _mm256_sign_epi8(low, q[row].low));
-          const __m256i high_pairs = _mm256_maddubs_epi16(
-              _mm256_sign_epi8(q[row].high, q[row].high), _mm256_sign_epi8(high, q[row].high));
-          products = _mm256_add_epi32(_mm256_madd_epi16(low_pairs, ones),
-                                      _mm256_madd_epi16(high_pairs, ones));
-        } else {
-          // q < 32: two pairs sum to at most 4 x 31 x 128 in int16.
-          const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(q[row].low, low),
-                                                 _mm256_maddubs_epi16(q[row].high, high));
-          products = _mm256_madd_epi16(pairs, ones);
-          if constexpr (!has_min(Layout)) products = _mm256_add_epi32(products, correction);
-        }
-        __m256& sum = this->sums_[row][column];
-        sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(products),
-                              _mm256_mul_ps(scales[row], activation_scale), sum);
-        if constexpr (has_min(Layout)) {
-          sum = _mm256_fmadd_ps(mins[row], _mm256_castsi256_ps(correction), sum);
+        unpack(row);
+        accumulate(q[row], scales[row], mins[row], a, this->sums_[row][0]);
+      }
+    } else {
+      for (int row = 0; row < Rows; ++row) unpack(row);
+      for (int column = 0; column < Columns; ++column) {
+        const Activations a = activations(column, block);
+        for (int row = 0; row < Rows; ++row) {
+          accumulate(q[row], scales[row], mins[row], a, this->sums_[row][column]);
         }
       }
+    }
+  }
+
+  static void accumulate(const PairWeights& q, __m256 scales, __m256 mins, const Activations& a,
+                         __m256& sum) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i products;
+    if constexpr (Layout.bits == 8) {
+      // |w| x (a with w's sign): at most 2 x 128 x 127 per int16 pair, no saturation.
+      const __m256i low_pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(q.low, q.low),
+                                                     _mm256_sign_epi8(a.low, q.low));
+      const __m256i high_pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(q.high, q.high),
+                                                      _mm256_sign_epi8(a.high, q.high));
+      products = _mm256_add_epi32(_mm256_madd_epi16(low_pairs, ones),
+                                  _mm256_madd_epi16(high_pairs, ones));
+    } else {
+      // q < 32: two pairs sum to at most 4 x 31 x 128 in int16.
+      const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(q.low, a.low),
+                                             _mm256_maddubs_epi16(q.high, a.high));
+      products = _mm256_madd_epi16(pairs, ones);
+      if constexpr (!has_min(Layout)) products = _mm256_add_epi32(products, a.correction);
+    }
+    sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(products), _mm256_mul_ps(scales, a.scale), sum);
+    if constexpr (has_min(Layout)) {
+      sum = _mm256_fmadd_ps(mins, _mm256_castsi256_ps(a.correction), sum);
     }
   }
 };
@@ -190,9 +277,9 @@ inline void widen_block(const uint8_t* block, __m256 (&widened)[4]) {
     }
   }
   // scale * q + (min, or -offset * scale, which is exact): one rounding, as dequantize_row.
-  const __m256 shift =
-      has_min(Layout) ? _mm256_set1_ps(_cvtsh_ss(load_u16(block + Layout.min_at)))
-                      : _mm256_set1_ps(-static_cast<float>(Layout.offset) * scale_value);
+  const __m256 shift = has_min(Layout)
+                           ? _mm256_set1_ps(_cvtsh_ss(load_u16(block + Layout.min_at)))
+                           : _mm256_set1_ps(-static_cast<float>(Layout.offset) * scale_value);
   for (int group = 0; group < 4; ++group) {
     widened[group] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q[group]), scale, shift);
   }
@@ -254,7 +341,8 @@ void RoundActivations<Layout>::run(const float* in, void* out, int64_t n) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(destination.low), _mm256_castsi256_si128(bytes));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(destination.high),
                      _mm256_extracti128_si256(bytes, 1));
-    const __m256i sums = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+    const __m256i sums =
+        _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
     __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(sums), _mm256_extracti128_si256(sums, 1));
     sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, 0x4e));
     sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, 0xb1));
@@ -267,6 +355,21 @@ void RoundActivations<Layout>::run(const float* in, void* out, int64_t n) {
 
 const BlockKernels* kernels(BlockType type) {
   return vector_kernels<IntegerTile, FloatTile, RoundActivations>(type);
+}
+
+const BlockKernels* interleaved_kernels(BlockType type) {
+  static const BlockKernels table[5] = {
+      interleaved_kernels_of<IntegerTile, BlockType::q4_0, kQ4_0, kQ4_0Interleaved>(
+          *kernels(BlockType::q4_0)),
+      interleaved_kernels_of<IntegerTile, BlockType::q4_1, kQ4_1, kQ4_1Interleaved>(
+          *kernels(BlockType::q4_1)),
+      interleaved_kernels_of<IntegerTile, BlockType::q5_0, kQ5_0, kQ5_0Interleaved>(
+          *kernels(BlockType::q5_0)),
+      interleaved_kernels_of<IntegerTile, BlockType::q5_1, kQ5_1, kQ5_1Interleaved>(
+          *kernels(BlockType::q5_1)),
+      interleaved_kernels_of<IntegerTile, BlockType::q8_0, kQ8_0, kQ8_0Interleaved>(
+          *kernels(BlockType::q8_0))};
+  return pick(type, table);
 }
 
 }  // namespace fornace::cpu::legacy::avx2

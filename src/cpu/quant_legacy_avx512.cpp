@@ -88,12 +88,6 @@ inline __m512 adjacent_scale_lanes(const uint8_t* scales) {
   return lanes_of_four_halves(bits);
 }
 
-inline __mmask64 load_mask(const uint8_t* source) {
-  uint64_t bits;
-  std::memcpy(&bits, source, sizeof bits);
-  return _cvtu64_mask64(bits);
-}
-
 // ScalarMasks: the fifth bits' masks from general registers (pext), which leaves the vector
 // pipes to the products of several columns; else from vector shuffles (faster for one column).
 template <const BlockLayout& Layout, bool ScalarMasks>
@@ -115,9 +109,16 @@ inline QuadWeights unpack_quad(const uint8_t* quad) {
     q.low = _mm512_and_si512(packed, nibble);
     q.high = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
     if constexpr (Layout.bits == 5) {
+      // The plane in every lane; lane k tests bit k (elements 0-15 of block k) and bit 4 + k.
+      const __m512i plane = _mm512_broadcast_i32x4(load_128(quad + Quad::kFifthBitsAt));
+      const __m512i low_bit =
+          _mm512_set_epi32(0x08080808, 0x08080808, 0x08080808, 0x08080808, 0x04040404, 0x04040404,
+                           0x04040404, 0x04040404, 0x02020202, 0x02020202, 0x02020202, 0x02020202,
+                           0x01010101, 0x01010101, 0x01010101, 0x01010101);
       const __m512i fifth = _mm512_set1_epi8(16);
-      q.low = _mm512_mask_add_epi8(q.low, load_mask(quad + Quad::kLowBitsAt), q.low, fifth);
-      q.high = _mm512_mask_add_epi8(q.high, load_mask(quad + Quad::kHighBitsAt), q.high, fifth);
+      q.low = _mm512_mask_add_epi8(q.low, _mm512_test_epi8_mask(plane, low_bit), q.low, fifth);
+      q.high = _mm512_mask_add_epi8(
+          q.high, _mm512_test_epi8_mask(plane, _mm512_slli_epi32(low_bit, 4)), q.high, fifth);
     }
     if constexpr (has_min(Layout)) q.mins = adjacent_scale_lanes(quad + Quad::kMinsAt);
     return q;
@@ -333,11 +334,12 @@ inline BlockFields interleaved_fields(const uint8_t* quad, int index) {
   BlockFields fields{values, values + 64, 0,
                      _cvtsh_ss(load_u16(quad + Quad::kScalesAt + 2 * index))};
   if constexpr (Layout.bits == 5) {
-    uint64_t low_bits, high_bits;
-    std::memcpy(&low_bits, quad + Quad::kLowBitsAt, sizeof low_bits);
-    std::memcpy(&high_bits, quad + Quad::kHighBitsAt, sizeof high_bits);
-    fields.high_bits = static_cast<uint32_t>((low_bits >> (16 * index)) & 0xffff) |
-                       static_cast<uint32_t>((high_bits >> (16 * index)) & 0xffff) << 16;
+    const __m128i plane = load_128(quad + Quad::kFifthBitsAt);
+    fields.high_bits = static_cast<uint32_t>(_mm_test_epi8_mask(
+                           plane, _mm_set1_epi8(static_cast<char>(1 << index)))) |
+                       static_cast<uint32_t>(
+                           _mm_test_epi8_mask(plane, _mm_set1_epi8(static_cast<char>(16 << index))))
+                           << 16;
   }
   if constexpr (has_min(Layout)) {
     fields.min = _cvtsh_ss(load_u16(quad + Quad::kMinsAt + 2 * index));
@@ -352,8 +354,8 @@ inline void widen_block(const BlockFields& fields, __m512& low, __m512& high) {
   const __m512 scale = _mm512_set1_ps(fields.scale);
   if constexpr (Layout.bits == 8) {
     low = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(load_128(fields.values))), scale);
-    high = _mm512_mul_ps(
-        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(load_128(fields.high_values))), scale);
+    high = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(load_128(fields.high_values))),
+                         scale);
     return;
   }
   const __m128i packed = load_128(fields.values);
@@ -363,8 +365,8 @@ inline void widen_block(const BlockFields& fields, __m512& low, __m512& high) {
   if constexpr (Layout.bits == 5) {
     const __m512i fifth = _mm512_set1_epi32(16);
     low_q = _mm512_mask_add_epi32(low_q, static_cast<__mmask16>(fields.high_bits), low_q, fifth);
-    high_q = _mm512_mask_add_epi32(high_q, static_cast<__mmask16>(fields.high_bits >> 16),
-                                   high_q, fifth);
+    high_q = _mm512_mask_add_epi32(high_q, static_cast<__mmask16>(fields.high_bits >> 16), high_q,
+                                   fifth);
   }
   // scale * q + (min, or -offset * scale, which is exact): one rounding, as dequantize_row.
   const __m512 shift = has_min(Layout)
@@ -459,25 +461,12 @@ BlockKernels kernels_with_widening(BlockType type) {
   return kernels;
 }
 
-// The kernels of interleaved rows of `Layout`: the integer tiles and prefill's widening on the
-// quads as they are, dequantize_row on quads put back as stored; no f32-input kernel (a layer
-// with f32 input keeps its rows as stored).
+// The interleaved kernels, with prefill's widening on the quads as they are.
 template <BlockType Type, const BlockLayout& Layout, const BlockLayout& Interleaved>
-BlockKernels interleaved_kernels_of() {
-  BlockKernels kernels = *vector_kernels<IntegerTile, FloatTile, RoundActivations>(Type);
-  kernels.dequantize_row = [](const void* quads, float* out, int64_t n) {
-    for_each_deinterleaved_quad<Layout>(quads, out, n, portable::kernels(Type)->dequantize_row);
-  };
+BlockKernels interleaved_kernels_with_widening() {
+  BlockKernels kernels = interleaved_kernels_of<IntegerTile, Type, Layout, Interleaved>(
+      *vector_kernels<IntegerTile, FloatTile, RoundActivations>(Type));
   kernels.widen_row_bf16 = widen_interleaved_row_bf16<Layout>;
-  kernels.quantize_row = nullptr;
-  kernels.dot_rows = [](const void* weights, size_t weight_row_bytes, int64_t rows,
-                        const void* activations, size_t activation_row_bytes, int64_t columns,
-                        int64_t n, float* out, int64_t out_stride) {
-    dot_tiles<TileOf<IntegerTile, Interleaved>::template type>(
-        weights, weight_row_bytes, rows, activations, activation_row_bytes, columns, n, out,
-        out_stride);
-  };
-  kernels.dot_rows_f32 = nullptr;
   return kernels;
 }
 
@@ -485,20 +474,19 @@ BlockKernels interleaved_kernels_of() {
 
 const BlockKernels* interleaved_kernels(BlockType type) {
   static const BlockKernels table[5] = {
-      interleaved_kernels_of<BlockType::q4_0, kQ4_0, kQ4_0Interleaved>(),
-      interleaved_kernels_of<BlockType::q4_1, kQ4_1, kQ4_1Interleaved>(),
-      interleaved_kernels_of<BlockType::q5_0, kQ5_0, kQ5_0Interleaved>(),
-      interleaved_kernels_of<BlockType::q5_1, kQ5_1, kQ5_1Interleaved>(),
-      interleaved_kernels_of<BlockType::q8_0, kQ8_0, kQ8_0Interleaved>()};
+      interleaved_kernels_with_widening<BlockType::q4_0, kQ4_0, kQ4_0Interleaved>(),
+      interleaved_kernels_with_widening<BlockType::q4_1, kQ4_1, kQ4_1Interleaved>(),
+      interleaved_kernels_with_widening<BlockType::q5_0, kQ5_0, kQ5_0Interleaved>(),
+      interleaved_kernels_with_widening<BlockType::q5_1, kQ5_1, kQ5_1Interleaved>(),
+      interleaved_kernels_with_widening<BlockType::q8_0, kQ8_0, kQ8_0Interleaved>()};
   return pick(type, table);
 }
 
 const BlockKernels* kernels(BlockType type) {
-  static const BlockKernels table[5] = {kernels_with_widening<kQ4_0>(BlockType::q4_0),
-                                        kernels_with_widening<kQ4_1>(BlockType::q4_1),
-                                        kernels_with_widening<kQ5_0>(BlockType::q5_0),
-                                        kernels_with_widening<kQ5_1>(BlockType::q5_1),
-                                        kernels_with_widening<kQ8_0>(BlockType::q8_0)};
+  static const BlockKernels table[5] = {
+      kernels_with_widening<kQ4_0>(BlockType::q4_0), kernels_with_widening<kQ4_1>(BlockType::q4_1),
+      kernels_with_widening<kQ5_0>(BlockType::q5_0), kernels_with_widening<kQ5_1>(BlockType::q5_1),
+      kernels_with_widening<kQ8_0>(BlockType::q8_0)};
   return pick(type, table);
 }
 

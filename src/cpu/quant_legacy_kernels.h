@@ -21,11 +21,11 @@ constexpr int64_t kBlockElements = 32;
 // A value is scale * (q - offset) + min.
 struct BlockLayout {
   size_t bytes;
-  int min_at;        // f16 min (after the f16 scale at 0)
-  int high_bits_at;  // uint32 of fifth bits
-  int values_at;     // nibbles, or int8 values for Q8_0
-  int bits;          // 4, 5 or 8
-  int offset;        // subtracted from an unsigned q (Q8_0's values are signed: 0)
+  int min_at;                // f16 min (after the f16 scale at 0)
+  int high_bits_at;          // uint32 of fifth bits
+  int values_at;             // nibbles, or int8 values for Q8_0
+  int bits;                  // 4, 5 or 8
+  int offset;                // subtracted from an unsigned q (Q8_0's values are signed: 0)
   bool interleaved = false;  // quads rearranged by interleave_quads (InterleavedQuad)
 };
 constexpr BlockLayout kQ4_0{18, -1, -1, 2, 4, 8};
@@ -48,14 +48,14 @@ constexpr BlockLayout kQ8_0Interleaved = interleaved(kQ8_0);
 
 // A quad of 4 blocks as interleave_quads rearranges it (the same bytes). Q8_0: elements 0-15 of
 // the blocks (block k at byte 16k), then elements 16-31, as the activation quads hold them. The
-// nibble formats: the blocks' 16 nibble bytes, block k at byte 16k; for 5-bit formats, the fifth
-// bits of elements 0-15 of every block (16 bits a block, block k at bit 16k), then those of
-// elements 16-31. Then the 4 f16 scales, and the 4 f16 mins where the format has them. Each
-// field loads whole: values as 512-bit registers, fifth bits as two 64-bit masks.
+// nibble formats: the blocks' 16 nibble bytes, block k at byte 16k; for 5-bit formats, a plane
+// of 16 bytes of fifth bits: bit k of byte i is element i's of block k, bit 4 + k element
+// 16 + i's. Then the 4 f16 scales, and the 4 f16 mins where the format has them. Each field
+// loads whole; the plane, broadcast to every 128-bit lane, gives each lane's fifth bits by one
+// test against a bit (AVX-512 masks) or one shift to bit 4 (AVX2: add_plane_bits).
 template <const BlockLayout& Layout>
 struct InterleavedQuad {
-  static constexpr int kLowBitsAt = 64;
-  static constexpr int kHighBitsAt = 72;
+  static constexpr int kFifthBitsAt = 64;
   static constexpr int kScalesAt = Layout.bits == 8 ? 128 : Layout.bits == 5 ? 80 : 64;
   static constexpr int kMinsAt = kScalesAt + 8;
   static_assert(kScalesAt + (has_min(Layout) ? 16 : 8) == 4 * Layout.bytes);
@@ -111,7 +111,8 @@ struct ActivationSlot {
             quad.scale + kLanesPerBlock * slot};
   }
 };
-using ActivationBlock = ActivationSlot<const ActivationQuad, const int8_t, const int32_t, const float>;
+using ActivationBlock =
+    ActivationSlot<const ActivationQuad, const int8_t, const int32_t, const float>;
 using ActivationOutput = ActivationSlot<ActivationQuad, int8_t, int32_t, float>;
 inline ActivationBlock activation_block(const void* row, int64_t block) {
   return ActivationBlock::of(static_cast<const ActivationQuad*>(row), block);
@@ -124,12 +125,13 @@ const BlockKernels* kernels(BlockType type);
 }
 namespace avx2 {
 const BlockKernels* kernels(BlockType type);
-}
-namespace avx512 {
-const BlockKernels* kernels(BlockType type);
 // The legacy formats' interleaved quads; null for other types.
 const BlockKernels* interleaved_kernels(BlockType type);
-}
+}  // namespace avx2
+namespace avx512 {
+const BlockKernels* kernels(BlockType type);
+const BlockKernels* interleaved_kernels(BlockType type);
+}  // namespace avx512
 
 namespace {
 
@@ -144,12 +146,21 @@ inline uint32_t load_u32(const uint8_t* source) {
   return value;
 }
 
+// Block `index`'s 32 fifth bits (bit j: element j's) from an interleaved quad's plane.
+inline uint32_t fifth_bits_of(const uint8_t* plane, int index) {
+  uint32_t bits = 0;
+  for (int i = 0; i < 16; ++i) {
+    bits |= static_cast<uint32_t>((plane[i] >> index) & 1) << i |
+            static_cast<uint32_t>((plane[i] >> (4 + index)) & 1) << (16 + i);
+  }
+  return bits;
+}
+
 // One quad of 4 blocks of `Layout` to the interleaved arrangement (InterleavedQuad) and back.
 template <const BlockLayout& Layout>
 void interleave_quad(const uint8_t* blocks, uint8_t* quad) {
   using Quad = InterleavedQuad<Layout>;
-  uint64_t low_bits = 0;
-  uint64_t high_bits = 0;
+  uint8_t plane[16] = {};
   for (int index = 0; index < 4; ++index) {
     const uint8_t* block = blocks + index * Layout.bytes;
     std::memcpy(quad + 16 * index, block + Layout.values_at, 16);
@@ -162,25 +173,18 @@ void interleave_quad(const uint8_t* blocks, uint8_t* quad) {
     }
     if constexpr (Layout.bits == 5) {
       const uint32_t bits = load_u32(block + Layout.high_bits_at);
-      low_bits |= static_cast<uint64_t>(bits & 0xffff) << (16 * index);
-      high_bits |= static_cast<uint64_t>(bits >> 16) << (16 * index);
+      for (int i = 0; i < 16; ++i) {
+        plane[i] |= static_cast<uint8_t>(((bits >> i) & 1) << index | ((bits >> (16 + i)) & 1)
+                                                                          << (4 + index));
+      }
     }
   }
-  if constexpr (Layout.bits == 5) {
-    std::memcpy(quad + Quad::kLowBitsAt, &low_bits, 8);
-    std::memcpy(quad + Quad::kHighBitsAt, &high_bits, 8);
-  }
+  if constexpr (Layout.bits == 5) std::memcpy(quad + Quad::kFifthBitsAt, plane, 16);
 }
 
 template <const BlockLayout& Layout>
 void deinterleave_quad(const uint8_t* quad, uint8_t* blocks) {
   using Quad = InterleavedQuad<Layout>;
-  uint64_t low_bits = 0;
-  uint64_t high_bits = 0;
-  if constexpr (Layout.bits == 5) {
-    std::memcpy(&low_bits, quad + Quad::kLowBitsAt, 8);
-    std::memcpy(&high_bits, quad + Quad::kHighBitsAt, 8);
-  }
   for (int index = 0; index < 4; ++index) {
     uint8_t* block = blocks + index * Layout.bytes;
     std::memcpy(block, quad + Quad::kScalesAt + 2 * index, 2);
@@ -188,8 +192,7 @@ void deinterleave_quad(const uint8_t* quad, uint8_t* blocks) {
       std::memcpy(block + Layout.min_at, quad + Quad::kMinsAt + 2 * index, 2);
     }
     if constexpr (Layout.bits == 5) {
-      const auto bits = static_cast<uint32_t>((low_bits >> (16 * index)) & 0xffff) |
-                        static_cast<uint32_t>((high_bits >> (16 * index)) & 0xffff) << 16;
+      const uint32_t bits = fifth_bits_of(quad + Quad::kFifthBitsAt, index);
       std::memcpy(block + Layout.high_bits_at, &bits, 4);
     }
     std::memcpy(block + Layout.values_at, quad + 16 * index, 16);
@@ -355,7 +358,8 @@ void dot_columns(const uint8_t* weights, size_t weight_row_bytes, int64_t rows,
       tile.run(n);
       float sums[kStreams];
       tile.store(sums, 1);
-      for (int stream = 0; stream < kStreams; ++stream) out[first + stream * spacing] = sums[stream];
+      for (int stream = 0; stream < kStreams; ++stream)
+        out[first + stream * spacing] = sums[stream];
     });
   }
   for (; row + kRowsPerPass <= rows; row += kRowsPerPass) {
@@ -375,9 +379,9 @@ void dot_columns(const uint8_t* weights, size_t weight_row_bytes, int64_t rows,
 // Columns beyond kQuantMaxColumns go in further passes over the weights.
 static_assert(kQuantMaxColumns == 4);
 template <template <int, int> class Tile>
-void dot_tiles(const void* weights, size_t weight_row_bytes, int64_t rows,
-               const void* activations, size_t activation_row_bytes, int64_t columns, int64_t n,
-               float* out, int64_t out_stride) {
+void dot_tiles(const void* weights, size_t weight_row_bytes, int64_t rows, const void* activations,
+               size_t activation_row_bytes, int64_t columns, int64_t n, float* out,
+               int64_t out_stride) {
   const auto* bytes = static_cast<const uint8_t*>(weights);
   for (int64_t column = 0; column < columns; column += kQuantMaxColumns) {
     const void* first = static_cast<const uint8_t*>(activations) + column * activation_row_bytes;
@@ -430,27 +434,48 @@ struct TileOf {
   using type = Tile<Layout, Rows, Columns>;
 };
 
+// dot_rows on IntegerTile<Layout, Rows, Columns> tiles.
+template <template <const BlockLayout&, int, int> class IntegerTile, const BlockLayout& Layout>
+void tiled_dot_rows(const void* weights, size_t weight_row_bytes, int64_t rows,
+                    const void* activations, size_t activation_row_bytes, int64_t columns,
+                    int64_t n, float* out, int64_t out_stride) {
+  dot_tiles<TileOf<IntegerTile, Layout>::template type>(
+      weights, weight_row_bytes, rows, activations, activation_row_bytes, columns, n, out,
+      out_stride);
+}
+
 template <template <const BlockLayout&, int, int> class IntegerTile,
           template <const BlockLayout&, int, int> class FloatTile,
           template <const BlockLayout&> class RoundActivations, const BlockLayout& Layout>
 BlockKernels vector_kernels_of(BlockType type) {
   BlockKernels kernels = *portable::kernels(type);
   kernels.quantize_activations = RoundActivations<Layout>::run;
-  kernels.dot_rows = [](const void* weights, size_t weight_row_bytes, int64_t rows,
-                        const void* activations, size_t activation_row_bytes, int64_t columns,
-                        int64_t n, float* out, int64_t out_stride) {
-    dot_tiles<TileOf<IntegerTile, Layout>::template type>(weights, weight_row_bytes, rows,
-                                                         activations, activation_row_bytes,
-                                                         columns, n, out, out_stride);
-  };
+  kernels.dot_rows = tiled_dot_rows<IntegerTile, Layout>;
   kernels.dot_rows_f32 = [](const void* weights, size_t weight_row_bytes, int64_t rows,
                             const float* activations, int64_t activation_stride, int64_t columns,
                             int64_t n, float* out, int64_t out_stride) {
-    dot_tiles<TileOf<FloatTile, Layout>::template type>(weights, weight_row_bytes, rows,
-                                                       activations,
-                                                       activation_stride * sizeof(float), columns,
-                                                       n, out, out_stride);
+    dot_tiles<TileOf<FloatTile, Layout>::template type>(
+        weights, weight_row_bytes, rows, activations, activation_stride * sizeof(float), columns, n,
+        out, out_stride);
   };
+  return kernels;
+}
+
+// The kernels of interleaved rows of `Layout` (Interleaved: its interleaved twin) from a vector
+// ISA's table: the integer tiles on the quads as they are, dequantize_row on quads put back as
+// stored; no f32-input kernel (a layer with f32 input keeps its rows as stored), no quantize_row,
+// and no widen_row_bf16 unless the ISA adds its own.
+template <template <const BlockLayout&, int, int> class IntegerTile, BlockType Type,
+          const BlockLayout& Layout, const BlockLayout& Interleaved>
+BlockKernels interleaved_kernels_of(const BlockKernels& stored) {
+  BlockKernels kernels = stored;
+  kernels.dequantize_row = [](const void* quads, float* out, int64_t n) {
+    for_each_deinterleaved_quad<Layout>(quads, out, n, portable::kernels(Type)->dequantize_row);
+  };
+  kernels.widen_row_bf16 = nullptr;
+  kernels.quantize_row = nullptr;
+  kernels.dot_rows = tiled_dot_rows<IntegerTile, Interleaved>;
+  kernels.dot_rows_f32 = nullptr;
   return kernels;
 }
 

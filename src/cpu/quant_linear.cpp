@@ -207,15 +207,15 @@ std::string quantized_kernel_name() {
                                              std::to_string(prefetch.bytes_ahead >> 10) +
                                              " KiB ahead"
                                        : "");
+  const std::string interleaved =
+      interleaves_quantized_rows() ? ", Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 quads interleaved at load" : "";
   switch (active_isa()) {
     case Isa::avx512:
-      return "8-bit activation blocks, int8 dot (AVX-512 VNNI)" + rows +
-             (interleaves_quantized_rows() ? ", Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 quads interleaved at load"
-                                           : "") +
-             "; from " + std::to_string(kWidenedGemmMinRows) +
+      return "8-bit activation blocks, int8 dot (AVX-512 VNNI)" + rows + interleaved + "; from " +
+             std::to_string(kWidenedGemmMinRows) +
              " rows, weights widened to bf16 for the bf16 GEMM";
     case Isa::avx2:
-      return "8-bit activation blocks, int8 dot (AVX2)" + rows;
+      return "8-bit activation blocks, int8 dot (AVX2)" + rows + interleaved;
     default:
       return "8-bit activation blocks, portable" + rows;
   }

@@ -22,7 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kFormat[] = "fornace packed weights 1\n";
+// 2: interleaved quads keep their fifth bits as a plane (InterleavedQuad); an earlier entry reads as a miss.
+constexpr char kFormat[] = "fornace packed weights 2\n";
 constexpr size_t kHeaderLimit = size_t{1} << 20;
 constexpr size_t kPayloadAlignment = 4096;
 constexpr size_t kFormAlignment = 64;  // As PackedWeights places forms.

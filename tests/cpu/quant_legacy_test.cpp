@@ -105,9 +105,9 @@ std::vector<uint8_t> blocks_with_fields(BlockType type, int64_t blocks,
 }
 
 // Scales in a range that keeps the dot products far from overflow.
-const std::vector<uint16_t> kOrdinaryScales = {0x2e66 /* 0.1 */, 0xa8cd /* -0.0375 */,
+const std::vector<uint16_t> kOrdinaryScales = {0x2e66 /* 0.1 */,   0xa8cd /* -0.0375 */,
                                                0x3000 /* 0.125 */, 0x1f00 /* 0.0069 */,
-                                               0xb266 /* -0.2 */, 0x0000};
+                                               0xb266 /* -0.2 */,  0x0000};
 
 TEST(LegacyQuant, DequantizeRowFollowsTheFormatDefinition) {
   // Positive, negative, zero, negative zero, subnormal (smallest, largest, negative), the largest
@@ -233,8 +233,8 @@ std::vector<float> quantizer_input(int64_t blocks) {
 }
 
 // Round trip: each element within half a step (|d|/2) of its input, plus what rounding d and m
-// to f16 moves (2^-11 relative or 2^-25 absolute, times |q| <= 2^bits); an element truncated at the top level
-// (q = 2^bits - 1: Q4_0 and Q5_0 map -max / d to 2^bits, and cap it) is within one step.
+// to f16 moves (2^-11 relative or 2^-25 absolute, times |q| <= 2^bits); an element truncated at the
+// top level (q = 2^bits - 1: Q4_0 and Q5_0 map -max / d to 2^bits, and cap it) is within one step.
 TEST(LegacyQuant, QuantizeRowRoundTripsWithinHalfAStep) {
   constexpr int64_t kBlocks = 60;
   const std::vector<float> x = quantizer_input(kBlocks);
@@ -250,11 +250,15 @@ TEST(LegacyQuant, QuantizeRowRoundTripsWithinHalfAStep) {
       const double step = std::fabs(f16_value(read_u16(start)));
       const double min = has_min(type) ? std::fabs(f16_value(read_u16(start + 2))) : 0.0;
       // f16 rounding: 2^-11 relative, or 2^-25 absolute where the value is subnormal.
-      auto f16_error = [](double value) { return std::max(std::ldexp(value, -11), std::ldexp(1.0, -25)); };
-      const double f16_slack = std::ldexp(f16_error(step), bits) + (has_min(type) ? f16_error(min) : 0.0);
+      auto f16_error = [](double value) {
+        return std::max(std::ldexp(value, -11), std::ldexp(1.0, -25));
+      };
+      const double f16_slack =
+          std::ldexp(f16_error(step), bits) + (has_min(type) ? f16_error(min) : 0.0);
       for (int j = 0; j < 32; ++j) {
         const int64_t k = block * 32 + j;
-        const bool capped = !has_min(type) && bits < 8 && stored_q(type, start, j) == (1 << bits) - 1;
+        const bool capped =
+            !has_min(type) && bits < 8 && stored_q(type, start, j) == (1 << bits) - 1;
         const double allowed =
             (capped ? 1.0 : 0.5) * step * (1 + 1e-6) + f16_slack + 1e-7 * std::fabs(x[k]);
         ASSERT_LE(std::fabs(decoded[k] - x[k]), allowed)
@@ -304,7 +308,7 @@ struct DotShape {
 };
 // From 32 rows of one column, Intel's decode reads 4 rows a pass, a quarter of the rows apart
 // (decode_row_streams), and the rest one by one.
-constexpr DotShape kDotShapes[] = {{1, 1, 32},  {3, 2, 64},  {4, 4, 96},   {5, 3, 896},
+constexpr DotShape kDotShapes[] = {{1, 1, 32},  {3, 2, 64},   {4, 4, 96},   {5, 3, 896},
                                    {9, 4, 160}, {2, 1, 4864}, {7, 4, 1024}, {4, 1, 32},
                                    {3, 1, 416}, {32, 1, 64},  {35, 1, 896}, {131, 1, 32}};
 
@@ -361,10 +365,9 @@ TEST(LegacyQuant, DotRowsMatchDoubleLoops) {
             EXPECT_NEAR(got, exact_rounded, 2e-6 * magnitude_rounded + 1e-30) << where;
             EXPECT_NEAR(got_f32, exact, 2e-6 * magnitude + 1e-30) << where;
             // What 8-bit activations add against f32 ones.
-            EXPECT_LE(std::fabs(got - exact),
-                      quant_test::activation_rounding_bound(w.data(), x_row, shape.n,
-                                                            format.block_elements) +
-                          2e-6 * magnitude_rounded)
+            EXPECT_LE(std::fabs(got - exact), quant_test::activation_rounding_bound(
+                                                  w.data(), x_row, shape.n, format.block_elements) +
+                                                  2e-6 * magnitude_rounded)
                 << where;
           }
         }
@@ -387,48 +390,55 @@ TEST(LegacyQuant, InterleavedKernelsGiveExactlyWhatTheStoredBlocksGive) {
     GTEST_SKIP() << "no interleaved kernels on " << cpu::isa_name(cpu::detected_isa());
   }
   EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q4_k, 256, cpu::Isa::avx512));
-  for (BlockType type : kLegacyTypes) {
-    const cpu::BlockKernels& stored_kernels = cpu::block_kernels(type, cpu::Isa::avx512);
-    const cpu::BlockKernels& kernels = cpu::interleaved_block_kernels(type, cpu::Isa::avx512);
-    EXPECT_EQ(kernels.dot_rows_f32, nullptr);
-    for (const DotShape& shape : {DotShape{1, 1, 128}, DotShape{5, 3, 896}, DotShape{2, 6, 4864},
-                                  DotShape{9, 4, 256}, DotShape{4, 2, 384}, DotShape{37, 1, 256}}) {
-      const size_t row_bytes = block_row_bytes(type, shape.n);
-      std::vector<uint8_t> weights = blocks_with_fields(type, shape.rows * shape.n / 32,
-                                                        kOrdinaryScales, shape.n + shape.rows);
-      std::vector<uint8_t> interleaved(weights.size());
-      cpu::interleave_rows(type, weights.data(), interleaved.data(), shape.rows, shape.n);
-      const std::vector<float> x =
-          quant_test::uniform(shape.columns * shape.n, -2.0f, 2.0f, shape.n);
-      const size_t activation_bytes = kernels.activation_row_bytes(shape.n);
-      std::vector<uint8_t> activations(shape.columns * activation_bytes);
-      for (int64_t column = 0; column < shape.columns; ++column) {
-        kernels.quantize_activations(x.data() + column * shape.n,
-                                     activations.data() + column * activation_bytes, shape.n);
-      }
-      std::vector<float> expected(shape.columns * shape.rows);
-      std::vector<float> got(shape.columns * shape.rows);
-      stored_kernels.dot_rows(weights.data(), row_bytes, shape.rows, activations.data(),
-                              activation_bytes, shape.columns, shape.n, expected.data(),
-                              shape.rows);
-      kernels.dot_rows(interleaved.data(), row_bytes, shape.rows, activations.data(),
-                       activation_bytes, shape.columns, shape.n, got.data(), shape.rows);
-      const std::string where = label(type, cpu::Isa::avx512) + ", " +
-                                std::to_string(shape.rows) + "x" + std::to_string(shape.n) +
-                                ", " + std::to_string(shape.columns) + " columns";
-      EXPECT_EQ(0, std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)))
-          << where;
-      for (int64_t row = 0; row < shape.rows; ++row) {
-        std::vector<float> stored_values(shape.n), values(shape.n);
-        stored_kernels.dequantize_row(weights.data() + row * row_bytes, stored_values.data(),
-                                      shape.n);
-        kernels.dequantize_row(interleaved.data() + row * row_bytes, values.data(), shape.n);
-        EXPECT_EQ(values, stored_values) << where << ", row " << row;
-        std::vector<uint16_t> stored_bf16(shape.n), bf16(shape.n);
-        stored_kernels.widen_row_bf16(weights.data() + row * row_bytes, stored_bf16.data(),
-                                      shape.n);
-        kernels.widen_row_bf16(interleaved.data() + row * row_bytes, bf16.data(), shape.n);
-        EXPECT_EQ(bf16, stored_bf16) << where << ", row " << row;
+  EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q4_0, 128, cpu::Isa::portable));
+  // One arrangement serves every ISA that has interleaved kernels (AVX-512 and AVX2).
+  for (cpu::Isa isa : supported_isas()) {
+    if (!cpu::has_interleaved_kernels(BlockType::q5_0, 128, isa)) continue;
+    for (BlockType type : kLegacyTypes) {
+      const cpu::BlockKernels& stored_kernels = cpu::block_kernels(type, isa);
+      const cpu::BlockKernels& kernels = cpu::interleaved_block_kernels(type, isa);
+      EXPECT_EQ(kernels.dot_rows_f32, nullptr);
+      for (const DotShape& shape :
+           {DotShape{1, 1, 128}, DotShape{5, 3, 896}, DotShape{2, 6, 4864}, DotShape{9, 4, 256},
+            DotShape{4, 2, 384}, DotShape{37, 1, 256}}) {
+        const size_t row_bytes = block_row_bytes(type, shape.n);
+        std::vector<uint8_t> weights = blocks_with_fields(type, shape.rows * shape.n / 32,
+                                                          kOrdinaryScales, shape.n + shape.rows);
+        std::vector<uint8_t> interleaved(weights.size());
+        cpu::interleave_rows(type, weights.data(), interleaved.data(), shape.rows, shape.n);
+        const std::vector<float> x =
+            quant_test::uniform(shape.columns * shape.n, -2.0f, 2.0f, shape.n);
+        const size_t activation_bytes = kernels.activation_row_bytes(shape.n);
+        std::vector<uint8_t> activations(shape.columns * activation_bytes);
+        for (int64_t column = 0; column < shape.columns; ++column) {
+          kernels.quantize_activations(x.data() + column * shape.n,
+                                       activations.data() + column * activation_bytes, shape.n);
+        }
+        std::vector<float> expected(shape.columns * shape.rows);
+        std::vector<float> got(shape.columns * shape.rows);
+        stored_kernels.dot_rows(weights.data(), row_bytes, shape.rows, activations.data(),
+                                activation_bytes, shape.columns, shape.n, expected.data(),
+                                shape.rows);
+        kernels.dot_rows(interleaved.data(), row_bytes, shape.rows, activations.data(),
+                         activation_bytes, shape.columns, shape.n, got.data(), shape.rows);
+        const std::string where = label(type, isa) + ", " + std::to_string(shape.rows) + "x" +
+                                  std::to_string(shape.n) + ", " + std::to_string(shape.columns) +
+                                  " columns";
+        EXPECT_EQ(0, std::memcmp(got.data(), expected.data(), got.size() * sizeof(float))) << where;
+        for (int64_t row = 0; row < shape.rows; ++row) {
+          std::vector<float> stored_values(shape.n), values(shape.n);
+          stored_kernels.dequantize_row(weights.data() + row * row_bytes, stored_values.data(),
+                                        shape.n);
+          kernels.dequantize_row(interleaved.data() + row * row_bytes, values.data(), shape.n);
+          EXPECT_EQ(values, stored_values) << where << ", row " << row;
+          ASSERT_EQ(kernels.widen_row_bf16 == nullptr, stored_kernels.widen_row_bf16 == nullptr);
+          if (kernels.widen_row_bf16 == nullptr) continue;
+          std::vector<uint16_t> stored_bf16(shape.n), bf16(shape.n);
+          stored_kernels.widen_row_bf16(weights.data() + row * row_bytes, stored_bf16.data(),
+                                        shape.n);
+          kernels.widen_row_bf16(interleaved.data() + row * row_bytes, bf16.data(), shape.n);
+          EXPECT_EQ(bf16, stored_bf16) << where << ", row " << row;
+        }
       }
     }
   }
@@ -439,12 +449,13 @@ TEST(LegacyQuant, InterleavedKernelsGiveExactlyWhatTheStoredBlocksGive) {
 TEST(LegacyQuant, QuantizeActivationsFollowsTheLayout) {
   constexpr int64_t kBlocks = 5;
   std::vector<float> x = quant_test::uniform(kBlocks * 32, -3.0f, 3.0f, 21);
-  x[40] = 5.0f;  // block 1's largest magnitude
+  x[40] = 5.0f;                               // block 1's largest magnitude
   for (int j = 64; j < 96; ++j) x[j] = 0.0f;  // block 2: all zero
   for (BlockType type : kLegacyTypes) {
     for (cpu::Isa isa : supported_isas()) {
       const cpu::BlockKernels& kernels = cpu::block_kernels(type, isa);
-      ASSERT_EQ(kernels.activation_row_bytes(kBlocks * 32), 2 * sizeof(cpu::legacy::ActivationQuad));
+      ASSERT_EQ(kernels.activation_row_bytes(kBlocks * 32),
+                2 * sizeof(cpu::legacy::ActivationQuad));
       std::vector<uint8_t> row(kernels.activation_row_bytes(kBlocks * 32), 0xaa);
       kernels.quantize_activations(x.data(), row.data(), kBlocks * 32);
       for (int64_t block = 0; block < 8; ++block) {
@@ -457,7 +468,9 @@ TEST(LegacyQuant, QuantizeActivationsFollowsTheLayout) {
         const float scale = max_magnitude / 127.0f;
         for (int j = 0; j < 32; ++j) {
           const int expected =
-              block < kBlocks && scale > 0 ? static_cast<int>(std::nearbyint(x[block * 32 + j] * (1.0f / scale))) : 0;
+              block < kBlocks && scale > 0
+                  ? static_cast<int>(std::nearbyint(x[block * 32 + j] * (1.0f / scale)))
+                  : 0;
           ASSERT_EQ(j < 16 ? got.low[j] : got.high[j - 16], expected)
               << label(type, isa) << " block " << block;
           sum += expected;

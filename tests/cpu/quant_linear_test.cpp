@@ -129,8 +129,8 @@ void check_layer(const Layer& layer, int64_t rows, ActivationRounding rounding, 
   const int64_t output_stride = layer.outputs + 3;
   std::vector<float> input = quant_test::uniform(rows * input_stride, -2.0f, 2.0f, rows);
   std::vector<float> output(rows * output_stride, NAN);
-  const cpu::QuantizedLinearProblem problem = problem_of(
-      layer, input, input_stride, rows, output, output_stride, rounding, with_bias);
+  const cpu::QuantizedLinearProblem problem =
+      problem_of(layer, input, input_stride, rows, output, output_stride, rounding, with_bias);
   cpu::quantized_linear(problem);
   expect_double_loop(layer, problem, where);
 }
@@ -214,8 +214,7 @@ TEST(QuantizedLinear, GroupsOfLayersOverOneInputMatchTheirDoubleLoops) {
           for (const Layer& layer : layers) {
             outputs.emplace_back(rows * (layer.outputs + 2), NAN);
             problems.push_back(problem_of(layer, input, input_stride, rows, outputs.back(),
-                                          layer.outputs + 2, rounding,
-                                          layer.outputs % 2 == 1));
+                                          layer.outputs + 2, rounding, layer.outputs % 2 == 1));
           }
           cpu::quantized_linear_group(problems.data(), static_cast<int>(problems.size()));
           for (size_t index = 0; index < layers.size(); ++index) {
@@ -253,8 +252,7 @@ TEST(QuantizedLinear, GroupsRefuseLayersThatDoNotShareTheInput) {
   problems[1].activation_rounding = ActivationRounding::int8;
   cpu::quantized_linear_group(problems, 2);
   EXPECT_THROW(cpu::quantized_linear_group(problems, 0), Error);
-  std::vector<cpu::QuantizedLinearProblem> too_many(cpu::kMaxQuantizedGroupLayers + 1,
-                                                     problems[0]);
+  std::vector<cpu::QuantizedLinearProblem> too_many(cpu::kMaxQuantizedGroupLayers + 1, problems[0]);
   EXPECT_THROW(cpu::quantized_linear_group(too_many.data(), static_cast<int>(too_many.size())),
                Error);
 }
@@ -267,55 +265,63 @@ TEST(QuantizedLinear, InterleavedRowsGiveExactlyWhatTheStoredRowsGive) {
     GTEST_SKIP() << "no interleaved kernels on " << cpu::isa_name(cpu::detected_isa());
   }
   EXPECT_TRUE(cpu::has_interleaved_kernels(cpu::detected_isa()));
-  EXPECT_FALSE(cpu::has_interleaved_kernels(cpu::Isa::avx2));
+  EXPECT_TRUE(cpu::has_interleaved_kernels(cpu::Isa::avx2));
   EXPECT_FALSE(cpu::has_interleaved_kernels(cpu::Isa::portable));
-  EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q5_0, 896, cpu::Isa::avx2));
+  EXPECT_TRUE(cpu::has_interleaved_kernels(BlockType::q5_0, 896, cpu::Isa::avx2));
   EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q5_0, 96, cpu::Isa::avx512));
+  EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q5_0, 96, cpu::Isa::avx2));
   EXPECT_FALSE(cpu::has_interleaved_kernels(BlockType::q6_k, 1024, cpu::Isa::avx512));
-  for (auto [type, outputs] :
-       {std::pair{BlockType::q5_0, 37}, std::pair{BlockType::q5_0, 1027},
-        std::pair{BlockType::q4_0, 37}, std::pair{BlockType::q4_1, 1027},
-        std::pair{BlockType::q5_1, 37}, std::pair{BlockType::q8_0, 1027}}) {
-    Layer layer = make_layer(type, 896, outputs);
-    // Packed rows: interleaved rows are whole quads back to back.
-    const size_t row_bytes = block_row_bytes(layer.type, layer.depth);
-    std::vector<uint8_t> stored(outputs * row_bytes);
-    for (int64_t r = 0; r < outputs; ++r) {
-      std::memcpy(stored.data() + r * row_bytes, layer.weight.data() + r * layer.row_bytes,
-                  row_bytes);
-    }
-    layer.weight = stored;
-    layer.row_bytes = row_bytes;
-    Layer interleaved = layer;
-    cpu::interleave_rows(layer.type, stored.data(), interleaved.weight.data(), outputs,
-                         layer.depth);
-    ASSERT_NE(interleaved.weight, stored);
-    for (int threads : {1, 2}) {
-      set_num_threads(threads);
-      for (int64_t rows : {1, 3, 5, 40}) {
-        for (ActivationRounding rounding : {ActivationRounding::int8, ActivationRounding::int8x2}) {
-          std::vector<float> input = quant_test::uniform(rows * layer.depth, -2.0f, 2.0f, rows);
-          std::vector<float> expected(rows * outputs, NAN);
-          std::vector<float> got(rows * outputs, NAN);
-          cpu::quantized_linear(problem_of(layer, input, layer.depth, rows, expected, outputs,
-                                           rounding, true));
-          cpu::QuantizedLinearProblem problem = problem_of(interleaved, input, layer.depth, rows,
-                                                           got, outputs, rounding, true);
-          problem.interleaved = true;
-          cpu::quantized_linear(problem);
-          ASSERT_EQ(0, std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)))
-              << block_format(type).name << ", " << outputs << " outputs, " << rows << " rows, "
-              << threads << " threads, " << activation_rounding_name(rounding);
+  for (cpu::Isa isa : quant_test::supported_isas()) {
+    if (!cpu::has_interleaved_kernels(isa)) continue;
+    cpu::set_isa(isa);
+    for (auto [type, outputs] :
+         {std::pair{BlockType::q5_0, 37}, std::pair{BlockType::q5_0, 1027},
+          std::pair{BlockType::q4_0, 37}, std::pair{BlockType::q4_1, 1027},
+          std::pair{BlockType::q5_1, 37}, std::pair{BlockType::q8_0, 1027}}) {
+      Layer layer = make_layer(type, 896, outputs);
+      // Packed rows: interleaved rows are whole quads back to back.
+      const size_t row_bytes = block_row_bytes(layer.type, layer.depth);
+      std::vector<uint8_t> stored(outputs * row_bytes);
+      for (int64_t r = 0; r < outputs; ++r) {
+        std::memcpy(stored.data() + r * row_bytes, layer.weight.data() + r * layer.row_bytes,
+                    row_bytes);
+      }
+      layer.weight = stored;
+      layer.row_bytes = row_bytes;
+      Layer interleaved = layer;
+      cpu::interleave_rows(layer.type, stored.data(), interleaved.weight.data(), outputs,
+                           layer.depth);
+      ASSERT_NE(interleaved.weight, stored);
+      for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        for (int64_t rows : {1, 3, 5, 40}) {
+          for (ActivationRounding rounding :
+               {ActivationRounding::int8, ActivationRounding::int8x2}) {
+            std::vector<float> input = quant_test::uniform(rows * layer.depth, -2.0f, 2.0f, rows);
+            std::vector<float> expected(rows * outputs, NAN);
+            std::vector<float> got(rows * outputs, NAN);
+            cpu::quantized_linear(
+                problem_of(layer, input, layer.depth, rows, expected, outputs, rounding, true));
+            cpu::QuantizedLinearProblem problem =
+                problem_of(interleaved, input, layer.depth, rows, got, outputs, rounding, true);
+            problem.interleaved = true;
+            cpu::quantized_linear(problem);
+            ASSERT_EQ(0, std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)))
+                << block_format(type).name << " on " << cpu::isa_name(isa) << ", " << outputs
+                << " outputs, " << rows << " rows, " << threads << " threads, "
+                << activation_rounding_name(rounding);
+          }
         }
       }
+      std::vector<float> input(layer.depth, 1.0f);
+      std::vector<float> output(outputs);
+      cpu::QuantizedLinearProblem f32_input = problem_of(interleaved, input, layer.depth, 1, output,
+                                                         outputs, ActivationRounding::f32, false);
+      f32_input.interleaved = true;
+      EXPECT_THROW(cpu::quantized_linear(f32_input), Error);
     }
-    std::vector<float> input(layer.depth, 1.0f);
-    std::vector<float> output(outputs);
-    cpu::QuantizedLinearProblem f32_input = problem_of(interleaved, input, layer.depth, 1, output,
-                                                       outputs, ActivationRounding::f32, false);
-    f32_input.interleaved = true;
-    EXPECT_THROW(cpu::quantized_linear(f32_input), Error);
   }
+  cpu::reset_isa();
   set_num_threads(0);
   std::vector<uint8_t> odd(block_row_bytes(BlockType::q5_0, 96));
   EXPECT_THROW(cpu::interleave_rows(BlockType::q5_0, odd.data(), odd.data(), 1, 96), Error);
