@@ -218,7 +218,7 @@ void dot_rows_tiled(const GemvArguments& arguments, int64_t begin, int64_t end) 
 // sums of a row come out as two vectors with no reduction across lanes. A panel is one
 // sequential stream and the panels follow one another. Unroll independent k steps keep
 // enough vdpbf16ps in flight for one or two input rows; with more rows, each step prefetches
-// its lines kPrefetchBytes further on, as dot_tile does (on Intel into L2 4 KiB ahead, the
+// its lines kPrefetchBytes further on, as dot_tile does (on Intel into L2 3 KiB ahead, the
 // StreamPrefetch plan: micro-matmul gate_proj and down_proj, 4 rows, 2 threads, 20.3-21.5 ->
 // 25.2-26.7 GB/s).
 template <int Rows, int Unroll>

@@ -23,9 +23,12 @@ inline void prefetch_lines(const void* address) {
 
 // How a decode kernel prefetches each weight row's stream, as measured per vendor: on Zen 5
 // into L1 at the kernel's own distance, or not at all where it gives none; on Intel (model 167)
-// into L2, 4 KiB ahead (1-16 KiB into L1 were no faster than none). Synthetic 0.5B decode, paired:
+// into L2, 3 KiB ahead (1-16 KiB into L1 were no faster than none). Synthetic 0.5B decode, paired:
 // AVX-512 against L1, Q4_0 +14-18 %, Q8_0 +12-14 %, Q4_K_M +16-20 %, Q5_K_M +10-12 %; AVX2
-// against none, Q4_0 29 -> 59 tok/s, Q8_0 25 -> 48, Q4_K_M 22 -> 48.
+// against none, Q4_0 29 -> 59 tok/s, Q8_0 25 -> 48, Q4_K_M 22 -> 48. 3 KiB against 4 KiB (the
+// decode kernels reading 4 rows a pass, 3 alternations): the 1.5B's Q4_K 27.7-28.1 -> 29.9-31.0
+// tok/s, Q5_K 23.0-23.6 -> 23.3-24.1, Q8_0 17.8-18.1 -> 18.0-18.2; the 0.5B's Q4_0 84.7-86.4 ->
+// 87.4-89.6, Q4_K_M 74.3-74.8 -> 75.6-76.0, BF16 27.7-28.1 -> 27.4-28.1; Q6_K 17.5-21.0 both.
 struct StreamPrefetch {
   bool into_l2 = false;
   int64_t bytes_ahead = 0;  // 0: no software prefetch
@@ -64,7 +67,7 @@ int64_t run_row_streams(int64_t rows, int streams, Pass&& pass) {
 
 // The vendor's plan; `l1_bytes_ahead` is the kernel's distance on Zen, into L1 (0: none).
 inline StreamPrefetch stream_prefetch(int64_t l1_bytes_ahead) {
-  if (cpu_features().intel) return {true, int64_t{4} << 10};
+  if (cpu_features().intel) return {true, int64_t{3} << 10};
   return {false, l1_bytes_ahead};
 }
 

@@ -32,7 +32,7 @@ TEST(KernelChoices, NameTheActiveLevelAndTheKernelsItPicks) {
     expect_contains(avx2, "gemm bf16: 6x16 f32");
     expect_contains(avx2, "attention bf16: f32 FMA (AVX2)");
     // The decode kernels' prefetch plan is the vendor's: into L2 on Intel, named only there.
-    EXPECT_EQ(avx2.find("prefetched into L2 4 KiB ahead") != std::string::npos,
+    EXPECT_EQ(avx2.find("prefetched into L2 3 KiB ahead") != std::string::npos,
               cpu::cpu_features().intel)
         << avx2;
   }
