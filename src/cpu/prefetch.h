@@ -9,6 +9,9 @@
 
 namespace fornace::cpu {
 
+// Whether the CPU is Intel, read once: the decode kernels ask per tile of rows.
+inline const bool kIntelCpu = cpu_features().intel;
+
 // Where prefetched lines go.
 enum class PrefetchInto { l1 = 3, l2 = 2 };
 
@@ -52,7 +55,7 @@ struct StreamPrefetch {
 // 36.7-37.6; the model, paired: Q4_0 75.4-75.6 -> 86.8-88.7 tok/s, Q8_0 51.2-52.0 -> 56.2-56.8,
 // the 1.5B's Q4_K 24.2-24.5 -> 26.4-26.9, Q5_K and Q6_K within noise); 1 on Zen, whose
 // measured plan is one row at a time.
-inline int decode_row_streams() { return cpu_features().intel ? 4 : 1; }
+inline int decode_row_streams() { return kIntelCpu ? 4 : 1; }
 
 // Where decode reads `streams` rows a pass (decode_row_streams) and each stream holds at least 8
 // rows: pass(first, spacing) for first in [0, rows / streams), each pass reading rows first,
@@ -67,7 +70,7 @@ int64_t run_row_streams(int64_t rows, int streams, Pass&& pass) {
 
 // The vendor's plan; `l1_bytes_ahead` is the kernel's distance on Zen, into L1 (0: none).
 inline StreamPrefetch stream_prefetch(int64_t l1_bytes_ahead) {
-  if (cpu_features().intel) return {true, int64_t{3} << 10};
+  if (kIntelCpu) return {true, int64_t{3} << 10};
   return {false, l1_bytes_ahead};
 }
 
