@@ -1,6 +1,7 @@
 // quantized_linear() on the Qwen2.5-0.5B shapes beside the bf16 linear(): decode GEMV GB/s of
 // weights read (1 input row, weights cycled past the last-level cache) and prefill GEMM GFLOP/s
-// (512 input rows), per legacy block type; decode also with one copy of q_proj that stays in L2.
+// (512 input rows), per legacy block type; decode also with one copy of q_proj that stays in L2;
+// and decode on two Qwen2.5-1.5B shapes, whose rows are whole K-quant blocks, for the K-quants too.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -34,7 +35,9 @@ struct Shape {
 constexpr Shape kShapes[] = {{"q_proj", 896, 896},
                              {"gate_proj", 4864, 896},
                              {"down_proj", 896, 4864},
-                             {"lm_head", 151936, 896, true}};
+                             {"lm_head", 151936, 896, true},
+                             {"gate_proj_1.5b", 8960, 1536, true},
+                             {"down_proj_1.5b", 1536, 8960, true}};
 constexpr int64_t kPrefillRows = 512;
 // Decode weights cycle through copies that together exceed the last-level cache.
 constexpr int64_t kDecodeFootprint = int64_t{256} << 20;
@@ -175,12 +178,14 @@ void register_run(const std::string& name, const Shape& shape, int64_t rows, int
 
 const bool kRegistered = [] {
   const BlockType types[] = {BlockType::bf16, BlockType::q8_0, BlockType::q4_0, BlockType::q4_1,
-                             BlockType::q5_0, BlockType::q5_1};
+                             BlockType::q5_0, BlockType::q5_1, BlockType::q4_k, BlockType::q5_k,
+                             BlockType::q6_k};
   for (const Shape& shape : kShapes) {
     for (int64_t rows : {int64_t{1}, kPrefillRows}) {
       if (rows > 1 && shape.decode_only) continue;
       for (int threads : {1, 2}) {
         for (BlockType type : types) {
+          if (shape.depth % fornace::block_format(type).block_elements != 0) continue;
           for (fornace::ActivationRounding rounding : kRoundings) {
             if (rounding != fornace::ActivationRounding::int8 &&
                 (rows > 1 || type == BlockType::bf16)) {
@@ -196,6 +201,7 @@ const bool kRegistered = [] {
     }
   }
   for (BlockType type : types) {
+    if (kShapes[0].depth % fornace::block_format(type).block_elements != 0) continue;
     for (fornace::ActivationRounding rounding :
          {fornace::ActivationRounding::int8, fornace::ActivationRounding::int8x2}) {
       if (type == BlockType::bf16 && rounding != fornace::ActivationRounding::int8) continue;
