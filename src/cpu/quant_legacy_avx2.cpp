@@ -42,35 +42,30 @@ struct PairWeights {
   __m256i high;
 };
 
-// The fifth bits of half `half` of an interleaved quad as bytes of 16 or 0: the plane in both
-// lanes, each lane's bit shifted to bit 4 (lane L of the low elements holds block 2 half + L's,
-// bit 2 half + L of the plane; of the high elements bit 4 + 2 half + L). A 32-bit shift keeps
+// The fifth bits of half `Half` of an interleaved quad as bytes of 16 or 0: the plane in both
+// lanes, each lane's bit shifted to bit 4 (lane L of the low elements holds block 2 Half + L's,
+// bit 2 Half + L of the plane; of the high elements bit 4 + 2 Half + L). A 32-bit shift keeps
 // each byte's bit 4 from the same byte, as every shift is under 8.
-inline void add_plane_bits(const uint8_t* plane, int half, PairWeights& q) {
+template <int Half>
+inline void add_plane_bits(const uint8_t* plane, PairWeights& q) {
   const __m256i bits = _mm256_broadcastsi128_si256(load_128(plane));
   const __m256i fifth = _mm256_set1_epi8(16);
-  const __m256i low_shift = _mm256_set_epi32(3, 3, 3, 3, 4, 4, 4, 4);
-  const __m256i high_shift = _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0);
-  const __m256i twice_half = _mm256_set1_epi32(2 * half);
-  const __m256i low = _mm256_sllv_epi32(bits, _mm256_sub_epi32(low_shift, twice_half));
-  const __m256i high = _mm256_srlv_epi32(bits, _mm256_add_epi32(high_shift, twice_half));
+  const __m256i low = _mm256_sllv_epi32(
+      bits, _mm256_set_epi32(3 - 2 * Half, 3 - 2 * Half, 3 - 2 * Half, 3 - 2 * Half,
+                             4 - 2 * Half, 4 - 2 * Half, 4 - 2 * Half, 4 - 2 * Half));
+  const __m256i high = _mm256_srlv_epi32(
+      bits, _mm256_set_epi32(1 + 2 * Half, 1 + 2 * Half, 1 + 2 * Half, 1 + 2 * Half, 2 * Half,
+                             2 * Half, 2 * Half, 2 * Half));
   q.low = _mm256_or_si256(q.low, _mm256_and_si256(low, fifth));
   q.high = _mm256_or_si256(q.high, _mm256_and_si256(high, fifth));
 }
 
-// The pair of blocks a step reads from `source`, the first of them block `block` of its row:
-// stored blocks, or half of an interleaved quad (InterleavedQuad), whose fields load whole.
-template <const BlockLayout& Layout>
+// The pair of blocks a step reads at `first`: stored blocks, or half `Half` of the interleaved
+// quad at `first` (InterleavedQuad), whose fields load whole.
+template <const BlockLayout& Layout, int Half>
 struct PairSource {
   const uint8_t* first;  // Of the blocks, or of the quad.
-  int half = 0;
-
-  PairSource(const uint8_t* source, int64_t block) : first(source) {
-    if constexpr (Layout.interleaved) {
-      first = source - block % kQuadBlocks * Layout.bytes;
-      half = static_cast<int>(block % kQuadBlocks / 2);
-    }
-  }
+  static constexpr int half = Half;
 
   PairWeights weights() const {
     if constexpr (Layout.interleaved) {
@@ -78,7 +73,7 @@ struct PairSource {
       if constexpr (Layout.bits == 8) return {load_256(values), load_256(values + 64)};
       PairWeights q = nibbles(load_256(values));
       if constexpr (Layout.bits == 5) {
-        add_plane_bits(first + InterleavedQuad<Layout>::kFifthBitsAt, half, q);
+        add_plane_bits<Half>(first + InterleavedQuad<Layout>::kFifthBitsAt, q);
       }
       return q;
     } else if constexpr (Layout.bits == 8) {
@@ -154,8 +149,11 @@ class IntegerTile : public TileBase<Rows, Columns> {
     constexpr int kBlocks = Layout.interleaved ? kQuadBlocks : kStepBlocks;
     this->template run_steps<kBlocks, Layout.bytes>(
         n, [this, prefetch](const uint8_t* first, size_t row_stride, int64_t block) {
-          for (int pair = 0; pair < kBlocks; pair += kStepBlocks) {
-            step(first + pair * Layout.bytes, row_stride, block + pair, prefetch);
+          if constexpr (Layout.interleaved) {
+            step<0>(first, row_stride, block, prefetch);
+            step<1>(first, row_stride, block + kStepBlocks, prefetch);
+          } else {
+            step<0>(first, row_stride, block, prefetch);
           }
         });
   }
@@ -176,6 +174,7 @@ class IntegerTile : public TileBase<Rows, Columns> {
 
   // One column (decode) takes each row in turn, so that few registers stay live; several
   // columns unpack every row's weights once, then take each column.
+  template <int Half>
   void step(const uint8_t* first, size_t row_stride, int64_t block,
             const StreamPrefetch& prefetch) {
     PairWeights q[Rows];
@@ -183,8 +182,8 @@ class IntegerTile : public TileBase<Rows, Columns> {
     __m256 mins[Rows];
     auto unpack = [&](int row) {
       const uint8_t* source = first + row * row_stride;
-      prefetch.lines<kStepBlocks * Layout.bytes>(source);
-      const PairSource<Layout> pair(source, block);
+      prefetch.lines<kStepBlocks * Layout.bytes>(source + Half * kStepBlocks * Layout.bytes);
+      const PairSource<Layout, Half> pair{source};
       q[row] = pair.weights();
       scales[row] = pair.scales();
       if constexpr (has_min(Layout)) mins[row] = pair.mins();
