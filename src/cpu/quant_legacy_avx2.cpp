@@ -65,11 +65,10 @@ inline void add_plane_bits(const uint8_t* plane, PairWeights& q) {
 template <const BlockLayout& Layout, int Half>
 struct PairSource {
   const uint8_t* first;  // Of the blocks, or of the quad.
-  static constexpr int half = Half;
 
   PairWeights weights() const {
     if constexpr (Layout.interleaved) {
-      const uint8_t* values = first + 32 * half;
+      const uint8_t* values = first + 32 * Half;
       if constexpr (Layout.bits == 8) return {load_256(values), load_256(values + 64)};
       PairWeights q = nibbles(load_256(values));
       if constexpr (Layout.bits == 5) {
@@ -96,14 +95,14 @@ struct PairSource {
   // The blocks' scales, and mins, as f32 lanes, 4 per block.
   __m256 scales() const {
     if constexpr (Layout.interleaved) {
-      return pair_lanes(first + InterleavedQuad<Layout>::kScalesAt + 4 * half, 2);
+      return pair_lanes(first + InterleavedQuad<Layout>::kScalesAt + 4 * Half, 2);
     } else {
       return pair_lanes(first, Layout.bytes);
     }
   }
   __m256 mins() const {
     if constexpr (Layout.interleaved) {
-      return pair_lanes(first + InterleavedQuad<Layout>::kMinsAt + 4 * half, 2);
+      return pair_lanes(first + InterleavedQuad<Layout>::kMinsAt + 4 * Half, 2);
     } else {
       return pair_lanes(first + Layout.min_at, Layout.bytes);
     }
