@@ -30,6 +30,7 @@
 
 #include "cpu/attention_internal.h"
 #include "cpu/cpu_features.h"
+#include "cpu/prefetch.h"
 #include "cpu/simd.h"
 #include "cpu/strided_access.h"
 
@@ -238,24 +239,30 @@ class PrefetchStream {
 
   // Prefetches the next lines_per_step lines, if any are left.
   void step() {
+    if (into_l2_) {
+      step_with<2>();
+    } else {
+      step_with<3>();
+    }
+  }
+
+ private:
+  template <int Locality>
+  void step_with() {
     for (int64_t line = 0; line < lines_per_step_ && row_ != nullptr; ++line) {
-      if (into_l2_) {
-        __builtin_prefetch(row_ + offset_, 0, 2);
-      } else {
-        __builtin_prefetch(row_ + offset_, 0, 3);
-      }
+      __builtin_prefetch(row_ + offset_, 0, Locality);
       offset_ += 64;
       if (offset_ < row_bytes_) continue;
       offset_ = 0;
       row_ += row_stride_;
-      if (++key_ < keys_) continue;
+      if (++row_index_ < rows_) continue;
       ++operand_;
       start_operand();
     }
   }
 
- private:
-  // Points at the first row of the current operand (K, then V), or at nothing when done.
+  // Points at the first row of the current operand (K, then V), or at nothing when done; rows
+  // that follow each other in memory are one run of bytes.
   void start_operand() {
     row_ = nullptr;
     for (; operand_ < 2; ++operand_) {
@@ -268,19 +275,24 @@ class PrefetchStream {
       row_stride_ = input.layout.strides[2] * element_bytes;
       row_ = static_cast<const char*>(input.base) +
              attention_row_offset(input.layout, batch_, head_, first_) * element_bytes;
-      key_ = 0;
+      rows_ = keys_;
+      if (row_stride_ == row_bytes_) {
+        row_bytes_ *= keys_;
+        rows_ = 1;
+      }
+      row_index_ = 0;
       offset_ = 0;
       return;
     }
   }
 
   const AttentionPlan& plan_;
-  const bool into_l2_ = cpu_features().intel;
+  const bool into_l2_ = kIntelCpu;
   int64_t lines_per_step_;
   int64_t batch_, head_, first_, keys_;
   int operand_ = 0;
   const char* row_ = nullptr;
-  int64_t row_bytes_ = 0, row_stride_ = 0, key_ = 0, offset_ = 0;
+  int64_t row_bytes_ = 0, row_stride_ = 0, rows_ = 0, row_index_ = 0, offset_ = 0;
 };
 
 // Transposes the kWidth x kWidth block at `source` (rows `source_stride` apart; f32, or bf16
@@ -697,11 +709,11 @@ inline const uint32_t* round_query_pairs(TileScratch& scratch, int64_t rows, int
   return scratch.query_pairs.data();
 }
 
-// destination[p * D + d] = V[2p][d] in the low half, V[2p + 1][d] in the high half, for the
-// block's keys, and 0 past them up to `padded_keys`; `prefetch` takes a step per 8 pairs.
+// destination[p * D + d] = V[2p][d] in the low half, V[2p + 1][d] in the high half, for pairs
+// [first_pair, end_pair) of the block (0 past its keys); `prefetch` takes a step per 8 pairs.
 inline void pack_value_pairs(const AttentionPlan& plan, int64_t batch, int64_t kv_head,
-                             int64_t block, int64_t block_keys, int64_t padded_keys,
-                             uint32_t* destination, PrefetchStream& prefetch) {
+                             int64_t block, int64_t block_keys, int64_t first_pair,
+                             int64_t end_pair, uint32_t* destination, PrefetchStream& prefetch) {
   const int64_t head_dim = plan.head_dim;
   const uint16_t* values = bf16_rows(plan.value, batch, kv_head, block);
   const int64_t value_stride = plan.value.layout.strides[2];
@@ -718,7 +730,7 @@ inline void pack_value_pairs(const AttentionPlan& plan, int64_t batch, int64_t k
   }();
   const __m512i low = _mm512_load_si512(kIndices[0].data());
   const __m512i high = _mm512_load_si512(kIndices[1].data());
-  for (int64_t pair = 0; 2 * pair < padded_keys; ++pair) {
+  for (int64_t pair = first_pair; pair < end_pair; ++pair) {
     if (pair % 8 == 0) prefetch.step();
     const uint16_t* first = values + 2 * pair * value_stride;
     const bool has_first = 2 * pair < block_keys;
@@ -748,7 +760,7 @@ class PairOperands : public RegisterTileGroups {
     // 8 groups of 16 keys, 8 groups of 16 value pairs, 3 register-tile calls: 19 steps.
     prefetch_.emplace(plan_, batch, kv_head, block + kBlockKeys, kBlockKeys, 32);
     pack_keys(batch, kv_head, block, block_keys);
-    pack_value_pairs(plan_, batch, kv_head, block, block_keys, block_keys,
+    pack_value_pairs(plan_, batch, kv_head, block, block_keys, 0, (block_keys + 1) / 2,
                      scratch_.value_pairs.data(), *prefetch_);
   }
 
@@ -845,8 +857,6 @@ class AmxOperands {
     kv_head_ = kv_head;
     block_ = block;
     block_keys_ = block_keys;
-    pack_value_pairs(plan_, batch, kv_head, block, block_keys, round_up(block_keys, 32),
-                     scratch_.value_pairs.data(), *prefetch_);
   }
 
   void score(int64_t first, int64_t count, int64_t columns) {
@@ -856,8 +866,11 @@ class AmxOperands {
     const uint32_t* query = scratch_.query_by_pair.data() + first;
     alignas(64) float tile[16 * 16];
     alignas(64) float transposed[16 * 16];
+    // The first row group packs V as it goes, so that the core reads K and V side by side.
+    const bool pack = first == 0;
     for (int64_t j = 0; j < columns; j += 16) {
       prefetch_->step();
+      if (pack) pack_pairs(j / 2, j / 2 + 8);
       const uint16_t* rows = keys + j * key_stride;
       int64_t stride = key_stride;
       if (j + 16 > block_keys_) {
@@ -877,6 +890,7 @@ class AmxOperands {
                          _mm512_load_ps(transposed + r * 16));
       }
     }
+    if (pack) pack_pairs(columns / 2, round_up(block_keys_, 32) / 2);
   }
 
   void accumulate(int64_t first, int64_t count, int64_t block_keys, int64_t columns) {
@@ -928,6 +942,11 @@ class AmxOperands {
     }
     _tile_loadconfig(&config);
     configured_rows_ = rows;
+  }
+
+  void pack_pairs(int64_t first_pair, int64_t end_pair) {
+    pack_value_pairs(plan_, batch_, kv_head_, block_, block_keys_, first_pair, end_pair,
+                     scratch_.value_pairs.data(), *prefetch_);
   }
 
   // The block's last keys (fewer than 16) copied into zero-padded rows of D.
