@@ -48,6 +48,7 @@ CpuFeatures detect() {
   features.avx512dq = __builtin_cpu_supports("avx512dq");
   features.avx512_bf16 = __builtin_cpu_supports("avx512bf16");
   features.avx512_vnni = __builtin_cpu_supports("avx512vnni");
+  features.gfni = __builtin_cpu_supports("gfni");
   features.bmi2 = __builtin_cpu_supports("bmi2");
   features.intel = __builtin_cpu_is("intel");
 #endif
@@ -59,8 +60,8 @@ CpuFeatures detect() {
 
 Isa detect_isa(const CpuFeatures& features) {
   if (features.avx512f && features.avx512bw && features.avx512vl && features.avx512dq &&
-      features.avx512_bf16 && features.avx512_vnni && features.bmi2 && features.fma &&
-      features.f16c && features.avx2) {
+      features.avx512_bf16 && features.avx512_vnni && features.gfni && features.bmi2 &&
+      features.fma && features.f16c && features.avx2) {
     return Isa::avx512;
   }
   if (features.avx2 && features.fma && features.f16c) return Isa::avx2;

@@ -15,6 +15,7 @@ struct CpuFeatures {
   bool avx512dq = false;
   bool avx512_bf16 = false;
   bool avx512_vnni = false;
+  bool gfni = false;  // gf2p8affineqb: the K-quant kernels move bits with it.
   bool bmi2 = false;
   // AMX tiles with bf16 dot products, enabled by the OS and granted to this process.
   bool amx_bf16 = false;

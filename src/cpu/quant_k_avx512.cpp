@@ -1,5 +1,6 @@
-// AVX-512 VNNI kernels for Q4_K, Q5_K and Q6_K: levels unpacked in registers, vpdpbusd against
-// the int8 activations, sub-block scales applied by vpdpwssd; and the f32 kernel.
+// AVX-512 VNNI kernels for Q4_K, Q5_K and Q6_K: levels unpacked in registers (Q4_K/Q5_K bits
+// moved by gf2p8affineqb), vpdpbusd against the int8 activations, sub-block scales applied by
+// vpdpwssd; and the f32 kernel.
 #include <immintrin.h>
 
 #include "cpu/prefetch.h"
@@ -49,10 +50,32 @@ constexpr uint16_t byte_entry(int j) { return static_cast<uint16_t>(0x8000 | j);
 // Word w, as a pair_index entry.
 constexpr uint16_t word_entry(int w) { return static_cast<uint16_t>((2 * w + 1) << 8 | 2 * w); }
 
+// A gf2p8affineqb matrix that sets bit `to[i]` of each byte from bit `from[i]` (i < count) and
+// clears the others: output bit j is the parity of the input bits in matrix byte 7 - j.
+constexpr uint64_t bit_moves(const int (&from)[4], const int (&to)[4], int count) {
+  uint64_t matrix = 0;
+  for (int i = 0; i < count; ++i) matrix |= uint64_t{1} << (8 * (7 - to[i]) + from[i]);
+  return matrix;
+}
+constexpr uint64_t kLowNibble = bit_moves({0, 1, 2, 3}, {0, 1, 2, 3}, 4);
+constexpr uint64_t kHighNibble = bit_moves({4, 5, 6, 7}, {0, 1, 2, 3}, 4);
+// Bit `bit` of each byte to bit 4, the others cleared.
+constexpr uint64_t fifth_bit_from(int bit) { return bit_moves({bit}, {4}, 1); }
+
+// `low` in the four qwords of the lower 256 bits, `high` in those of the upper ones.
+inline __m512i matrix_halves(uint64_t low, uint64_t high) {
+  return _mm512_inserti64x4(_mm512_set1_epi64(static_cast<int64_t>(low)),
+                            _mm256_set1_epi64x(static_cast<int64_t>(high)), 1);
+}
+
+// The bytes of `source` moved bit by bit by the matrices of each half (matrix_halves).
+inline __m512i move_bits(__m512i source, __m512i matrices) {
+  return _mm512_gf2p8affine_epi64_epi8(source, matrices, 0);
+}
+
 // The 64 levels of elements 64g..64g+63 of a Q4_K/Q5_K block from its 32 bytes of nibbles.
 inline __m512i nibbles_of_group(const uint8_t* qs, int g) {
-  return _mm512_and_si512(_mm512_srlv_epi16(broadcast_32_bytes(qs + 32 * g), halves_of(0, 4)),
-                          bytes_of(0x0F));
+  return move_bits(broadcast_32_bytes(qs + 32 * g), matrix_halves(kLowNibble, kHighNibble));
 }
 
 // What one weight block contributes: the sub-block scales as int16 pairs, one register per pair
@@ -129,10 +152,9 @@ inline __m512i levels_of(const BlockQ4K& block, int k) { return nibbles_of_group
 
 inline __m512i levels_of(const BlockQ5K& block, int k) {
   // Bit 2k of qh[i] goes to bit 4 of element i (lower half), bit 2k + 1 to element 32 + i.
-  const __m512i high = broadcast_32_bytes(block.qh);
-  const __m512i moved = k < 2 ? _mm512_sllv_epi16(high, halves_of(4 - 2 * k, 3 - 2 * k))
-                              : _mm512_srlv_epi16(high, halves_of(2 * k - 4, 2 * k - 3));
-  return or_masked(nibbles_of_group(block.qs, k), moved, bytes_of(0x10));
+  const __m512i fifth = move_bits(broadcast_32_bytes(block.qh),
+                                  matrix_halves(fifth_bit_from(2 * k), fifth_bit_from(2 * k + 1)));
+  return _mm512_or_si512(nibbles_of_group(block.qs, k), fifth);
 }
 
 inline __m512i levels_of(const BlockQ6K& block, int k) {
