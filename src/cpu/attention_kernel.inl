@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "cpu/amx_tiles.h"
 #include "cpu/attention_internal.h"
 #include "cpu/cpu_features.h"
 #include "cpu/prefetch.h"
@@ -921,13 +922,7 @@ class AmxOperands {
   // The tile shapes for `rows` query rows, loaded when they change.
   void configure(int64_t rows) {
     if (rows == configured_rows_) return;
-    struct alignas(64) Config {
-      uint8_t palette = 1;
-      uint8_t start_row = 0;
-      uint8_t reserved[14] = {};
-      uint16_t bytes_per_row[16] = {};
-      uint8_t rows[16] = {};
-    } config;
+    AmxTileConfig config;
     const auto row_bytes = static_cast<uint16_t>(4 * rows);
     const auto tile_rows = static_cast<uint8_t>(rows);
     const std::array<std::pair<uint8_t, uint16_t>, 6> shapes = {{{16, row_bytes},

@@ -22,7 +22,7 @@ using kernels::kInputRowStrideF32;
 using kernels::kPanelDepthBf16;
 using kernels::kPanelDepthF32;
 
-constexpr int kMaxKernelRows = 12;
+constexpr int kMaxKernelRows = 32;
 constexpr int kMaxKernelColumns = 32;
 // Weight columns packed at a time per thread (the packed block stays in L2).
 constexpr int64_t kColumnBlock = 256;
@@ -77,6 +77,10 @@ GemmKernel select_kernel(DType weight_dtype) {
   switch (active_isa()) {
     case Isa::avx512:
       if (weight_dtype == DType::bf16) {
+        if (amx_selected()) {
+          return {32, 32, kPanelDepthBf16, kInputRowStrideBf16, true,
+                  kernels::gemm_bf16_32x32_amx};
+        }
         return {12, 32, kPanelDepthBf16, kInputRowStrideBf16, true,
                 kernels::gemm_bf16_12x32_avx512};
       }
@@ -549,7 +553,9 @@ void linear_gated(const LinearProblem& gate, const LinearProblem& up, const Gate
 std::string gemm_kernel_name(DType weight_dtype) {
   const GemmKernel kernel = select_kernel(weight_dtype);
   return std::to_string(kernel.rows) + "x" + std::to_string(kernel.columns) +
-         (kernel.bf16_pairs ? " bf16 pairs" : " f32") + ", panels of " +
+         (kernel.bf16_pairs ? " bf16 pairs" : " f32") +
+         (kernel.multiply == kernels::gemm_bf16_32x32_amx ? " on AMX tiles" : "") +
+         ", panels of " +
          std::to_string(kernel.panel_depth) + " k" +
          (kernel.bf16_pairs && packs_bf16_weights() ? ", weights packed at load" : "");
 }

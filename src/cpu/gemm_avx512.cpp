@@ -1,6 +1,8 @@
-// AVX-512 GEMM micro-kernels (vdpbf16ps for bf16 weights, FMA for f32 panels) and bf16 rounding.
+// AVX-512 GEMM micro-kernels (vdpbf16ps or AMX tiles for bf16 weights, FMA for f32 panels) and
+// bf16 rounding.
 #include <immintrin.h>
 
+#include "cpu/amx_tiles.h"
 #include "cpu/gemm_kernels.h"
 #include "cpu/simd.h"  // Also silences GCC 12's false "uninitialized" warnings.
 
@@ -36,11 +38,11 @@ inline void store_tile(const __m512 (&acc)[kRows][2], float* c, int64_t c_stride
 
 // acc += the input rows' k pairs times the weight panel's, over `steps` pairs; with kPrefetch,
 // also prefetches `ahead`, as many bytes a step (128) as the panel gives.
-template <bool kPrefetch>
+template <bool kPrefetch, int kTileRows = kRows>
 [[gnu::always_inline]] inline void multiply_bf16_steps(int64_t steps, const int32_t* input,
                                                        int64_t row_words, const __m512i* weight,
                                                        const char* ahead,
-                                                       __m512 (&acc)[kRows][2]) {
+                                                       __m512 (&acc)[kTileRows][2]) {
   for (int64_t step = 0; step < steps; ++step) {
     if constexpr (kPrefetch) {
       _mm_prefetch(ahead + step * 128, _MM_HINT_T0);
@@ -48,8 +50,8 @@ template <bool kPrefetch>
     }
     __m512bh weight_low = (__m512bh)_mm512_load_si512(weight + 2 * step);
     __m512bh weight_high = (__m512bh)_mm512_load_si512(weight + 2 * step + 1);
-#pragma GCC unroll 12
-    for (int row = 0; row < kRows; ++row) {
+#pragma GCC unroll 16
+    for (int row = 0; row < kTileRows; ++row) {
       __m512bh pair = (__m512bh)_mm512_set1_epi32(input[row * row_words + step]);
       acc[row][0] = _mm512_dpbf16_ps(acc[row][0], pair, weight_low);
       acc[row][1] = _mm512_dpbf16_ps(acc[row][1], pair, weight_high);
@@ -193,6 +195,76 @@ void gemm_f32_12x32_avx512(int64_t steps, const void* input_panel, int64_t input
     }
   }
   store_tile(acc, c, c_stride);
+}
+
+void gemm_bf16_32x32_amx(int64_t steps, const void* input_panel, int64_t input_row_stride,
+                         const void* weight_panel, float* c, int64_t c_stride, bool accumulate,
+                         const float* bias, const void* prefetch) {
+  // Tiles: 0-3 the sums of rows 16i.. by columns 16j.. (tile 2i + j), 4-5 16 input rows by 16 k
+  // pairs, 6-7 16 k pairs by 16 columns (a panel's step is 32 columns x 2 bf16: 128 bytes).
+  static constexpr AmxTileConfig kConfig = full_amx_tiles();
+  _tile_loadconfig(&kConfig);
+  const auto* input = static_cast<const char*>(input_panel);
+  const int64_t input_bytes = input_row_stride * 2;
+  const auto* weight = static_cast<const char*>(weight_panel);
+  const auto* ahead = static_cast<const char*>(prefetch);
+  const int64_t c_bytes = c_stride * 4;
+  if (accumulate) {
+    _tile_loadd(0, c, c_bytes);
+    _tile_loadd(1, c + 16, c_bytes);
+    _tile_loadd(2, c + 16 * c_stride, c_bytes);
+    _tile_loadd(3, c + 16 * c_stride + 16, c_bytes);
+  } else if (bias) {
+    // Every row the bias: a stride of 0.
+    _tile_loadd(0, bias, 0);
+    _tile_loadd(1, bias + 16, 0);
+    _tile_loadd(2, bias, 0);
+    _tile_loadd(3, bias + 16, 0);
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+  int64_t step = 0;
+  for (; step + 16 <= steps; step += 16) {
+    if (ahead) {
+      for (int line = 0; line < 32; ++line) {
+        _mm_prefetch(ahead + step * 128 + 64 * line, _MM_HINT_T0);
+      }
+    }
+    _tile_loadd(4, input + step * 4, input_bytes);
+    _tile_loadd(5, input + 16 * input_bytes + step * 4, input_bytes);
+    _tile_loadd(6, weight + step * 128, 128);
+    _tile_loadd(7, weight + step * 128 + 64, 128);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, c, c_bytes);
+  _tile_stored(1, c + 16, c_bytes);
+  _tile_stored(2, c + 16 * c_stride, c_bytes);
+  _tile_stored(3, c + 16 * c_stride + 16, c_bytes);
+  _tile_release();
+  if (step == steps) return;
+  // The last pairs (fewer than a tile's 16) on vdpbf16ps, 16 rows at a time.
+  const auto* input_words = reinterpret_cast<const int32_t*>(input + step * 4);
+  const auto* weight_steps = reinterpret_cast<const __m512i*>(weight + step * 128);
+  for (int half = 0; half < 2; ++half) {
+    __m512 acc[16][2];
+    float* rows = c + 16 * half * c_stride;
+    for (int row = 0; row < 16; ++row) {
+      acc[row][0] = _mm512_loadu_ps(rows + row * c_stride);
+      acc[row][1] = _mm512_loadu_ps(rows + row * c_stride + 16);
+    }
+    multiply_bf16_steps<false, 16>(steps - step, input_words + 16 * half * (input_bytes / 4),
+                                   input_bytes / 4, weight_steps, nullptr, acc);
+    for (int row = 0; row < 16; ++row) {
+      _mm512_storeu_ps(rows + row * c_stride, acc[row][0]);
+      _mm512_storeu_ps(rows + row * c_stride + 16, acc[row][1]);
+    }
+  }
 }
 
 void convert_f32_to_bf16_avx512(const float* source, uint16_t* destination, int64_t count) {

@@ -31,6 +31,11 @@ using MicroKernel = void (*)(int64_t steps, const void* input_panel, int64_t inp
 void gemm_bf16_12x32_avx512(int64_t steps, const void* input_panel, int64_t input_row_stride,
                             const void* weight_panel, float* c, int64_t c_stride, bool accumulate,
                             const float* bias, const void* prefetch);
+// The same for 32 rows on AMX tiles (cpu::amx_selected()): 16 k pairs a tile product, the last
+// pairs (steps % 16) on vdpbf16ps.
+void gemm_bf16_32x32_amx(int64_t steps, const void* input_panel, int64_t input_row_stride,
+                         const void* weight_panel, float* c, int64_t c_stride, bool accumulate,
+                         const float* bias, const void* prefetch);
 void gemm_f32_12x32_avx512(int64_t steps, const void* input_panel, int64_t input_row_stride,
                            const void* weight_panel, float* c, int64_t c_stride, bool accumulate,
                            const float* bias, const void* prefetch);

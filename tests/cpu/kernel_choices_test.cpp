@@ -41,7 +41,12 @@ TEST(KernelChoices, NameTheActiveLevelAndTheKernelsItPicks) {
     std::string avx512 = cpu::kernel_choices();
     expect_contains(avx512, "isa avx512;");
     expect_contains(avx512, "gemv bf16: bf16 dot over the packed weights, 1-8 rows a pass");
-    expect_contains(avx512, "gemm bf16: 12x32 bf16 pairs, panels of 2048 k, weights packed at load");
+    // The bf16 GEMM runs on AMX tiles where the CPU has them, unless switched off.
+    expect_contains(avx512, cpu::cpu_features().amx_bf16
+                                ? "gemm bf16: 32x32 bf16 pairs on AMX tiles, panels of 2048 k, "
+                                  "weights packed at load"
+                                : "gemm bf16: 12x32 bf16 pairs, panels of 2048 k, weights packed "
+                                  "at load");
     expect_contains(avx512, "weights widened to bf16");
     expect_contains(avx512, "quads interleaved at load");
     // Attention over a bf16 cache runs on AMX tiles where the CPU has them, unless switched off.
@@ -52,6 +57,7 @@ TEST(KernelChoices, NameTheActiveLevelAndTheKernelsItPicks) {
     EXPECT_FALSE(cpu::amx_selected());
     cpu::select_kernels(EngineSettings{});
     expect_contains(without_amx, "attention bf16: bf16 pairs (vdpbf16ps)");
+    expect_contains(without_amx, "gemm bf16: 12x32 bf16 pairs, panels of 2048 k");
     // Either switch keeps the quantized rows as stored, and the words say so.
     for (const char* name : {"FORNACE_INTERLEAVED_QUADS", "FORNACE_PACKED_WEIGHTS"}) {
       cpu::select_kernels(settings_with(name, "0"));

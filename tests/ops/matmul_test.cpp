@@ -26,31 +26,40 @@ using test::error_message;
 struct KernelPath {
   cpu::Isa isa;
   int threads;
+  bool amx = false;  // The bf16 GEMM on AMX tiles (where the CPU has them).
 };
 
 std::vector<KernelPath> supported_paths() {
   std::vector<KernelPath> paths;
   for (cpu::Isa isa : {cpu::Isa::portable, cpu::Isa::avx2, cpu::Isa::avx512}) {
     if (static_cast<int>(isa) > static_cast<int>(cpu::detected_isa())) continue;
-    for (int threads : {1, 2}) paths.push_back({isa, threads});
+    for (int threads : {1, 2}) {
+      paths.push_back({isa, threads});
+      if (isa == cpu::Isa::avx512 && cpu::cpu_features().amx_bf16) {
+        paths.push_back({isa, threads, true});
+      }
+    }
   }
   return paths;
 }
 
 std::string path_name(const testing::TestParamInfo<KernelPath>& info) {
   return std::string(cpu::isa_name(info.param.isa)) + "_threads" +
-         std::to_string(info.param.threads);
+         std::to_string(info.param.threads) + (info.param.amx ? "_amx" : "");
 }
 
 // Forces one ISA and thread count for the test, and restores the defaults after.
 class KernelPathTest : public testing::TestWithParam<KernelPath> {
  protected:
   void SetUp() override {
+    cpu::select_kernels(settings_with("FORNACE_AMX", GetParam().amx ? "1" : "0"));
     cpu::set_isa(GetParam().isa);
     set_num_threads(GetParam().threads);
+    ASSERT_EQ(cpu::amx_selected(), GetParam().amx);
   }
   void TearDown() override {
     cpu::reset_isa();
+    cpu::select_kernels(EngineSettings{});
     set_num_threads(0);
   }
 };
@@ -209,7 +218,7 @@ TEST_P(KernelPathTest, PackedBf16WeightsHoldThePanelLayoutAndMatchTheDoubleLoop)
   ASSERT_EQ(static_cast<int64_t>(layout->bytes()), 2 * 4 * 32 * 2 * 2);  // 2 panels, 4 k pairs
   cpu::select_kernels(settings_with("FORNACE_PACKED_WEIGHTS", "0"));
   EXPECT_EQ(packer.pack(layout_weight), nullptr) << "FORNACE_PACKED_WEIGHTS=0 keeps the weights";
-  cpu::select_kernels(EngineSettings{});
+  cpu::select_kernels(settings_with("FORNACE_AMX", GetParam().amx ? "1" : "0"));
   const auto* packed = static_cast<const uint16_t*>(layout->data());
   const auto* source = layout_weight.data<uint16_t>();
   for (int64_t panel = 0; panel < 2; ++panel) {

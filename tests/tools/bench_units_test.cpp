@@ -615,6 +615,10 @@ TEST(BenchSummary, TheGemmPeakNamesTheInstructionOfTheLevelTheKernelsRanAt) {
   EXPECT_NE(format_markdown_report(data, "Title", "")
                 .find("| GEMM peak | 400 GFLOP/s, register-only 256-bit FMA on every thread"),
             std::string::npos);
+  data.context.kernels = "isa avx512; gemm bf16: 32x32 bf16 pairs on AMX tiles, panels of 2048 k";
+  EXPECT_NE(format_markdown_report(data, "Title", "")
+                .find("| GEMM peak | 400 GFLOP/s, register-only AMX tdpbf16ps on every thread"),
+            std::string::npos);
   data.context.kernels = "";  // Files from before the kernels were recorded measured vdpbf16ps.
   EXPECT_NE(format_markdown_report(data, "Title", "").find(avx512_row), std::string::npos);
 }

@@ -80,8 +80,18 @@ TEST(Roofline, FmaLoopRunsEveryProductItCounts) {
   EXPECT_EQ(roofs::fma_loop(kIterations), 8.0f * 12 * kIterations);
   EXPECT_EQ(roofs::fma_loop_flops(kIterations), 8.0 * 12 * 2 * kIterations);
   EXPECT_GT(roofs::measure_gemm_peak_gflops(cpu::Isa::avx2, 1), 0.0);
-  EXPECT_STREQ(roofs::gemm_peak_name(cpu::Isa::avx2), "256-bit FMA");
-  EXPECT_STREQ(roofs::gemm_peak_name(cpu::Isa::avx512), "vdpbf16ps");
+  EXPECT_STREQ(roofs::gemm_peak_name(cpu::Isa::avx2, false), "256-bit FMA");
+  EXPECT_STREQ(roofs::gemm_peak_name(cpu::Isa::avx512, false), "vdpbf16ps");
+  EXPECT_STREQ(roofs::gemm_peak_name(cpu::Isa::avx512, true), "AMX tdpbf16ps");
+}
+
+TEST(Roofline, AmxDotLoopRunsEveryProductItCountsAndNamesTheGemmPeak) {
+  if (!roofs::has_amx_dot()) GTEST_SKIP() << "no AMX-BF16 granted";
+  // Each element of each of the 4 sum tiles adds 32 products of 1 x 1 per iteration.
+  constexpr int64_t kIterations = 1000;
+  EXPECT_EQ(roofs::amx_dot_loop(kIterations), 4.0f * 32 * kIterations);
+  EXPECT_EQ(roofs::amx_dot_loop_flops(kIterations), 4.0 * 16 * 16 * 32 * 2 * kIterations);
+  EXPECT_GT(roofs::measure_gemm_peak_gflops(cpu::Isa::avx512, 1), 0.0);
 }
 
 }  // namespace

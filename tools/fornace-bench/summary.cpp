@@ -13,15 +13,17 @@
 namespace fornace::bench {
 namespace {
 
-// The instruction of the GEMM peak, by the level the kernels line names ("isa avx2; ..."):
-// vdpbf16ps for files without one, which measured it alone.
+// The instruction of the GEMM peak, by the level the kernels line names ("isa avx2; ...") and
+// whether its bf16 GEMM ran on AMX tiles: vdpbf16ps for files without one, which measured it
+// alone.
 std::string peak_instruction(const BenchContext& context) {
   const std::string prefix = "isa ";
   if (context.kernels.rfind(prefix, 0) == 0) {
     const std::string level =
         context.kernels.substr(prefix.size(), context.kernels.find(';') - prefix.size());
     try {
-      return roofs::gemm_peak_name(cpu::parse_isa(level.c_str()));
+      return roofs::gemm_peak_name(cpu::parse_isa(level.c_str()),
+                                   context.kernels.find(" on AMX tiles") != std::string::npos);
     } catch (const Error&) {
     }
   }

@@ -22,6 +22,8 @@ constexpr int kBf16DotAccumulators = 24;
 constexpr double kFlopsPerBf16Dot = 16 * 2 * 2;  // Lanes x products x (multiply, add).
 constexpr int kFmaAccumulators = 12;
 constexpr double kFlopsPerFma = 8 * 2;  // Lanes x (multiply, add).
+constexpr int kAmxAccumulators = 4;
+constexpr double kFlopsPerAmxDot = 16 * 16 * 32 * 2;  // Rows x columns x depth x (multiply, add).
 
 // Eight independent sums so the loop is bound by loads, not by one add chain.
 uint64_t sum_words_portable(const uint64_t* words, int64_t count) {
@@ -141,6 +143,14 @@ double measure_bf16_dot_peak_gflops(int passes) {
   return measure_loop_gflops(bf16_dot_loop, bf16_dot_loop_flops, passes);
 }
 
+float amx_dot_loop(int64_t iterations) { return kernels::amx_dot_loop_avx512(iterations); }
+
+double amx_dot_loop_flops(int64_t iterations) {
+  return static_cast<double>(iterations) * kAmxAccumulators * kFlopsPerAmxDot;
+}
+
+bool has_amx_dot() { return cpu::amx_selected(); }
+
 float fma_loop(int64_t iterations) { return kernels::fma_loop_avx2(iterations); }
 
 double fma_loop_flops(int64_t iterations) {
@@ -150,6 +160,7 @@ double fma_loop_flops(int64_t iterations) {
 double measure_gemm_peak_gflops(Isa isa, int passes) {
   switch (isa) {
     case Isa::avx512:
+      if (has_amx_dot()) return measure_loop_gflops(amx_dot_loop, amx_dot_loop_flops, passes);
       return measure_bf16_dot_peak_gflops(passes);
     case Isa::avx2:
       if (detected_isa() < Isa::avx2) return 0;
@@ -159,10 +170,10 @@ double measure_gemm_peak_gflops(Isa isa, int passes) {
   }
 }
 
-const char* gemm_peak_name(Isa isa) {
+const char* gemm_peak_name(Isa isa, bool amx_tiles) {
   switch (isa) {
     case Isa::avx512:
-      return "vdpbf16ps";
+      return amx_tiles ? "AMX tdpbf16ps" : "vdpbf16ps";
     case Isa::avx2:
       return "256-bit FMA";
     default:

@@ -39,15 +39,24 @@ bool has_bf16_dot();
 // AVX512_BF16.
 double measure_bf16_dot_peak_gflops(int passes = 3);
 
+// One run of `iterations` steps of 4 independent AMX tile products (tdpbf16ps, 16 x 16 x 32) on
+// the calling thread; returns the sum of one element of each sum tile. The caller checks
+// has_amx_dot() first.
+float amx_dot_loop(int64_t iterations);
+double amx_dot_loop_flops(int64_t iterations);
+// Whether the bf16 GEMM runs on AMX tiles (cpu::amx_selected()).
+bool has_amx_dot();
+
 // One run of `iterations` steps of 12 independent 256-bit FMAs (the AVX2 GEMM's arithmetic);
 // returns the sum of the accumulators. Needs AVX2 and FMA (detected_isa() at least avx2).
 float fma_loop(int64_t iterations);
 // FLOPs that fma_loop performs per thread (8 lanes x multiply and add).
 double fma_loop_flops(int64_t iterations);
 
-// The register-only rate of the arithmetic that `isa`'s GEMM runs: vdpbf16ps at avx512 (the bf16
-// GEMM), 256-bit FMA at avx2 (the f32 GEMM); 0 at portable. gemm_peak_name() names it.
+// The register-only rate of the arithmetic that `isa`'s GEMM runs: AMX tile products at avx512
+// where the bf16 GEMM runs on them, else vdpbf16ps; 256-bit FMA at avx2 (the f32 GEMM); 0 at
+// portable. gemm_peak_name() names it (amx_tiles: the bf16 GEMM ran on AMX tiles).
 double measure_gemm_peak_gflops(Isa isa, int passes = 3);
-const char* gemm_peak_name(Isa isa);
+const char* gemm_peak_name(Isa isa, bool amx_tiles);
 
 }  // namespace fornace::roofs
