@@ -652,12 +652,13 @@ int run_bench(BenchPlan& plan) {
     progress.clear();
     progress.note("[bench] read bandwidth: " + format_fixed(data.context.read_gbs, 1) + " GB/s");
   }
-  progress.measuring("the BF16 dot-product peak");
+  const std::string peak_name = roofs::gemm_peak_name(cpu::active_isa(), roofs::has_amx_dot());
+  progress.measuring("the GEMM peak (" + peak_name + ")");
   data.context.peak_gflops = roofs::measure_gemm_peak_gflops(cpu::active_isa());
   progress.clear();
   if (data.context.peak_gflops > 0) {
-    progress.note("[bench] BF16 dot-product peak: " + format_fixed(data.context.peak_gflops, 0) +
-                  " GFLOP/s");
+    progress.note("[bench] GEMM peak (" + peak_name +
+                  "): " + format_fixed(data.context.peak_gflops, 0) + " GFLOP/s");
   }
 
   std::vector<ChildOutcome> failures;
@@ -741,6 +742,7 @@ int roofs_command(int argc, char** argv) {
     nlohmann::json roofs = {
         {"read_gbs", roofs::measure_read_bandwidth_gbs(kBandwidthBytes, kBandwidthPasses)},
         {"peak_gflops", roofs::measure_gemm_peak_gflops(cpu::active_isa())},
+        {"peak_instruction", roofs::gemm_peak_name(cpu::active_isa(), roofs::has_amx_dot())},
         {"threads", threads},
         {"cpu", cpu.model_name},
         {"cpu_family", cpu.family},

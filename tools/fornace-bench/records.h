@@ -71,8 +71,8 @@ struct RunRecord {
   // and just after this run and averaged (the machine's bandwidth drifts; older files hold the
   // figure before the run only); 0 in files written before it was recorded.
   double read_gbs = 0;
-  // The BF16 dot-product peak, measured around this run like read_gbs (the cores' speed drifts
-  // too); 0 in files written before it was recorded.
+  // The GEMM peak (roofs::gemm_peak_name), measured around this run like read_gbs (the cores'
+  // speed drifts too); 0 in files written before it was recorded.
   double peak_gflops = 0;
   double prefill_gflop = 0;  // Arithmetic of the prefill (matmuls, attention, one lm_head row).
   // The linear ops: their share of prefill_gflop, and the ms they took in prefill and over the
