@@ -12,12 +12,13 @@ namespace {
 constexpr int kRows = 12;
 
 // The accumulator tile starts from c (accumulate), the bias row, or zero.
-inline void load_tile(__m512 (&acc)[kRows][2], const float* c, int64_t c_stride, bool accumulate,
-                      const float* bias) {
+template <int kTileRows>
+inline void load_tile(__m512 (&acc)[kTileRows][2], const float* c, int64_t c_stride,
+                      bool accumulate, const float* bias) {
   __m512 first = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
   __m512 second = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
-#pragma GCC unroll 12
-  for (int row = 0; row < kRows; ++row) {
+#pragma GCC unroll 16
+  for (int row = 0; row < kTileRows; ++row) {
     if (accumulate) {
       acc[row][0] = _mm512_loadu_ps(c + row * c_stride);
       acc[row][1] = _mm512_loadu_ps(c + row * c_stride + 16);
@@ -28,9 +29,10 @@ inline void load_tile(__m512 (&acc)[kRows][2], const float* c, int64_t c_stride,
   }
 }
 
-inline void store_tile(const __m512 (&acc)[kRows][2], float* c, int64_t c_stride) {
-#pragma GCC unroll 12
-  for (int row = 0; row < kRows; ++row) {
+template <int kTileRows>
+inline void store_tile(const __m512 (&acc)[kTileRows][2], float* c, int64_t c_stride) {
+#pragma GCC unroll 16
+  for (int row = 0; row < kTileRows; ++row) {
     _mm512_storeu_ps(c + row * c_stride, acc[row][0]);
     _mm512_storeu_ps(c + row * c_stride + 16, acc[row][1]);
   }
@@ -254,16 +256,10 @@ void gemm_bf16_32x32_amx(int64_t steps, const void* input_panel, int64_t input_r
   for (int half = 0; half < 2; ++half) {
     __m512 acc[16][2];
     float* rows = c + 16 * half * c_stride;
-    for (int row = 0; row < 16; ++row) {
-      acc[row][0] = _mm512_loadu_ps(rows + row * c_stride);
-      acc[row][1] = _mm512_loadu_ps(rows + row * c_stride + 16);
-    }
+    load_tile(acc, rows, c_stride, true, nullptr);
     multiply_bf16_steps<false, 16>(steps - step, input_words + 16 * half * (input_bytes / 4),
                                    input_bytes / 4, weight_steps, nullptr, acc);
-    for (int row = 0; row < 16; ++row) {
-      _mm512_storeu_ps(rows + row * c_stride, acc[row][0]);
-      _mm512_storeu_ps(rows + row * c_stride + 16, acc[row][1]);
-    }
+    store_tile(acc, rows, c_stride);
   }
 }
 
