@@ -130,11 +130,43 @@ void pack_input_panel(const GemmKernel& kernel, const void* input, DType input_d
   }
 }
 
+// Where the bytes of weight row `row` over k in [k_begin, k_begin + k_count) start, and how many.
+struct RowBytes {
+  const char* start;
+  int64_t count;
+};
+RowBytes weight_row_bytes(const LinearProblem& problem, int64_t row, int64_t k_begin,
+                          int64_t k_count) {
+  const BlockWeight& blocks = problem.blocks;
+  if (blocks.widen_row) {
+    const auto step_bytes = static_cast<int64_t>(blocks.step_bytes);
+    return {static_cast<const char*>(blocks.rows) + row * static_cast<int64_t>(blocks.row_bytes) +
+                k_begin / blocks.k_step * step_bytes,
+            k_count / blocks.k_step * step_bytes};
+  }
+  const auto element_bytes = static_cast<int64_t>(dtype_size(problem.weight_dtype));
+  return {static_cast<const char*>(problem.weight) +
+              (row * problem.weight_stride + k_begin) * element_bytes,
+          k_count * element_bytes};
+}
+
 // Packs the weight rows [column_begin, column_begin + kernel.columns) (rows past the weight are
-// zero), k in [k_begin, k_begin + k_count), transposed into the kernel's panel format.
+// zero), k in [k_begin, k_begin + k_count), transposed into the kernel's panel format. Rows in
+// blocks are widened into the thread's scratch first, where the packing reads them from cache.
 void pack_weight_panel(const GemmKernel& kernel, const LinearProblem& problem, int64_t column_begin,
                        int64_t k_begin, int64_t k_count, void* panel) {
   int64_t columns_valid = std::min<int64_t>(kernel.columns, problem.outputs - column_begin);
+  if (problem.blocks.widen_row) {
+    auto* widened = static_cast<uint16_t*>(thread_scratch(
+        ScratchSlot::widened_weight, kernel.columns * k_count * sizeof(uint16_t)));
+    for (int64_t column = 0; column < columns_valid; ++column) {
+      problem.blocks.widen_row(
+          weight_row_bytes(problem, column_begin + column, k_begin, k_count).start,
+          widened + column * k_count, k_count);
+    }
+    kernels::pack_bf16_pairs_avx512(widened, k_count, columns_valid, k_count, panel);
+    return;
+  }
   if (kernel.bf16_pairs) {
     kernels::pack_bf16_pairs_avx512(static_cast<const uint16_t*>(problem.weight) +
                                         column_begin * problem.weight_stride + k_begin,
@@ -200,13 +232,16 @@ class WeightPrefetch {
  public:
   WeightPrefetch(const WeightPanel* panels, int64_t count, int columns, int64_t k_begin,
                  int64_t depth, int64_t slices)
-      : panels_(panels), columns_(columns) {
+      : panels_(panels), columns_(columns), k_begin_(k_begin) {
     if (count <= 0 || slices <= 0 || k_begin >= panels[0].problem->depth) return;
-    const LinearProblem& problem = *panels[0].problem;
-    const int64_t k_count = std::min(depth, problem.depth - k_begin);
-    const int64_t element_bytes = static_cast<int64_t>(dtype_size(problem.weight_dtype));
-    first_byte_ = k_begin * element_bytes;
-    row_lines_ = divide_up(k_count * element_bytes, 64);
+    k_count_ = std::min(depth, panels[0].problem->depth - k_begin);
+    // The longest row of the panels' layers (rows in blocks of different types differ).
+    int64_t row_bytes = 0;
+    for (int64_t panel = 0; panel < count; ++panel) {
+      row_bytes = std::max(row_bytes,
+                           weight_row_bytes(*panels[panel].problem, 0, k_begin, k_count_).count);
+    }
+    row_lines_ = divide_up(row_bytes, 64);
     total_lines_ = count * columns_ * row_lines_;
     lines_per_slice_ = divide_up(total_lines_, slices);
   }
@@ -227,13 +262,13 @@ class WeightPrefetch {
     const LinearProblem& problem = *panel.problem;
     const int64_t row = panel.column + row_in_group % columns_;
     if (row >= problem.outputs) return nullptr;
-    const int64_t row_bytes = problem.weight_stride * dtype_size(problem.weight_dtype);
-    return static_cast<const char*>(problem.weight) + row * row_bytes + first_byte_;
+    return weight_row_bytes(problem, row, k_begin_, k_count_).start;
   }
 
   const WeightPanel* panels_;
   int columns_;
-  int64_t first_byte_ = 0;
+  int64_t k_begin_ = 0;
+  int64_t k_count_ = 0;
   int64_t row_lines_ = 1;
   int64_t total_lines_ = 0;
   int64_t lines_per_slice_ = 0;
@@ -318,10 +353,22 @@ void gemm_layers(const LinearProblem* problems, int count, const GatedProduct* g
         return each.packed_weight != nullptr;
       });
   const int64_t packed_panel_bytes = packed ? packed_bf16_panel_bytes(problem.depth) : 0;
+  // Weights in blocks are widened a whole number of steps at a time.
+  int64_t k_align = 2;
+  for (int index = 0; index < count; ++index) {
+    const BlockWeight& blocks = problems[index].blocks;
+    if (!blocks.widen_row) continue;
+    if (!kernel.bf16_pairs) fail("gemm: weights in blocks need the bf16 kernel");
+    k_align = std::max(k_align, blocks.k_step);
+  }
 
-  // Depth blocks of equal, even length.
-  const int64_t depth_blocks = divide_up(problem.depth, kernel.panel_depth);
-  const int64_t block_depth = round_up(divide_up(problem.depth, depth_blocks), 2);
+  // Depth blocks of equal length (but the last), a multiple of k_align.
+  int64_t depth_blocks = divide_up(problem.depth, kernel.panel_depth);
+  int64_t block_depth = round_up(divide_up(problem.depth, depth_blocks), k_align);
+  while (block_depth > kernel.panel_depth) {
+    block_depth = round_up(divide_up(problem.depth, ++depth_blocks), k_align);
+  }
+  depth_blocks = divide_up(problem.depth, block_depth);
   const int64_t input_panel_bytes = kernel.rows * kernel.input_row_stride * element_bytes;
   const int64_t weight_panel_bytes = kernel.columns * block_depth * element_bytes;
 
@@ -542,11 +589,16 @@ void linear_gated(const LinearProblem& gate, const LinearProblem& up, const Gate
     return;
   }
   gemv_group(layers, 2);
-  // Rows split across the threads (a batched decode step's).
-  ThreadPool::global().run(gate.rows, 1, [&](int64_t begin, int64_t end) {
-    write_gated_product(product, gate.output + begin * gate.output_stride, gate.output_stride,
-                        up.output + begin * up.output_stride, up.output_stride, begin, 0,
-                        end - begin, gate.outputs);
+  write_gated_products(gate.output, gate.output_stride, up.output, up.output_stride, gate.rows,
+                       gate.outputs, product);
+}
+
+void write_gated_products(const float* gate, int64_t gate_stride, const float* up,
+                          int64_t up_stride, int64_t rows, int64_t columns,
+                          const GatedProduct& product) {
+  ThreadPool::global().run(rows, 1, [&](int64_t begin, int64_t end) {
+    write_gated_product(product, gate + begin * gate_stride, gate_stride, up + begin * up_stride,
+                        up_stride, begin, 0, end - begin, columns);
   });
 }
 

@@ -10,6 +10,18 @@
 
 namespace fornace::cpu {
 
+// A weight stored in blocks that the GEMM widens to bf16 as it packs each panel (a quantized
+// prefill), so that the widened rows never leave the thread's cache. Row r's values from k on,
+// for k a multiple of k_step, start at rows + r * row_bytes + k / k_step * step_bytes; widen_row
+// writes n of them (a multiple of k_step) as bf16.
+struct BlockWeight {
+  const void* rows = nullptr;
+  size_t row_bytes = 0;
+  int64_t k_step = 1;
+  size_t step_bytes = 0;
+  void (*widen_row)(const void* blocks, uint16_t* out, int64_t n) = nullptr;
+};
+
 // output[m][n] = sum_k input[m][k] * weight[n][k] + bias[n], for m < rows, n < outputs,
 // k < depth. Rows are contiguous along k (and along n for the output); the strides are between
 // rows, in elements. Accumulation is in f32.
@@ -31,6 +43,10 @@ struct LinearProblem {
   // The same bf16 weight packed by pack_bf16_weight, or null. Only where packs_bf16_weights();
   // the GEMM and the GEMV then read it instead of `weight`.
   const void* packed_weight = nullptr;
+  // Where set (widen_row not null), the weight's rows in blocks, widened as the GEMM packs
+  // them; weight_dtype is then bf16 and `weight` unused. The GEMM only (gemm, gemm_group,
+  // linear_gated with more than kGemvPreferredMaxRows rows), at the AVX-512 level.
+  BlockWeight blocks;
 };
 
 // Whether bf16 weights are packed once at load for the active ISA's kernels: at the AVX-512
@@ -81,6 +97,11 @@ struct GatedProduct {
 // up are in L1, instead of in a pass of its own; gate's and up's outputs serve as its scratch
 // (what they hold after the call is unspecified). `product.output` may be gate's output.
 void linear_gated(const LinearProblem& gate, const LinearProblem& up, const GatedProduct& product);
+// activation(gate) * up into `product` for `rows` rows of `columns`, rows split across the
+// threads (after a decode step's gate and up).
+void write_gated_products(const float* gate, int64_t gate_stride, const float* up,
+                          int64_t up_stride, int64_t rows, int64_t columns,
+                          const GatedProduct& product);
 // Streams the weight once, in blocks of rows that stay in L2 while each group of kGemvMaxRows
 // input rows passes over them; weight rows split across threads.
 // With AVX512_BF16 and bf16 weights, the input is rounded to bf16 (nearest even) first.

@@ -7,7 +7,9 @@
 #include <string>
 
 #include "core/block_type.h"
+#include "core/dtype.h"
 #include "cpu/cpu_features.h"
+#include "cpu/gemm.h"
 
 namespace fornace::cpu {
 
@@ -62,6 +64,8 @@ bool has_interleaved_kernels(Isa isa);
 // Whether the model packs interleaved rows at load: the active ISA has the kernels, and neither
 // FORNACE_PACKED_WEIGHTS=0 nor FORNACE_INTERLEAVED_QUADS=0 is set.
 bool interleaves_quantized_rows();
+// Blocks per interleaved quad: a quad's bytes are its blocks', rearranged.
+constexpr int64_t kInterleavedQuadBlocks = 4;
 // Rearranges `rows` rows of `columns` (block_row_bytes apart, in and out) into interleaved quads;
 // throws Error where has_interleaved_kernels is false at the active ISA.
 void interleave_rows(BlockType type, const void* in, void* out, int64_t rows, int64_t columns);
@@ -72,7 +76,10 @@ const BlockKernels& interleaved_block_kernels(BlockType type, Isa isa);
 
 // output[m][r] = sum_k input[m][k] * W[r][k] + bias[r] for a block-quantized W [outputs, depth].
 struct QuantizedLinearProblem {
-  const float* input = nullptr;
+  // f32 rows; or bf16 rows where the problem runs as the widened BF16 GEMM
+  // (quantized_linear_widens_to_bf16), which rounds its input to bf16 anyway.
+  const void* input = nullptr;
+  DType input_dtype = DType::f32;
   int64_t input_stride = 0;
   int64_t rows = 0;     // M: tokens
   int64_t depth = 0;    // K
@@ -89,21 +96,30 @@ struct QuantizedLinearProblem {
 
 // Runs the problem on the global thread pool: the input is quantized once, then weight rows are
 // split across threads, each block of rows reused from cache for every group of input rows.
-// From kWidenedGemmMinRows rows on (prefill) with AVX512_BF16 and a rounded input, the weight
-// rows are instead widened to bf16 a chunk at a time and multiplied by the BF16 GEMM (cpu/gemm.h),
-// the input rounded to bf16.
+// From kWidenedGemmMinRows rows on (prefill) with AVX512_BF16 and a rounded input, it runs instead
+// as the BF16 GEMM (cpu/gemm.h), which widens the weight rows to bf16 panel by panel as it packs
+// them, the input rounded to bf16.
 void quantized_linear(const QuantizedLinearProblem& problem);
 // Several quantized layers over one input, such as Q, K and V, or gate and up: the problems share
 // input, input stride, rows, depth and input rounding (the block types may differ). The input is
 // rounded once per activation format, and one pass of the threads covers every layer's outputs,
-// so that each small layer does not pay for a hand-off of its own (prefill's widened GEMMs run
-// layer by layer). Throws Error when the problems do not share those.
+// so that each small layer does not pay for a hand-off of its own (prefill's widened GEMM too).
+// Throws Error when the problems do not share those.
 constexpr int kMaxQuantizedGroupLayers = 8;
 void quantized_linear_group(const QuantizedLinearProblem* problems, int count);
 
+// The gate and up layers of a gated MLP (quantized_linear_group's conditions, and equal outputs),
+// then activation(gate) * up into `product`, as linear_gated does: in the widened BF16 GEMM, each
+// tile's product while gate and up are in L1; in decode, after the group. Gate's and up's outputs
+// serve as scratch, and `product.output` may be gate's output.
+void quantized_linear_gated(const QuantizedLinearProblem& gate, const QuantizedLinearProblem& up,
+                            const GatedProduct& product);
+
 constexpr int64_t kWidenedGemmMinRows = 32;
 // Whether quantized_linear runs `problem` as that BF16 GEMM (weights and input rounded to bf16,
-// instead of the input to 8-bit blocks).
+// instead of the input to 8-bit blocks); the first form for any problem of `rows` rows at that
+// rounding whose type has a widening kernel (every type at the AVX-512 level).
+bool quantized_linear_widens_to_bf16(int64_t rows, ActivationRounding rounding);
 bool quantized_linear_widens_to_bf16(const QuantizedLinearProblem& problem);
 // How quantized_linear runs at the active ISA, in words (for --trace and the bench's records).
 std::string quantized_kernel_name();

@@ -81,7 +81,7 @@ constexpr int unsigned_offset(const BlockLayout& layout) {
 //               with a min, scale * sum(q) as f32 (times the weight's min, the min's share);
 //   scale:      16 f32, each block's scale 4 times.
 // Blocks past the end of the row, in the last quad, are zero (values, correction and scale).
-constexpr int64_t kQuadBlocks = 4;
+constexpr int64_t kQuadBlocks = kInterleavedQuadBlocks;
 constexpr int kLanesPerBlock = 4;
 struct ActivationQuad {
   int8_t low[kQuadBlocks * 16];

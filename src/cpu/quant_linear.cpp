@@ -25,10 +25,6 @@ constexpr int64_t kMinWorkPerPart = 64 << 10;
 constexpr int64_t kCacheBlockBytes = 192 << 10;
 // Inputs of at least this many elements are quantized by all threads.
 constexpr int64_t kParallelQuantizeElements = 1 << 16;
-// The bf16 copy of the weight rows for the GEMM is made this many bytes at a time at most.
-constexpr int64_t kWidenedChunkBytes = 16 << 20;
-// Threads widen weight rows in parts of at least this many.
-constexpr int64_t kWidenRowGrain = 16;
 
 // The kernels of the problem's weight rows, as stored or interleaved.
 const BlockKernels& weight_kernels(const QuantizedLinearProblem& problem) {
@@ -69,7 +65,7 @@ void quantize_input(const QuantizedLinearProblem& problem, const BlockKernels& k
                                  ScratchSlot::rounding_residual, problem.depth * sizeof(float)))
                            : nullptr;
     for (int64_t row = begin; row < end; ++row) {
-      const float* input = problem.input + row * problem.input_stride;
+      const float* input = static_cast<const float*>(problem.input) + row * problem.input_stride;
       uint8_t* rounded = activations + row * per_input * activation_row_bytes;
       kernels.quantize_activations(input, rounded, problem.depth);
       if (!residual) continue;
@@ -131,7 +127,8 @@ void run_weight_rows(const PreparedLayer& layer, int64_t begin, int64_t end) {
       float* out = problem.output + row * problem.output_stride + block_begin;
       if (!layer.activations) {
         kernels.dot_rows_f32(block_weight, problem.weight_row_bytes, count,
-                             problem.input + row * problem.input_stride, problem.input_stride,
+                             static_cast<const float*>(problem.input) + row * problem.input_stride,
+                             problem.input_stride,
                              inputs, problem.depth, out, problem.output_stride);
       } else if (per_input == 1) {
         kernels.dot_rows(block_weight, problem.weight_row_bytes, count,
@@ -156,47 +153,38 @@ void run_weight_rows(const PreparedLayer& layer, int64_t begin, int64_t end) {
   }
 }
 
-// The problem as BF16 GEMMs over chunks of weight rows widened to bf16 (exactly as the format
-// defines the values, then rounded to nearest even): each weight is widened once per call, which
-// a prefill of many rows repays, and the GEMM's packed micro-kernel runs at the BF16 rate.
-void widened_bf16_gemm(const QuantizedLinearProblem& problem) {
-  const BlockKernels& kernels = weight_kernels(problem);
-  const int64_t depth = problem.depth;
-  const int64_t chunk_rows =
-      std::max<int64_t>(1, kWidenedChunkBytes / (depth * static_cast<int64_t>(sizeof(uint16_t))));
-  const int64_t widened_rows = std::min(problem.outputs, chunk_rows);
-  auto* widened = static_cast<uint16_t*>(thread_scratch(
-      ScratchSlot::widened_weight, widened_rows * depth * sizeof(uint16_t)));
-  const auto* weight = static_cast<const uint8_t*>(problem.weight);
-  for (int64_t first = 0; first < problem.outputs; first += chunk_rows) {
-    const int64_t count = std::min(chunk_rows, problem.outputs - first);
-    ThreadPool::global().run(count, kWidenRowGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) {
-        kernels.widen_row_bf16(weight + (first + row) * problem.weight_row_bytes,
-                               widened + row * depth, depth);
-      }
-    });
-    LinearProblem chunk;
-    chunk.input = problem.input;
-    chunk.input_stride = problem.input_stride;
-    chunk.rows = problem.rows;
-    chunk.depth = depth;
-    chunk.outputs = count;
-    chunk.weight = widened;
-    chunk.weight_dtype = DType::bf16;
-    chunk.weight_stride = depth;
-    chunk.bias = problem.bias ? problem.bias + first : nullptr;
-    chunk.output = problem.output + first;
-    chunk.output_stride = problem.output_stride;
-    gemm(chunk);
-  }
+// The problem as a layer of the BF16 GEMM whose weight rows it widens to bf16 (exactly as the
+// format defines the values, then rounded to nearest even) as it packs each panel: a prefill of
+// many rows repays the widening, and the GEMM's micro-kernel runs at the BF16 rate.
+LinearProblem widened_problem(const QuantizedLinearProblem& problem) {
+  const BlockFormat& format = block_format(problem.weight_type);
+  // Interleaved rows widen whole quads of blocks.
+  const int64_t step_blocks = problem.interleaved ? kInterleavedQuadBlocks : 1;
+  LinearProblem widened;
+  widened.input = problem.input;
+  widened.input_dtype = problem.input_dtype;
+  widened.input_stride = problem.input_stride;
+  widened.rows = problem.rows;
+  widened.depth = problem.depth;
+  widened.outputs = problem.outputs;
+  widened.weight_dtype = DType::bf16;
+  widened.blocks = {problem.weight, problem.weight_row_bytes, format.block_elements * step_blocks,
+                    format.block_bytes * step_blocks, weight_kernels(problem).widen_row_bf16};
+  widened.bias = problem.bias;
+  widened.output = problem.output;
+  widened.output_stride = problem.output_stride;
+  return widened;
 }
 
 }  // namespace
 
+bool quantized_linear_widens_to_bf16(int64_t rows, ActivationRounding rounding) {
+  return rounding != ActivationRounding::f32 && rows >= kWidenedGemmMinRows &&
+         linear_rounds_input_to_bf16(DType::bf16);
+}
+
 bool quantized_linear_widens_to_bf16(const QuantizedLinearProblem& problem) {
-  return problem.activation_rounding != ActivationRounding::f32 &&
-         problem.rows >= kWidenedGemmMinRows && linear_rounds_input_to_bf16(DType::bf16) &&
+  return quantized_linear_widens_to_bf16(problem.rows, problem.activation_rounding) &&
          weight_kernels(problem).widen_row_bf16 != nullptr;
 }
 
@@ -225,6 +213,21 @@ void quantized_linear(const QuantizedLinearProblem& problem) {
   quantized_linear_group(&problem, 1);
 }
 
+void quantized_linear_gated(const QuantizedLinearProblem& gate, const QuantizedLinearProblem& up,
+                            const GatedProduct& product) {
+  if (gate.outputs != up.outputs) {
+    fail("quantized_linear_gated: gate has ", gate.outputs, " outputs and up ", up.outputs);
+  }
+  if (quantized_linear_widens_to_bf16(gate) && quantized_linear_widens_to_bf16(up)) {
+    linear_gated(widened_problem(gate), widened_problem(up), product);
+    return;
+  }
+  const QuantizedLinearProblem layers[2] = {gate, up};
+  quantized_linear_group(layers, 2);
+  write_gated_products(gate.output, gate.output_stride, up.output, up.output_stride, gate.rows,
+                       gate.outputs, product);
+}
+
 void quantized_linear_group(const QuantizedLinearProblem* problems, int count) {
   if (count <= 0 || count > kMaxQuantizedGroupLayers) {
     fail("quantized_linear_group: ", count, " layers, not 1 to ", kMaxQuantizedGroupLayers);
@@ -232,21 +235,26 @@ void quantized_linear_group(const QuantizedLinearProblem* problems, int count) {
   const QuantizedLinearProblem& first = problems[0];
   for (int index = 0; index < count; ++index) {
     const QuantizedLinearProblem& problem = problems[index];
-    if (problem.input != first.input || problem.input_stride != first.input_stride ||
+    if (problem.input != first.input || problem.input_dtype != first.input_dtype ||
+        problem.input_stride != first.input_stride ||
         problem.rows != first.rows || problem.depth != first.depth ||
         problem.activation_rounding != first.activation_rounding) {
       fail("quantized_linear_group: layer ", index,
-           " does not share the input, rows, depth and rounding of layer 0");
+           " does not share the input, its dtype, rows, depth and rounding of layer 0");
     }
     if (problem.rows > 0 && problem.outputs > 0) check(problem);
   }
   if (first.rows <= 0) return;
-  // Prefill widens each layer's weights for the BF16 GEMM, which has no hand-off to share.
+  // Prefill: one BF16 GEMM over every layer, widening their weights as it packs them.
   if (quantized_linear_widens_to_bf16(first)) {
-    for (int index = 0; index < count; ++index) {
-      if (problems[index].outputs > 0) widened_bf16_gemm(problems[index]);
-    }
+    std::array<LinearProblem, kMaxQuantizedGroupLayers> widened;
+    for (int index = 0; index < count; ++index) widened[index] = widened_problem(problems[index]);
+    gemm_group(widened.data(), count);
     return;
+  }
+  if (first.input_dtype != DType::f32) {
+    fail("quantized_linear_group: ", dtype_name(first.input_dtype), " input needs ",
+         kWidenedGemmMinRows, " rows or more and AVX512_BF16 (the widened GEMM)");
   }
 
   // The input is rounded once per activation format (layers of one block type share it).

@@ -13,10 +13,10 @@ void DecoderModel::load_ends(const WeightReader& weights, RmsNorm final_norm,
   const int64_t hidden = config_.hidden_size;
   embedding_ = weights.embedding("model.embed_tokens.weight", config_.vocab_size, hidden);
   // A quantized model computes in f32 and keeps its KV cache in bf16.
-  const bool quantized = embedding_.quantized_table().has_value();
-  weight_dtype_ = quantized ? DType::f32 : embedding_.table().dtype();
+  quantized_ = embedding_.quantized_table().has_value();
+  weight_dtype_ = quantized_ ? DType::f32 : embedding_.table().dtype();
   kv_dtype_ = options_.kv_dtype.value_or(options_.kv_blocks ? DType::f32
-                                         : quantized        ? DType::bf16
+                                         : quantized_       ? DType::bf16
                                                             : weight_dtype_);
   if (options_.kv_blocks) {
     const char* type = kv_cache_type_name(*options_.kv_blocks);
@@ -33,10 +33,13 @@ void DecoderModel::load_ends(const WeightReader& weights, RmsNorm final_norm,
   lm_head_ = config_.tie_word_embeddings
                  ? weights.linear_of(embedding_)
                  : weights.linear("lm_head", config_.vocab_size, hidden, false);
-  normed_dtype_ = weight_dtype_ == DType::bf16 ? lm_head_.input_dtype() : DType::f32;
   step_buffers_.reserve(ActivationBuffer::hidden, {1, 1, hidden});
-  step_buffers_.reserve(ActivationBuffer::normed, {1, 1, hidden}, normed_dtype_);
+  step_buffers_.reserve(ActivationBuffer::normed, {1, 1, hidden}, normed_dtype(1));
   step_buffers_.reserve(ActivationBuffer::logits, {1, 1, config_.vocab_size});
+}
+
+DType DecoderModel::normed_dtype(int64_t rows) const {
+  return weight_dtype_ == DType::bf16 || quantized_ ? lm_head_.input_dtype(rows) : DType::f32;
 }
 
 void DecoderModel::reserve_buffers(const SelfAttention& attention, const GatedMlp& mlp) {
@@ -98,11 +101,17 @@ Tensor DecoderModel::run(const Tensor& ids, const Sequences& sequences, bool dec
   embedding_.forward_into(hidden, ids);
   if (embedding_scale_ != 0) scale_into(hidden, hidden, embedding_scale_);
   Tensor normed =
-      activations.get(ActivationBuffer::normed, {1, length, width}, "rms_norm", normed_dtype_);
+      activations.get(ActivationBuffer::normed, {1, length, width}, "rms_norm", normed_dtype(length));
   forward_layers(hidden, normed, sequences, activations);
   if (logit_rows == 0) return Tensor();
   Tensor last_hidden = hidden.narrow(1, length - logit_rows, logit_rows);
-  Tensor last_normed = normed.narrow(1, length - logit_rows, logit_rows);
+  // The last rows' norm in the dtype lm_head takes as it is for them (f32 for a prompt's last
+  // row of a quantized model, whose layers took bf16).
+  const DType last_dtype = normed_dtype(logit_rows);
+  Tensor last_normed = last_dtype == normed.dtype()
+                           ? normed.narrow(1, length - logit_rows, logit_rows)
+                           : activations.get(ActivationBuffer::normed, {1, logit_rows, width},
+                                             "rms_norm", last_dtype);
   final_norm_.forward_into(last_normed, last_hidden);
   Tensor logits =
       activations.get(ActivationBuffer::logits, {1, logit_rows, config_.vocab_size}, "linear");

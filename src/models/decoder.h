@@ -57,9 +57,12 @@ class DecoderModel : public Model {
 
   DType weight_dtype_ = DType::bf16;
   DType kv_dtype_ = DType::bf16;
-  // The norms' outputs, which only linear layers read: bf16 where the model's linear kernels
-  // take bf16 as it is (Linear::input_dtype), else f32.
-  DType normed_dtype_ = DType::f32;
+  // The norms' outputs for `rows` rows, which only linear layers read: bf16 where the model's
+  // linear kernels take bf16 as it is (Linear::input_dtype; lm_head stands for the layers'),
+  // else f32.
+  DType normed_dtype(int64_t rows) const;
+
+  bool quantized_ = false;
   WeightTally weights_read_;
   Embedding embedding_;
   double embedding_scale_ = 0;

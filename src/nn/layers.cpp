@@ -55,19 +55,18 @@ Tensor Linear::forward(const Tensor& input) const {
   Dims shape = input.shape();
   shape[shape.size() - 1] = quantized_->rows;
   Tensor output = Tensor::empty(shape, DType::f32);
-  quantized_linear_into(output, to_dtype(input, DType::f32), *quantized_, bias_,
-                        activation_rounding_);
+  quantized_linear_into(output, input, *quantized_, bias_, activation_rounding_);
   return input.dtype() == DType::f32 ? output : to_dtype(output, input.dtype());
 }
 
-DType Linear::input_dtype() const {
-  return quantized_ ? DType::f32 : linear_input_dtype(weight_.dtype());
+DType Linear::input_dtype(int64_t rows) const {
+  return quantized_ ? quantized_linear_input_dtype(rows, activation_rounding_)
+                    : linear_input_dtype(weight_.dtype());
 }
 
 void Linear::forward_into(const Tensor& output, const Tensor& input) const {
   if (quantized_) {
-    quantized_linear_into(output, input.dtype() == DType::f32 ? input : to_dtype(input, DType::f32),
-                          *quantized_, bias_, activation_rounding_);
+    quantized_linear_into(output, input, *quantized_, bias_, activation_rounding_);
   } else {
     linear_into(output, input, weight_, bias_, packed_.get());
   }
@@ -79,12 +78,23 @@ LinearLayerInto float_layer_into(const Linear& layer, const Tensor* output) {
   return LinearLayerInto{output, &layer.weight(), &layer.bias(), layer.packed_weight().get()};
 }
 
+QuantizedLayerInto quantized_layer_into(const Linear& layer, const Tensor* output) {
+  return QuantizedLayerInto{output, &*layer.quantized_weight(), &layer.bias()};
+}
+
 }  // namespace
 
 void forward_gated(const Tensor& input, const Linear& gate, const Linear& up,
                    const Tensor& gate_output, const Tensor& up_output, const Tensor& gated,
                    GateActivation activation) {
-  if (gate.quantized_weight() || up.quantized_weight()) {
+  if (gate.quantized_weight() && up.quantized_weight() &&
+      gate.activation_rounding() == up.activation_rounding()) {
+    quantized_linear_gated_into(gated, input, quantized_layer_into(gate, &gate_output),
+                                quantized_layer_into(up, &up_output), gate.activation_rounding(),
+                                activation);
+    return;
+  }
+  if (gate.quantized_weight() || up.quantized_weight()) {  // Float and quantized mixed.
     forward_together(input, {{&gate, &gate_output}, {&up, &up_output}});
     gated_activation_into(gated, gate_output, up_output, activation);
     return;
@@ -109,7 +119,7 @@ void forward_together(const Tensor& input,
     linear_group_into(input, std::span<const LinearLayerInto>(targets.data(), count));
     return;
   }
-  const bool alike = quantized == layers.size() && input.dtype() == DType::f32 &&
+  const bool alike = quantized == layers.size() &&
                      std::all_of(layers.begin(), layers.end(), [&](const auto& each) {
                        return each.first->activation_rounding() == first.activation_rounding();
                      });
@@ -120,7 +130,7 @@ void forward_together(const Tensor& input,
   std::array<QuantizedLayerInto, kMaxLayers> targets;
   size_t count = 0;
   for (const auto& [layer, output] : layers) {
-    targets[count++] = QuantizedLayerInto{output, &*layer->quantized_weight(), &layer->bias()};
+    targets[count++] = quantized_layer_into(*layer, output);
   }
   quantized_linear_group_into(input, std::span<const QuantizedLayerInto>(targets.data(), count),
                               first.activation_rounding());

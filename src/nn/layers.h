@@ -64,10 +64,10 @@ class Linear {
   const std::optional<QuantizedMatrix>& quantized_weight() const { return quantized_; }
   ActivationRounding activation_rounding() const { return activation_rounding_; }
   const std::optional<Tensor>& bias() const { return bias_; }
-  // The input dtype the layer's kernels take as it is (ops linear_input_dtype): bf16 where they
-  // would round an f32 input to bf16 anyway, so the layer before can write bf16. Any float input
-  // works.
-  DType input_dtype() const;
+  // The input dtype the layer's kernels take as it is for `rows` input rows (ops
+  // linear_input_dtype, quantized_linear_input_dtype): bf16 where they would round an f32 input
+  // to bf16 anyway, so the layer before can write bf16. Any float input works.
+  DType input_dtype(int64_t rows) const;
 
  private:
   Tensor weight_;  // [out, in]
@@ -83,8 +83,9 @@ class Linear {
 void forward_together(const Tensor& input,
                       std::initializer_list<std::pair<const Linear*, const Tensor*>> layers);
 // Gate and up over `input`, and activation(gate) * up into `gated`: in one pass where both are
-// float layers (ops linear_gated_into: gate_output and up_output are its scratch), else
-// forward_together into them, then gated_activation_into.
+// float layers (ops linear_gated_into) or quantized ones alike (ops quantized_linear_gated_into):
+// gate_output and up_output are its scratch; else forward_together into them, then
+// gated_activation_into.
 void forward_gated(const Tensor& input, const Linear& gate, const Linear& up,
                    const Tensor& gate_output, const Tensor& up_output, const Tensor& gated,
                    GateActivation activation);

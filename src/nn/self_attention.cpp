@@ -46,7 +46,7 @@ void SelfAttention::reserve(StepBuffers& buffers) const {
   buffers.reserve(ActivationBuffer::query_rotated, {1, shape_.query_heads, 1, shape_.head_dim});
   buffers.reserve(ActivationBuffer::key_rotated, {1, shape_.kv_heads, 1, shape_.head_dim},
                   shape_.kv_dtype);
-  buffers.reserve(ActivationBuffer::attended, {1, 1, query_width}, output_.input_dtype());
+  buffers.reserve(ActivationBuffer::attended, {1, 1, query_width}, output_.input_dtype(1));
   buffers.reserve(ActivationBuffer::projected, {1, 1, output_.outputs()});
 }
 
@@ -87,7 +87,7 @@ Tensor SelfAttention::forward(const Tensor& input, const Sequences& sequences, i
   } else {
     // One token per sequence: each row attends over its own cache at its own position.
     merged = activations.get(ActivationBuffer::merged, {1, rows, shape_.query_heads * head_dim},
-                             "attention", output_.input_dtype());
+                             "attention", output_.input_dtype(rows));
     for (int64_t row = 0; row < rows; ++row) {
       Tensor attended =
           attend(projected_query.narrow(1, row, 1), projected_key.narrow(1, row, 1),
@@ -136,7 +136,7 @@ Tensor SelfAttention::attend(const Tensor& projected_query, const Tensor& projec
   const int64_t heads = shape_.query_heads;
   // In the dtype o_proj takes as it is (bf16 for a bf16 model).
   Tensor merged = activations.get(ActivationBuffer::attended, {1, length, heads * head_dim},
-                                  "attention", output_.input_dtype());
+                                  "attention", output_.input_dtype(length));
   attention_into(merged.view({1, length, heads, head_dim}).transpose(1, 2), query, all_keys,
                  all_values, shape_.scale, length > 1 || shape_.window, shape_.window,
                  shape_.kv_blocks);

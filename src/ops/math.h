@@ -14,6 +14,7 @@
 #include "core/storage.h"
 #include "core/tensor.h"
 #include "cpu/elementwise.h"
+#include "cpu/gemm.h"
 
 namespace fornace {
 
@@ -54,6 +55,11 @@ void linear_group_into(const Tensor& input, std::span<const LinearLayerInto> lay
 // may be gate's output.
 void linear_gated_into(const Tensor& output, const Tensor& input, const LinearLayerInto& gate,
                        const LinearLayerInto& up, GateActivation activation);
+// Where a gated op writes activation(gate) * up: `output`, checked to be f32 or bf16 of gate's
+// output shape, which up's must share (named `op` in errors).
+cpu::GatedProduct gated_product_into(const Tensor& output, const Tensor& gate_output,
+                                     const Tensor& up_output, GateActivation activation,
+                                     const char* op);
 
 // x [..., K] times weight [N, K] transposed, plus bias [N]: [..., N] in x's dtype. The weight
 // and bias may have another float dtype than x (bf16 weights with f32 activations).

@@ -200,20 +200,28 @@ void linear_gated_into(const Tensor& output, const Tensor& input, const LinearLa
   memory::OpScope scope("linear");
   GroupProblems group;
   prepare_group("linear_gated_into", input, layers, group);
-  if (!(gate.output->shape() == up.output->shape())) {
-    fail("linear_gated_into: gate ", gate.output->describe(), " and up ", up.output->describe(),
+  cpu::linear_gated(group.problems[0], group.problems[1],
+                    gated_product_into(output, *gate.output, *up.output, activation,
+                                       "linear_gated_into"));
+}
+
+cpu::GatedProduct gated_product_into(const Tensor& output, const Tensor& gate_output,
+                                     const Tensor& up_output, GateActivation activation,
+                                     const char* op) {
+  if (!(gate_output.shape() == up_output.shape())) {
+    fail(op, ": gate ", gate_output.describe(), " and up ", up_output.describe(),
          " differ in shape");
   }
   if (output.dtype() != DType::f32 && output.dtype() != DType::bf16) {
-    fail("linear_gated_into: output ", output.describe(), " must be f32 or bf16");
+    fail(op, ": output ", output.describe(), " must be f32 or bf16");
   }
-  require_output(output, gate.output->shape(), output.dtype(), "linear_gated_into");
+  require_output(output, gate_output.shape(), output.dtype(), op);
   cpu::GatedProduct product;
   product.activation = activation;
   product.output = output.raw();
   product.dtype = output.dtype();
-  product.stride = gate.output->dim(-1);
-  cpu::linear_gated(group.problems[0], group.problems[1], product);
+  product.stride = gate_output.dim(-1);
+  return product;
 }
 
 Tensor matmul(const Tensor& left, const Tensor& right) {

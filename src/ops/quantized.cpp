@@ -35,39 +35,51 @@ void quantized_linear_into(const Tensor& output, const Tensor& input, const Quan
                               activation_rounding);
 }
 
-void quantized_linear_group_into(const Tensor& input, std::span<const QuantizedLayerInto> layers,
-                                 ActivationRounding activation_rounding) {
+DType quantized_linear_input_dtype(int64_t rows, ActivationRounding activation_rounding) {
+  return cpu::quantized_linear_widens_to_bf16(rows, activation_rounding) ? DType::bf16
+                                                                          : DType::f32;
+}
+
+namespace {
+
+// The kernels' problems of quantized layers over `input` (checked; named `op` in errors); `rows`
+// holds the input they point to: contiguous, and f32 unless every layer takes bf16 as it is.
+struct QuantizedProblems {
+  Tensor rows;
+  std::array<cpu::QuantizedLinearProblem, cpu::kMaxQuantizedGroupLayers> problems;
+};
+
+void prepare_quantized(const char* op, const Tensor& input,
+                       std::span<const QuantizedLayerInto> layers,
+                       ActivationRounding activation_rounding, QuantizedProblems& prepared) {
   if (layers.empty() || layers.size() > static_cast<size_t>(cpu::kMaxQuantizedGroupLayers)) {
-    fail("quantized_linear_group_into: ", layers.size(), " layers, not 1 to ",
-         cpu::kMaxQuantizedGroupLayers);
+    fail(op, ": ", layers.size(), " layers, not 1 to ", cpu::kMaxQuantizedGroupLayers);
   }
   for (const QuantizedLayerInto& layer : layers) {
     const QuantizedMatrix& weight = *layer.weight;
     const std::optional<Tensor>& bias = *layer.bias;
-    if (input.dtype() != DType::f32 || input.rank() < 1 || input.dim(-1) != weight.columns) {
-      fail("quantized_linear_into: input ", input.describe(), " must be f32 [..., ",
-           weight.columns, "] for ", block_format(weight.type).name, " weight [", weight.rows,
-           ", ", weight.columns, "]");
+    if ((input.dtype() != DType::f32 && input.dtype() != DType::bf16) || input.rank() < 1 ||
+        input.dim(-1) != weight.columns) {
+      fail(op, ": input ", input.describe(), " must be f32 or bf16 [..., ", weight.columns,
+           "] for ", block_format(weight.type).name, " weight [", weight.rows, ", ",
+           weight.columns, "]");
     }
     if (bias && (bias->dtype() != DType::f32 || bias->rank() != 1 ||
                  bias->dim(0) != weight.rows || !bias->is_contiguous())) {
-      fail("quantized_linear_into: bias ", bias->describe(), " must be contiguous f32 [",
-           weight.rows, "]");
+      fail(op, ": bias ", bias->describe(), " must be contiguous f32 [", weight.rows, "]");
     }
     Dims output_shape = input.shape();
     output_shape[output_shape.size() - 1] = weight.rows;
-    require_output(*layer.output, output_shape, DType::f32, "quantized_linear_into");
+    require_output(*layer.output, output_shape, DType::f32, op);
   }
-  memory::OpScope scope("linear");
-  Tensor rows = contiguous(input);
-  std::array<cpu::QuantizedLinearProblem, cpu::kMaxQuantizedGroupLayers> problems;
+  const int64_t depth = layers[0].weight->columns;
+  const int64_t rows = input.numel() / std::max<int64_t>(1, depth);
   for (size_t index = 0; index < layers.size(); ++index) {
     const QuantizedMatrix& weight = *layers[index].weight;
     const std::optional<Tensor>& bias = *layers[index].bias;
-    cpu::QuantizedLinearProblem& problem = problems[index];
-    problem.input = rows.data<float>();
+    cpu::QuantizedLinearProblem& problem = prepared.problems[index];
     problem.input_stride = weight.columns;
-    problem.rows = rows.numel() / weight.columns;
+    problem.rows = rows;
     problem.depth = weight.columns;
     problem.outputs = weight.rows;
     problem.weight = weight.data;
@@ -79,7 +91,41 @@ void quantized_linear_group_into(const Tensor& input, std::span<const QuantizedL
     problem.activation_rounding = activation_rounding;
     problem.interleaved = weight.interleaved;
   }
-  cpu::quantized_linear_group(problems.data(), static_cast<int>(layers.size()));
+  // bf16 rows go as they are to the widened GEMM, which would round f32 rows to bf16 anyway.
+  const bool bf16_in_place =
+      input.dtype() == DType::bf16 &&
+      std::all_of(prepared.problems.begin(), prepared.problems.begin() + layers.size(),
+                  [](const cpu::QuantizedLinearProblem& problem) {
+                    return cpu::quantized_linear_widens_to_bf16(problem);
+                  });
+  prepared.rows = contiguous(bf16_in_place ? input : to_dtype(input, DType::f32));
+  for (size_t index = 0; index < layers.size(); ++index) {
+    prepared.problems[index].input = prepared.rows.raw();
+    prepared.problems[index].input_dtype = prepared.rows.dtype();
+  }
+}
+
+}  // namespace
+
+void quantized_linear_group_into(const Tensor& input, std::span<const QuantizedLayerInto> layers,
+                                 ActivationRounding activation_rounding) {
+  memory::OpScope scope("linear");
+  QuantizedProblems prepared;
+  prepare_quantized("quantized_linear_into", input, layers, activation_rounding, prepared);
+  cpu::quantized_linear_group(prepared.problems.data(), static_cast<int>(layers.size()));
+}
+
+void quantized_linear_gated_into(const Tensor& output, const Tensor& input,
+                                 const QuantizedLayerInto& gate, const QuantizedLayerInto& up,
+                                 ActivationRounding activation_rounding,
+                                 GateActivation activation) {
+  const QuantizedLayerInto layers[2] = {gate, up};
+  memory::OpScope scope("linear");
+  QuantizedProblems prepared;
+  prepare_quantized("quantized_linear_gated_into", input, layers, activation_rounding, prepared);
+  cpu::quantized_linear_gated(prepared.problems[0], prepared.problems[1],
+                              gated_product_into(output, *gate.output, *up.output, activation,
+                                                 "quantized_linear_gated_into"));
 }
 
 void quantized_rows_into(const Tensor& output, const QuantizedMatrix& table, const Tensor& ids) {

@@ -11,10 +11,11 @@
 
 namespace fornace {
 
-// output [..., N] (contiguous f32) = input [..., K] (f32) · weightᵀ + bias, weight [N, K]
-// quantized. `activation_rounding`: the input rows rounded to 8-bit blocks (once, or with the
-// residual rounded again) for integer dot products, or kept f32 against weights widened in
-// registers.
+// output [..., N] (contiguous f32) = input [..., K] (f32 or bf16) · weightᵀ + bias, weight
+// [N, K] quantized. `activation_rounding`: the input rows rounded to 8-bit blocks (once, or with
+// the residual rounded again) for integer dot products, or kept f32 against weights widened in
+// registers. A prefill's rows (quantized_linear_input_dtype bf16) run as a BF16 GEMM that widens
+// the weights; other input is taken as f32.
 void quantized_linear_into(const Tensor& output, const Tensor& input, const QuantizedMatrix& weight,
                            const std::optional<Tensor>& bias,
                            ActivationRounding activation_rounding);
@@ -29,6 +30,17 @@ struct QuantizedLayerInto {
 // of the threads (cpu::quantized_linear_group): at most 8 layers, each weight K wide.
 void quantized_linear_group_into(const Tensor& input, std::span<const QuantizedLayerInto> layers,
                                  ActivationRounding activation_rounding);
+
+// The dtype the layers take as it is for `rows` input rows: bf16 where they run as the BF16 GEMM
+// (which would round f32 rows to bf16 anyway), so that the op before can write bf16; else f32.
+DType quantized_linear_input_dtype(int64_t rows, ActivationRounding activation_rounding);
+
+// Gate and up over `input`, then activation(gate) * up into `output` (f32 or bf16, gate's
+// shape), as linear_gated_into does for float layers (cpu::quantized_linear_gated): gate's and
+// up's outputs are its scratch.
+void quantized_linear_gated_into(const Tensor& output, const Tensor& input,
+                                 const QuantizedLayerInto& gate, const QuantizedLayerInto& up,
+                                 ActivationRounding activation_rounding, GateActivation activation);
 
 // output [B, S, columns] (contiguous f32) = the rows `ids` [B, S] (u32) of `table`, widened.
 void quantized_rows_into(const Tensor& output, const QuantizedMatrix& table, const Tensor& ids);

@@ -3,6 +3,7 @@
 // strides, biases and row counts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -93,7 +94,7 @@ void expect_double_loop(const Layer& layer, const cpu::QuantizedLinearProblem& p
   const bool widened_to_bf16 = cpu::quantized_linear_widens_to_bf16(problem);
   const int64_t block = block_format(layer.type).block_elements;
   for (int64_t m = 0; m < problem.rows; ++m) {
-    const float* x = problem.input + m * problem.input_stride;
+    const float* x = static_cast<const float*>(problem.input) + m * problem.input_stride;
     const float* out = problem.output + m * problem.output_stride;
     for (int64_t r = 0; r < layer.outputs; ++r) {
       const double* w = layer.widened.data() + r * layer.depth;
@@ -325,6 +326,141 @@ TEST(QuantizedLinear, InterleavedRowsGiveExactlyWhatTheStoredRowsGive) {
   set_num_threads(0);
   std::vector<uint8_t> odd(block_row_bytes(BlockType::q5_0, 96));
   EXPECT_THROW(cpu::interleave_rows(BlockType::q5_0, odd.data(), odd.data(), 1, 96), Error);
+}
+
+// Prefill's widened GEMM over rows deeper than one of its depth blocks (4,864: Qwen2.5-0.5B's
+// down_proj, 19 K-quant super-blocks, cut into blocks of whole super-blocks), for every block
+// type: against the double loop; interleaved rows exactly as the stored rows; bf16 input rows
+// exactly as the same values in f32 (which the GEMM rounds to bf16). Decode's kernels refuse
+// bf16 rows.
+TEST(QuantizedLinear, PrefillWidensDeepRowsBlockByBlock) {
+  if (!cpu::quantized_linear_widens_to_bf16(cpu::kWidenedGemmMinRows, ActivationRounding::int8)) {
+    GTEST_SKIP() << "no widened GEMM on " << cpu::isa_name(cpu::detected_isa());
+  }
+  const int64_t depth = 4864;
+  const int64_t outputs = 37;
+  const int64_t rows = cpu::kWidenedGemmMinRows + 1;
+  // Input values that bf16 holds exactly, in f32 and in bf16.
+  std::vector<float> input = quant_test::uniform(rows * depth, -2.0f, 2.0f, 7);
+  std::vector<uint16_t> input_bf16(input.size());
+  for (size_t index = 0; index < input.size(); ++index) {
+    input_bf16[index] = f32_to_bf16(input[index]);
+    input[index] = bf16_to_f32(input_bf16[index]);
+  }
+  for (BlockType type : types_with_kernels()) {
+    Layer layer = make_layer(type, depth, outputs);
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      const std::string where = std::string(block_format(type).name) + ", " +
+                                std::to_string(threads) + " threads";
+      std::vector<float> expected(rows * outputs, NAN);
+      const cpu::QuantizedLinearProblem problem = problem_of(
+          layer, input, depth, rows, expected, outputs, ActivationRounding::int8, threads == 2);
+      ASSERT_TRUE(cpu::quantized_linear_widens_to_bf16(problem)) << where;
+      cpu::quantized_linear(problem);
+      expect_double_loop(layer, problem, where);
+
+      std::vector<float> got(rows * outputs, NAN);
+      cpu::QuantizedLinearProblem bf16_rows = problem;
+      bf16_rows.input = input_bf16.data();
+      bf16_rows.input_dtype = DType::bf16;
+      bf16_rows.output = got.data();
+      cpu::quantized_linear(bf16_rows);
+      ASSERT_EQ(0, std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)))
+          << where << ", bf16 input";
+      bf16_rows.rows = cpu::kWidenedGemmMinRows - 1;
+      EXPECT_THROW(cpu::quantized_linear(bf16_rows), Error) << where;
+
+      if (!cpu::has_interleaved_kernels(type, depth, cpu::active_isa())) continue;
+      const size_t row_bytes = block_row_bytes(type, depth);
+      std::vector<uint8_t> stored(outputs * row_bytes);
+      for (int64_t r = 0; r < outputs; ++r) {
+        std::memcpy(stored.data() + r * row_bytes, layer.weight.data() + r * layer.row_bytes,
+                    row_bytes);
+      }
+      std::vector<uint8_t> interleaved(stored.size());
+      cpu::interleave_rows(type, stored.data(), interleaved.data(), outputs, depth);
+      cpu::QuantizedLinearProblem quads = problem;
+      quads.weight = interleaved.data();
+      quads.weight_row_bytes = row_bytes;
+      quads.interleaved = true;
+      quads.output = got.data();
+      std::fill(got.begin(), got.end(), NAN);
+      cpu::quantized_linear(quads);
+      ASSERT_EQ(0, std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)))
+          << where << ", interleaved rows";
+    }
+  }
+  set_num_threads(0);
+}
+
+// quantized_linear_gated: activation(gate) * up, in f32 and in bf16, for decode's rows (after the
+// group) and a prefill's (in the widened GEMM's tiles), on every ISA, against gate and up from
+// quantized_linear_group (the tests above check those against their double loops).
+TEST(QuantizedLinear, GatedProductsMatchTheirLayersOutputs) {
+  const int64_t depth = 512;
+  const Layer gate = make_layer(BlockType::q8_0, depth, 67);
+  const Layer up = make_layer(BlockType::q4_k, depth, 67);
+  for (cpu::Isa isa : supported_isas()) {
+    cpu::set_isa(isa);
+    for (int64_t rows : {int64_t{1}, int64_t{3}, cpu::kWidenedGemmMinRows + 7}) {
+      for (cpu::GateActivation activation : {cpu::GateActivation::silu, cpu::GateActivation::gelu_tanh}) {
+        for (DType dtype : {DType::f32, DType::bf16}) {
+          const std::string where = std::string(cpu::isa_name(isa)) + ", " +
+                                    std::to_string(rows) + " rows, " + dtype_name(dtype);
+          std::vector<float> input = quant_test::uniform(rows * depth, -2.0f, 2.0f, rows);
+          std::vector<float> gate_out(rows * gate.outputs, NAN);
+          std::vector<float> up_out(rows * up.outputs, NAN);
+          const cpu::QuantizedLinearProblem layers[2] = {
+              problem_of(gate, input, depth, rows, gate_out, gate.outputs,
+                         ActivationRounding::int8, true),
+              problem_of(up, input, depth, rows, up_out, up.outputs, ActivationRounding::int8,
+                         false)};
+          cpu::quantized_linear_group(layers, 2);
+          const std::vector<float> gate_expected = gate_out;
+          const std::vector<float> up_expected = up_out;
+          std::vector<float> product(rows * gate.outputs * 2, NAN);
+          cpu::GatedProduct gated;
+          gated.activation = activation;
+          gated.output = product.data();
+          gated.dtype = dtype;
+          gated.stride = gate.outputs;
+          cpu::quantized_linear_gated(layers[0], layers[1], gated);
+          for (int64_t index = 0; index < rows * gate.outputs; ++index) {
+            const double g = gate_expected[index];
+            const double u = up_expected[index];
+            const double activated =
+                activation == cpu::GateActivation::silu
+                    ? g / (1 + std::exp(-g))
+                    : 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g)));
+            const double exact = activated * u;
+            const double got =
+                dtype == DType::f32
+                    ? product[index]
+                    : bf16_to_f32(reinterpret_cast<const uint16_t*>(product.data())[index]);
+            const double allowed = (dtype == DType::bf16 ? std::ldexp(1.0, -8) : 1e-5) *
+                                       std::fabs(exact) + 1e-6;
+            ASSERT_NEAR(got, exact, allowed) << where << ", element " << index;
+          }
+        }
+      }
+    }
+  }
+  cpu::reset_isa();
+  const Layer narrower = make_layer(BlockType::q8_0, depth, 66);
+  std::vector<float> input(depth, 1.0f);
+  std::vector<float> first(67);
+  std::vector<float> second(66);
+  std::vector<float> product(67);
+  cpu::GatedProduct gated;
+  gated.output = product.data();
+  gated.stride = 67;
+  EXPECT_THROW(cpu::quantized_linear_gated(
+                   problem_of(gate, input, depth, 1, first, 67, ActivationRounding::int8, false),
+                   problem_of(narrower, input, depth, 1, second, 66, ActivationRounding::int8,
+                              false),
+                   gated),
+               Error);
 }
 
 TEST(QuantizedLinear, RejectsRowsShorterThanTheirBlocks) {
