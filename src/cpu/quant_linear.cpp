@@ -201,7 +201,7 @@ std::string quantized_kernel_name() {
     case Isa::avx512:
       return "8-bit activation blocks, int8 dot (AVX-512 VNNI)" + rows + interleaved + "; from " +
              std::to_string(kWidenedGemmMinRows) +
-             " rows, weights widened to bf16 for the bf16 GEMM";
+             " rows, weights widened to bf16 panel by panel inside the bf16 GEMM";
     case Isa::avx2:
       return "8-bit activation blocks, int8 dot (AVX2)" + rows + interleaved;
     default:
