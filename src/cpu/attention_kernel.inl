@@ -524,19 +524,31 @@ inline void scale_in_place(float* values, float factor, int64_t count) {
   simd::transform(values, values, count, [&](Vec x) { return simd::multiply(x, scale); });
 }
 
-// e^x for softmax arguments x <= 0 (or -inf, which gives 0). With AVX-512: exp_normal_range,
-// about half the instructions of the general simd::exp.
-inline Vec softmax_exp(Vec x) {
+// A softmax weight, e^(score - maximum) for score <= maximum (or -inf, which gives 0).
 #if defined(__AVX512F__)
-  // Below -86 the weight is 0 (e^-86 is below 2^-124); a mask sets it, because letting scalef
-  // underflow costs a slow microcode assist per lane. NaN stays NaN.
-  const __m512 lowest = _mm512_set1_ps(-86.0f);
-  __mmask16 kept = _mm512_cmp_ps_mask(x, lowest, _CMP_NLT_UQ);
-  return _mm512_maskz_mov_ps(kept, simd::exp_normal_range(_mm512_max_ps(x, lowest)));
-#else
-  return simd::exp(x);
-#endif
+// As 2^x for x = (score - maximum) log2 e: 2^(x - floor x) by a degree-5 polynomial
+// fitted on [0, 1) (relative error under 2e-7; p(0) = 1 exactly), reduce_ps giving x - floor x
+// in one instruction, times 2^floor(x) by scalef. Where x < -120 it gives 2^-120 (subnormal
+// scalef results cost a microcode assist per lane): softmax_block zeroes masked keys itself.
+// NaN stays NaN.
+inline Vec softmax_weight(Vec score, Vec maximum) {
+  const Vec log2e = _mm512_set1_ps(1.44269504088896341f);
+  const Vec x = _mm512_max_ps(_mm512_set1_ps(-120.0f),
+                              _mm512_mul_ps(_mm512_sub_ps(score, maximum), log2e));
+  const Vec r = _mm512_reduce_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  Vec p = _mm512_set1_ps(1.867130515165627e-3f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.017028845846653e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.579991266131401e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(2.4016444385051727e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(6.931512951850891e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, x);
 }
+#else
+inline Vec softmax_weight(Vec score, Vec maximum) {
+  return simd::exp(simd::subtract(score, maximum));
+}
+#endif
 
 // `values` in lanes [0, count) and `fill` in the others; count may be anything.
 inline Vec keep_first(Vec values, int64_t count, Vec fill) {
@@ -579,17 +591,22 @@ inline float softmax_block(float* scores, int64_t hidden, int64_t visible, int64
     largest = simd::maximum(visible_scores(j), largest);
   }
   float new_max = std::max(*maximum, simd::max_lane(largest));
-  // Unchanged max: no rescale (exactly 1). The row's first block gives exp(-inf) = 0.
+  // Unchanged max: no rescale (exactly 1). The row's first block: nothing to rescale (0).
   float correction = 1.0f;
-  if (new_max != *maximum) {
+  if (*maximum == -std::numeric_limits<float>::infinity()) {
+    correction = 0.0f;
+  } else if (new_max != *maximum) {
     float factors[simd::kWidth];
-    simd::store(factors, softmax_exp(simd::broadcast(*maximum - new_max)));
+    simd::store(factors, softmax_weight(simd::broadcast(*maximum), simd::broadcast(new_max)));
     correction = factors[0];
   }
   const Vec shift = simd::broadcast(new_max);
   Vec total = zero;
   for (int64_t j = 0; j < columns; j += simd::kWidth) {
-    Vec weight = softmax_exp(simd::subtract(visible_scores(j), shift));
+    Vec weight = softmax_weight(simd::load(scores + j), shift);
+    // Masked keys weigh exactly 0.
+    if (j + simd::kWidth > visible) weight = keep_first(weight, visible - j, zero);
+    if (j < hidden) weight = keep_first(zero, hidden - j, weight);
     simd::store(scores + j, weight);
     total = simd::add(total, weight);
   }
@@ -830,7 +847,7 @@ class PairOperands : public RegisterTileGroups {
 //     into `scores` through the 16 x 16 word transpose: no K transpose, no per-head FMA chains.
 //   - weights · V: tile A the rows' bf16 weights (32 keys), tile B 16 V rows interleaved by pairs
 //     (pack_value_pairs), tile C 16 dims of the rows' accumulators, loaded and stored in place.
-// Tiles: 0 scores^T, 1 keys, 2 Q words, 3 accumulators, 4 weights, 5 value pairs.
+// Tiles: 0 scores^T, 1 keys, 2 Q words, 3 and 6 accumulators, 4 weights, 5 and 7 value pairs.
 class AmxOperands {
  public:
   static int64_t group_rows(int64_t rows) {
@@ -907,14 +924,21 @@ class AmxOperands {
     }
     float* sums = scratch_.accumulators.data() + first * head_dim;
     const uint32_t* values = scratch_.value_pairs.data();
-    for (int64_t d = 0; d < head_dim; d += 16) {
-      _tile_loadd(3, sums + d, head_dim * sizeof(float));
+    // Two dims tiles a pass (D is a multiple of 32 here): two chains of sums in flight.
+    const int64_t sum_bytes = head_dim * sizeof(float);
+    const int64_t value_bytes = head_dim * sizeof(uint32_t);
+    for (int64_t d = 0; d < head_dim; d += 32) {
+      _tile_loadd(3, sums + d, sum_bytes);
+      _tile_loadd(6, sums + d + 16, sum_bytes);
       for (int64_t pair = 0; 2 * pair < padded; pair += 16) {
         _tile_loadd(4, weights + pair, kWeightWords * sizeof(uint32_t));
-        _tile_loadd(5, values + pair * head_dim + d, head_dim * sizeof(uint32_t));
+        _tile_loadd(5, values + pair * head_dim + d, value_bytes);
         _tile_dpbf16ps(3, 4, 5);
+        _tile_loadd(7, values + pair * head_dim + d + 16, value_bytes);
+        _tile_dpbf16ps(6, 4, 7);
       }
-      _tile_stored(3, sums + d, head_dim * sizeof(float));
+      _tile_stored(3, sums + d, sum_bytes);
+      _tile_stored(6, sums + d + 16, sum_bytes);
     }
   }
 
@@ -925,10 +949,12 @@ class AmxOperands {
     AmxTileConfig config;
     const auto row_bytes = static_cast<uint16_t>(4 * rows);
     const auto tile_rows = static_cast<uint8_t>(rows);
-    const std::array<std::pair<uint8_t, uint16_t>, 6> shapes = {{{16, row_bytes},
+    const std::array<std::pair<uint8_t, uint16_t>, 8> shapes = {{{16, row_bytes},
                                                                  {16, 64},
                                                                  {16, row_bytes},
                                                                  {tile_rows, 64},
+                                                                 {tile_rows, 64},
+                                                                 {16, 64},
                                                                  {tile_rows, 64},
                                                                  {16, 64}}};
     for (size_t tile = 0; tile < shapes.size(); ++tile) {
