@@ -524,13 +524,13 @@ inline void scale_in_place(float* values, float factor, int64_t count) {
   simd::transform(values, values, count, [&](Vec x) { return simd::multiply(x, scale); });
 }
 
-// A softmax weight, e^(score - maximum) for score <= maximum (or -inf, which gives 0).
+// A softmax weight, e^(score - maximum) for score <= maximum.
 #if defined(__AVX512F__)
 // As 2^x for x = (score - maximum) log2 e: 2^(x - floor x) by a degree-5 polynomial
 // fitted on [0, 1) (relative error under 2e-7; p(0) = 1 exactly), reduce_ps giving x - floor x
-// in one instruction, times 2^floor(x) by scalef. Where x < -120 it gives 2^-120 (subnormal
-// scalef results cost a microcode assist per lane): softmax_block zeroes masked keys itself.
-// NaN stays NaN.
+// in one instruction, times 2^floor(x) by scalef. Where x < -120 (a score of -inf too) it gives
+// 2^-120 (subnormal scalef results cost a microcode assist per lane): softmax_block zeroes
+// masked keys itself. NaN stays NaN.
 inline Vec softmax_weight(Vec score, Vec maximum) {
   const Vec log2e = _mm512_set1_ps(1.44269504088896341f);
   const Vec x = _mm512_max_ps(_mm512_set1_ps(-120.0f),
@@ -545,6 +545,7 @@ inline Vec softmax_weight(Vec score, Vec maximum) {
   return _mm512_scalef_ps(p, x);
 }
 #else
+// A score of -inf gives 0.
 inline Vec softmax_weight(Vec score, Vec maximum) {
   return simd::exp(simd::subtract(score, maximum));
 }
@@ -924,7 +925,7 @@ class AmxOperands {
     }
     float* sums = scratch_.accumulators.data() + first * head_dim;
     const uint32_t* values = scratch_.value_pairs.data();
-    // Two dims tiles a pass (D is a multiple of 32 here): two chains of sums in flight.
+    // Two 16-dim tiles a pass (D is a multiple of 32 here): two chains of sums in flight.
     const int64_t sum_bytes = head_dim * sizeof(float);
     const int64_t value_bytes = head_dim * sizeof(uint32_t);
     for (int64_t d = 0; d < head_dim; d += 32) {
