@@ -138,7 +138,7 @@ struct RowBytes {
 RowBytes weight_row_bytes(const LinearProblem& problem, int64_t row, int64_t k_begin,
                           int64_t k_count) {
   const BlockWeight& blocks = problem.blocks;
-  if (blocks.widen_row) {
+  if (blocks.present()) {
     const auto step_bytes = static_cast<int64_t>(blocks.step_bytes);
     return {static_cast<const char*>(blocks.rows) + row * static_cast<int64_t>(blocks.row_bytes) +
                 k_begin / blocks.k_step * step_bytes,
@@ -156,34 +156,37 @@ RowBytes weight_row_bytes(const LinearProblem& problem, int64_t row, int64_t k_b
 void pack_weight_panel(const GemmKernel& kernel, const LinearProblem& problem, int64_t column_begin,
                        int64_t k_begin, int64_t k_count, void* panel) {
   int64_t columns_valid = std::min<int64_t>(kernel.columns, problem.outputs - column_begin);
-  if (problem.blocks.widen_row) {
-    auto* widened = static_cast<uint16_t*>(thread_scratch(
-        ScratchSlot::widened_weight, kernel.columns * k_count * sizeof(uint16_t)));
+  const void* rows = nullptr;
+  DType rows_dtype = problem.weight_dtype;
+  int64_t rows_stride = problem.weight_stride;
+  const BlockWeight& blocks = problem.blocks;
+  if (blocks.present()) {
+    rows_dtype = kernel.bf16_pairs ? DType::bf16 : DType::f32;
+    rows_stride = k_count;
+    void* widened = thread_scratch(ScratchSlot::widened_weight,
+                                   kernel.columns * k_count * dtype_size(rows_dtype));
     for (int64_t column = 0; column < columns_valid; ++column) {
-      problem.blocks.widen_row(
-          weight_row_bytes(problem, column_begin + column, k_begin, k_count).start,
-          widened + column * k_count, k_count);
+      const char* source = weight_row_bytes(problem, column_begin + column, k_begin, k_count).start;
+      if (kernel.bf16_pairs) {
+        blocks.widen_row_bf16(source, static_cast<uint16_t*>(widened) + column * k_count, k_count);
+      } else {
+        blocks.widen_row_f32(source, static_cast<float*>(widened) + column * k_count, k_count);
+      }
     }
-    kernels::pack_bf16_pairs_avx512(widened, k_count, columns_valid, k_count, panel);
-    return;
+    rows = widened;
+  } else {
+    rows = static_cast<const char*>(problem.weight) +
+           (column_begin * problem.weight_stride + k_begin) * dtype_size(problem.weight_dtype);
   }
   if (kernel.bf16_pairs) {
-    kernels::pack_bf16_pairs_avx512(static_cast<const uint16_t*>(problem.weight) +
-                                        column_begin * problem.weight_stride + k_begin,
-                                    problem.weight_stride, columns_valid, k_count, panel);
-    return;
+    kernels::pack_bf16_pairs_avx512(static_cast<const uint16_t*>(rows), rows_stride,
+                                    columns_valid, k_count, panel);
+  } else if (kernel.pack_f32) {
+    kernel.pack_f32(rows, rows_dtype, rows_stride, columns_valid, k_count, panel);
+  } else {
+    kernels::pack_f32_columns_scalar(rows, rows_dtype, rows_stride, columns_valid, kernel.columns,
+                                     0, k_count, static_cast<float*>(panel));
   }
-  const void* rows = static_cast<const char*>(problem.weight) +
-                     (column_begin * problem.weight_stride + k_begin) *
-                         dtype_size(problem.weight_dtype);
-  if (kernel.pack_f32) {
-    kernel.pack_f32(rows, problem.weight_dtype, problem.weight_stride, columns_valid, k_count,
-                    panel);
-    return;
-  }
-  kernels::pack_f32_columns_scalar(rows, problem.weight_dtype, problem.weight_stride,
-                                   columns_valid, kernel.columns, 0, k_count,
-                                   static_cast<float*>(panel));
 }
 
 // Runs the kernel on a tile that may be cut by the matrix edge, through a full-size buffer.
@@ -357,8 +360,10 @@ void gemm_layers(const LinearProblem* problems, int count, const GatedProduct* g
   int64_t k_align = 2;
   for (int index = 0; index < count; ++index) {
     const BlockWeight& blocks = problems[index].blocks;
-    if (!blocks.widen_row) continue;
-    if (!kernel.bf16_pairs) fail("gemm: weights in blocks need the bf16 kernel");
+    if (!blocks.present()) continue;
+    if (kernel.bf16_pairs ? !blocks.widen_row_bf16 : !blocks.widen_row_f32) {
+      fail("gemm: weights in blocks need a widening to ", kernel.bf16_pairs ? "bf16" : "f32");
+    }
     k_align = std::max(k_align, blocks.k_step);
   }
 
@@ -615,5 +620,7 @@ std::string gemm_kernel_name(DType weight_dtype) {
 bool linear_rounds_input_to_bf16(DType weight_dtype) {
   return weight_dtype == DType::bf16 && active_isa() == Isa::avx512;
 }
+
+bool gemm_widens_blocks_to_bf16() { return select_kernel(DType::bf16).bf16_pairs; }
 
 }  // namespace fornace::cpu

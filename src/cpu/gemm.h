@@ -10,16 +10,19 @@
 
 namespace fornace::cpu {
 
-// A weight stored in blocks that the GEMM widens to bf16 as it packs each panel (a quantized
-// prefill), so that the widened rows never leave the thread's cache. Row r's values from k on,
-// for k a multiple of k_step, start at rows + r * row_bytes + k / k_step * step_bytes; widen_row
-// writes n of them (a multiple of k_step) as bf16.
+// A weight stored in blocks that the GEMM widens as it packs each panel (a quantized prefill),
+// so that the widened rows never leave the thread's cache. Row r's values from k on, for k a
+// multiple of k_step, start at rows + r * row_bytes + k / k_step * step_bytes; the widenings
+// write n of them (a multiple of k_step): to bf16 for the bf16 micro-kernels, to f32 for the
+// f32 ones (AVX2).
 struct BlockWeight {
   const void* rows = nullptr;
   size_t row_bytes = 0;
   int64_t k_step = 1;
   size_t step_bytes = 0;
-  void (*widen_row)(const void* blocks, uint16_t* out, int64_t n) = nullptr;
+  void (*widen_row_bf16)(const void* blocks, uint16_t* out, int64_t n) = nullptr;
+  void (*widen_row_f32)(const void* blocks, float* out, int64_t n) = nullptr;
+  bool present() const { return rows != nullptr; }
 };
 
 // output[m][n] = sum_k input[m][k] * weight[n][k] + bias[n], for m < rows, n < outputs,
@@ -43,9 +46,10 @@ struct LinearProblem {
   // The same bf16 weight packed by pack_bf16_weight, or null. Only where packs_bf16_weights();
   // the GEMM and the GEMV then read it instead of `weight`.
   const void* packed_weight = nullptr;
-  // Where set (widen_row not null), the weight's rows in blocks, widened as the GEMM packs
-  // them; weight_dtype is then bf16 and `weight` unused. The GEMM only (gemm, gemm_group,
-  // linear_gated with more than kGemvPreferredMaxRows rows), at the AVX-512 level.
+  // Where present, the weight's rows in blocks, widened as the GEMM packs them; weight_dtype
+  // is then bf16 and `weight` unused. The GEMM only (gemm, gemm_group, linear_gated with more
+  // than kGemvPreferredMaxRows rows), with the widening that its micro-kernel takes
+  // (gemm_widens_blocks_to_bf16).
   BlockWeight blocks;
 };
 
@@ -112,6 +116,8 @@ void gemm(const LinearProblem& problem);
 
 // Whether linear() with this weight dtype rounds its input to bf16 at the active ISA.
 bool linear_rounds_input_to_bf16(DType weight_dtype);
+// Whether the GEMM widens weights in blocks to bf16 (AVX-512) or to f32 (the other ISAs).
+bool gemm_widens_blocks_to_bf16();
 
 // The kernels linear() picks at the active ISA for this weight dtype, in words (for --trace and
 // the bench's records): the GEMM micro-kernel, and the GEMV's way through one and several rows.

@@ -66,7 +66,7 @@ void gemv_group(const LinearProblem* problems, int count) {
   const LinearProblem& first_problem = problems[0];
   int64_t total_outputs = 0;
   for (int index = 0; index < count; ++index) {
-    if (problems[index].blocks.widen_row) fail("gemv: weights in blocks run on the GEMM only");
+    if (problems[index].blocks.present()) fail("gemv: weights in blocks run on the GEMM only");
     total_outputs += problems[index].outputs;
   }
   if (first_problem.rows <= 0 || total_outputs <= 0) return;

@@ -24,6 +24,9 @@ struct BlockKernels {
   // Widens one row to bf16 (the values rounded to nearest even) in registers; null where the ISA
   // has no such kernel (prefill then keeps the 8-bit activation kernels).
   void (*widen_row_bf16)(const void* blocks, uint16_t* out, int64_t n) = nullptr;
+  // Widens one row to f32 in registers: dequantize_row's values, bit for bit. Null where the ISA
+  // has no such kernel, or where its 8-bit kernels run a prefill faster (AVX2's Q4_0).
+  void (*widen_row_f32)(const void* blocks, float* out, int64_t n) = nullptr;
   // Rounds one f32 row into blocks, as llama.cpp's reference quantizer does (for `fornace
   // quantize` and tests); null for types Fornace only reads.
   void (*quantize_row)(const float* in, void* blocks, int64_t n) = nullptr;
@@ -69,7 +72,7 @@ constexpr int64_t kInterleavedQuadBlocks = 4;
 // Rearranges `rows` rows of `columns` (block_row_bytes apart, in and out) into interleaved quads;
 // throws Error where has_interleaved_kernels is false at the active ISA.
 void interleave_rows(BlockType type, const void* in, void* out, int64_t rows, int64_t columns);
-// The kernels of interleaved rows at `isa`: dequantize_row, widen_row_bf16, dot_rows and the
+// The kernels of interleaved rows at `isa`: dequantize_row, the widenings, dot_rows and the
 // activation functions (those of `type`); no dot_rows_f32 or quantize_row. Throws Error where
 // there are none.
 const BlockKernels& interleaved_block_kernels(BlockType type, Isa isa);
@@ -77,7 +80,7 @@ const BlockKernels& interleaved_block_kernels(BlockType type, Isa isa);
 // output[m][r] = sum_k input[m][k] * W[r][k] + bias[r] for a block-quantized W [outputs, depth].
 struct QuantizedLinearProblem {
   // f32 rows; or bf16 rows where the problem runs as the widened BF16 GEMM
-  // (quantized_linear_widens_to_bf16), which rounds its input to bf16 anyway.
+  // (quantized_linear_input_dtype), which rounds its input to bf16 anyway.
   const void* input = nullptr;
   DType input_dtype = DType::f32;
   int64_t input_stride = 0;
@@ -96,9 +99,9 @@ struct QuantizedLinearProblem {
 
 // Runs the problem on the global thread pool: the input is quantized once, then weight rows are
 // split across threads, each block of rows reused from cache for every group of input rows.
-// From kWidenedGemmMinRows rows on (prefill) with AVX512_BF16 and a rounded input, it runs instead
-// as the BF16 GEMM (cpu/gemm.h), which widens the weight rows to bf16 panel by panel as it packs
-// them, the input rounded to bf16.
+// From kWidenedGemmMinRows rows on (prefill) with a rounded input, it runs instead as the GEMM of
+// cpu/gemm.h, which widens the weight rows panel by panel as it packs them
+// (quantized_linear_widens).
 void quantized_linear(const QuantizedLinearProblem& problem);
 // Several quantized layers over one input, such as Q, K and V, or gate and up: the problems share
 // input, input stride, rows, depth and input rounding (the block types may differ). The input is
@@ -116,11 +119,16 @@ void quantized_linear_gated(const QuantizedLinearProblem& gate, const QuantizedL
                             const GatedProduct& product);
 
 constexpr int64_t kWidenedGemmMinRows = 32;
-// Whether quantized_linear runs `problem` as that BF16 GEMM (weights and input rounded to bf16,
-// instead of the input to 8-bit blocks); the first form for any problem of `rows` rows at that
-// rounding whose type has a widening kernel (every type at the AVX-512 level).
-bool quantized_linear_widens_to_bf16(int64_t rows, ActivationRounding rounding);
-bool quantized_linear_widens_to_bf16(const QuantizedLinearProblem& problem);
+// Whether quantized_linear runs `problem` as the GEMM that BF16 weights take, its weights widened
+// instead of the input rounded to 8-bit blocks: at the AVX-512 level the BF16 GEMM (weights and
+// input rounded to bf16), at AVX2 the f32 GEMM (weights and input exact). The first form for any
+// problem of `rows` rows at that rounding whose type has the widening (every type at AVX-512,
+// all but Q4_0 at AVX2).
+bool quantized_linear_widens(int64_t rows, ActivationRounding rounding);
+bool quantized_linear_widens(const QuantizedLinearProblem& problem);
+// The rows that quantized_linear takes for `rows` rows at that rounding: bf16 where they go to
+// the BF16 GEMM (which would round f32 rows to bf16 anyway), else f32.
+DType quantized_linear_input_dtype(int64_t rows, ActivationRounding rounding);
 // How quantized_linear runs at the active ISA, in words (for --trace and the bench's records).
 std::string quantized_kernel_name();
 

@@ -483,6 +483,7 @@ constexpr BlockKernels kernels_for(Isa isa) {
     case Isa::avx2:
       kernels.dot_rows = dot_rows_avx2<Type>;
       kernels.dot_rows_f32 = dot_rows_f32_avx2<Type>;
+      kernels.widen_row_f32 = widen_row_f32_avx2<Type>;
       break;
     default:
       kernels.dot_rows = dot_rows_portable<Type>;

@@ -296,8 +296,7 @@ using StreamRowDot = StreamRowDotOf<Block, RowSum<Block>>;
 struct WidenToBf16 {
   uint16_t* out;
   void consume(__m512i levels, int element, float scale, float offset) {
-    const __m512 weights = _mm512_fmadd_ps(_mm512_cvtepi32_ps(levels), _mm512_set1_ps(scale),
-                                           _mm512_set1_ps(-offset));
+    const __m512 weights = f32_kernel::block_values(levels, scale, offset);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + element),
                         (__m256i)_mm512_cvtneps_pbh(weights));
   }

@@ -211,6 +211,9 @@ void dot_rows_f32_avx512(const void* weights, size_t weight_row_bytes, int64_t r
 // One row widened to bf16 in registers (BlockKernels::widen_row_bf16).
 template <BlockType Type>
 void widen_row_bf16_avx512(const void* blocks, uint16_t* out, int64_t n);
+// One row widened to f32 in registers (BlockKernels::widen_row_f32).
+template <BlockType Type>
+void widen_row_f32_avx2(const void* blocks, float* out, int64_t n);
 
 }  // namespace fornace::cpu::kquant
 

@@ -57,6 +57,12 @@ inline Int move_bit(Int a) {
   }
 }
 
+// Level * scale - offset in one rounding: the product is exact in f32 (an f16 times a 6- or
+// 8-bit scale times a 6-bit level), so these are dequantize_row's values.
+inline Vec block_values(Int levels, float scale, float offset) {
+  return simd::multiply_add(to_float(levels), simd::broadcast(scale), simd::broadcast(-offset));
+}
+
 // accumulate_block(block, consumer) hands the consumer the block's values kWidth at a time as
 // consume(levels, element, scale, offset): weights = levels * scale - offset.
 
@@ -71,8 +77,7 @@ struct Accumulators {
 
   // Weights = level * scale - offset, for elements [element, element + kWidth) of the block.
   void consume(Int levels, int element, float scale, float offset) {
-    const Vec weights =
-        simd::multiply_add(to_float(levels), simd::broadcast(scale), simd::broadcast(-offset));
+    const Vec weights = block_values(levels, scale, offset);
     const int chain = (element / kWidth) % kChains;
     for (int c = 0; c < Columns; ++c) {
       sums[c][chain] =
@@ -146,6 +151,24 @@ void accumulate_block(const BlockQ6K& block, Consumer& acc) {
         acc.consume(levels[p], element, scale, 32 * scale);
       }
     }
+  }
+}
+
+// Stores a block's values as f32 at their element.
+struct WidenToF32 {
+  float* out;
+  void consume(Int levels, int element, float scale, float offset) {
+    simd::store(out + element, block_values(levels, scale, offset));
+  }
+};
+
+// One row widened to f32 (BlockKernels::widen_row_f32).
+template <typename Block>
+void widen_row_f32(const void* blocks, float* out, int64_t n) {
+  const auto* row = static_cast<const Block*>(blocks);
+  for (int64_t b = 0; b < n / kBlockElements; ++b) {
+    WidenToF32 widen{out + b * kBlockElements};
+    accumulate_block(row[b], widen);
   }
 }
 

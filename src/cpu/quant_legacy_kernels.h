@@ -464,7 +464,7 @@ BlockKernels vector_kernels_of(BlockType type) {
 // The kernels of interleaved rows of `Layout` (Interleaved: its interleaved twin) from a vector
 // ISA's table: the integer tiles on the quads as they are, dequantize_row on quads put back as
 // stored; no f32-input kernel (a layer with f32 input keeps its rows as stored), no quantize_row,
-// and no widen_row_bf16 unless the ISA adds its own.
+// and no widening unless the ISA adds its own.
 template <template <const BlockLayout&, int, int> class IntegerTile, BlockType Type,
           const BlockLayout& Layout, const BlockLayout& Interleaved>
 BlockKernels interleaved_kernels_of(const BlockKernels& stored) {
@@ -473,6 +473,7 @@ BlockKernels interleaved_kernels_of(const BlockKernels& stored) {
     for_each_deinterleaved_quad<Layout>(quads, out, n, portable::kernels(Type)->dequantize_row);
   };
   kernels.widen_row_bf16 = nullptr;
+  kernels.widen_row_f32 = nullptr;
   kernels.quantize_row = nullptr;
   kernels.dot_rows = tiled_dot_rows<IntegerTile, Interleaved>;
   kernels.dot_rows_f32 = nullptr;

@@ -153,9 +153,10 @@ void run_weight_rows(const PreparedLayer& layer, int64_t begin, int64_t end) {
   }
 }
 
-// The problem as a layer of the BF16 GEMM whose weight rows it widens to bf16 (exactly as the
-// format defines the values, then rounded to nearest even) as it packs each panel: a prefill of
-// many rows repays the widening, and the GEMM's micro-kernel runs at the BF16 rate.
+// The problem as a layer of the GEMM that BF16 weights take, whose weight rows it widens (exactly
+// as the format defines the values; at AVX-512, then rounded to bf16, nearest even) as it packs
+// each panel: a prefill of many rows repays the widening, and the GEMM's micro-kernel runs at the
+// BF16 weights' rate.
 LinearProblem widened_problem(const QuantizedLinearProblem& problem) {
   const BlockFormat& format = block_format(problem.weight_type);
   // Interleaved rows widen whole quads of blocks.
@@ -168,8 +169,13 @@ LinearProblem widened_problem(const QuantizedLinearProblem& problem) {
   widened.depth = problem.depth;
   widened.outputs = problem.outputs;
   widened.weight_dtype = DType::bf16;
-  widened.blocks = {problem.weight, problem.weight_row_bytes, format.block_elements * step_blocks,
-                    format.block_bytes * step_blocks, weight_kernels(problem).widen_row_bf16};
+  const BlockKernels& kernels = weight_kernels(problem);
+  widened.blocks = {problem.weight,
+                    problem.weight_row_bytes,
+                    format.block_elements * step_blocks,
+                    format.block_bytes * step_blocks,
+                    kernels.widen_row_bf16,
+                    kernels.widen_row_f32};
   widened.bias = problem.bias;
   widened.output = problem.output;
   widened.output_stride = problem.output_stride;
@@ -178,14 +184,22 @@ LinearProblem widened_problem(const QuantizedLinearProblem& problem) {
 
 }  // namespace
 
-bool quantized_linear_widens_to_bf16(int64_t rows, ActivationRounding rounding) {
+bool quantized_linear_widens(int64_t rows, ActivationRounding rounding) {
   return rounding != ActivationRounding::f32 && rows >= kWidenedGemmMinRows &&
-         linear_rounds_input_to_bf16(DType::bf16);
+         active_isa() != Isa::portable;
 }
 
-bool quantized_linear_widens_to_bf16(const QuantizedLinearProblem& problem) {
-  return quantized_linear_widens_to_bf16(problem.rows, problem.activation_rounding) &&
-         weight_kernels(problem).widen_row_bf16 != nullptr;
+bool quantized_linear_widens(const QuantizedLinearProblem& problem) {
+  const BlockKernels& kernels = weight_kernels(problem);
+  return quantized_linear_widens(problem.rows, problem.activation_rounding) &&
+         (gemm_widens_blocks_to_bf16() ? kernels.widen_row_bf16 != nullptr
+                                       : kernels.widen_row_f32 != nullptr);
+}
+
+DType quantized_linear_input_dtype(int64_t rows, ActivationRounding rounding) {
+  return quantized_linear_widens(rows, rounding) && linear_rounds_input_to_bf16(DType::bf16)
+             ? DType::bf16
+             : DType::f32;
 }
 
 std::string quantized_kernel_name() {
@@ -203,7 +217,9 @@ std::string quantized_kernel_name() {
              std::to_string(kWidenedGemmMinRows) +
              " rows, weights widened to bf16 panel by panel inside the bf16 GEMM";
     case Isa::avx2:
-      return "8-bit activation blocks, int8 dot (AVX2)" + rows + interleaved;
+      return "8-bit activation blocks, int8 dot (AVX2)" + rows + interleaved + "; from " +
+             std::to_string(kWidenedGemmMinRows) +
+             " rows, weights widened to f32 panel by panel inside the f32 GEMM";
     default:
       return "8-bit activation blocks, portable" + rows;
   }
@@ -218,7 +234,7 @@ void quantized_linear_gated(const QuantizedLinearProblem& gate, const QuantizedL
   if (gate.outputs != up.outputs) {
     fail("quantized_linear_gated: gate has ", gate.outputs, " outputs and up ", up.outputs);
   }
-  if (quantized_linear_widens_to_bf16(gate) && quantized_linear_widens_to_bf16(up)) {
+  if (quantized_linear_widens(gate) && quantized_linear_widens(up)) {
     linear_gated(widened_problem(gate), widened_problem(up), product);
     return;
   }
@@ -245,8 +261,8 @@ void quantized_linear_group(const QuantizedLinearProblem* problems, int count) {
     if (problem.rows > 0 && problem.outputs > 0) check(problem);
   }
   if (first.rows <= 0) return;
-  // Prefill: one BF16 GEMM over every layer, widening their weights as it packs them.
-  if (quantized_linear_widens_to_bf16(first)) {
+  // Prefill: one GEMM over every layer, widening their weights as it packs them.
+  if (quantized_linear_widens(first)) {
     std::array<LinearProblem, kMaxQuantizedGroupLayers> widened;
     for (int index = 0; index < count; ++index) widened[index] = widened_problem(problems[index]);
     gemm_group(widened.data(), count);
@@ -254,7 +270,7 @@ void quantized_linear_group(const QuantizedLinearProblem* problems, int count) {
   }
   if (first.input_dtype != DType::f32) {
     fail("quantized_linear_group: ", dtype_name(first.input_dtype), " input needs ",
-         kWidenedGemmMinRows, " rows or more and AVX512_BF16 (the widened GEMM)");
+         kWidenedGemmMinRows, " rows or more and AVX512_BF16 (the widened bf16 GEMM)");
   }
 
   // The input is rounded once per activation format (layers of one block type share it).

@@ -36,8 +36,7 @@ void quantized_linear_into(const Tensor& output, const Tensor& input, const Quan
 }
 
 DType quantized_linear_input_dtype(int64_t rows, ActivationRounding activation_rounding) {
-  return cpu::quantized_linear_widens_to_bf16(rows, activation_rounding) ? DType::bf16
-                                                                          : DType::f32;
+  return cpu::quantized_linear_input_dtype(rows, activation_rounding);
 }
 
 namespace {
@@ -91,12 +90,12 @@ void prepare_quantized(const char* op, const Tensor& input,
     problem.activation_rounding = activation_rounding;
     problem.interleaved = weight.interleaved;
   }
-  // bf16 rows go as they are to the widened GEMM, which would round f32 rows to bf16 anyway.
+  // bf16 rows go as they are to the widened bf16 GEMM, which would round f32 rows to bf16 anyway.
   const bool bf16_in_place =
-      input.dtype() == DType::bf16 &&
+      input.dtype() == DType::bf16 && cpu::linear_rounds_input_to_bf16(DType::bf16) &&
       std::all_of(prepared.problems.begin(), prepared.problems.begin() + layers.size(),
                   [](const cpu::QuantizedLinearProblem& problem) {
-                    return cpu::quantized_linear_widens_to_bf16(problem);
+                    return cpu::quantized_linear_widens(problem);
                   });
   prepared.rows = contiguous(bf16_in_place ? input : to_dtype(input, DType::f32));
   for (size_t index = 0; index < layers.size(); ++index) {

@@ -14,8 +14,8 @@ namespace fornace {
 // output [..., N] (contiguous f32) = input [..., K] (f32 or bf16) · weightᵀ + bias, weight
 // [N, K] quantized. `activation_rounding`: the input rows rounded to 8-bit blocks (once, or with
 // the residual rounded again) for integer dot products, or kept f32 against weights widened in
-// registers. A prefill's rows (quantized_linear_input_dtype bf16) run as a BF16 GEMM that widens
-// the weights; other input is taken as f32.
+// registers. A prefill's rows run as the GEMM that BF16 weights take, which widens the weights
+// (bf16 rows where quantized_linear_input_dtype says so); other input is taken as f32.
 void quantized_linear_into(const Tensor& output, const Tensor& input, const QuantizedMatrix& weight,
                            const std::optional<Tensor>& bias,
                            ActivationRounding activation_rounding);

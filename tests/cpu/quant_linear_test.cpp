@@ -91,7 +91,8 @@ cpu::QuantizedLinearProblem problem_of(const Layer& layer, const std::vector<flo
 // What `problem` (of `layer`) wrote, against the double loop over the widened weights.
 void expect_double_loop(const Layer& layer, const cpu::QuantizedLinearProblem& problem,
                         const std::string& where) {
-  const bool widened_to_bf16 = cpu::quantized_linear_widens_to_bf16(problem);
+  const bool widened = cpu::quantized_linear_widens(problem);
+  const bool widened_to_bf16 = widened && cpu::gemm_widens_blocks_to_bf16();
   const int64_t block = block_format(layer.type).block_elements;
   for (int64_t m = 0; m < problem.rows; ++m) {
     const float* x = static_cast<const float*>(problem.input) + m * problem.input_stride;
@@ -107,10 +108,11 @@ void expect_double_loop(const Layer& layer, const cpu::QuantizedLinearProblem& p
       // f32 accumulation; with 8-bit activations, plus their rounding bound over the
       // activation blocks (taken as long as the weight's blocks), 254 times smaller with the
       // residual rounded again; where the weights and the input are rounded to bf16 for the
-      // GEMM instead, 2^-8 relative each at most.
+      // GEMM instead, 2^-8 relative each at most; where the f32 GEMM takes them, nothing more.
       double allowed = 2e-6 * magnitude;
       if (widened_to_bf16) {
         allowed += std::ldexp(1.0, -7) * magnitude;
+      } else if (widened) {
       } else if (problem.activation_rounding == ActivationRounding::int8) {
         allowed += quant_test::activation_rounding_bound(w, x, layer.depth, block);
       } else if (problem.activation_rounding == ActivationRounding::int8x2) {
@@ -156,6 +158,53 @@ TEST(QuantizedLinear, WidenedRowsAreTheValuesInBf16) {
         }
       }
     }
+  }
+}
+
+// The f32 widening that prefill's f32 GEMM reads (AVX2): dequantize_row's values bit for bit,
+// from stored rows and from interleaved rows.
+TEST(QuantizedLinear, WidenedRowsAreTheValuesInF32) {
+  int checked = 0;
+  for (BlockType type : types_with_kernels()) {
+    const int64_t depth = 8 * block_format(type).block_elements;
+    const Layer layer = make_layer(type, depth, 5);
+    const size_t row_bytes = block_row_bytes(type, depth);
+    std::vector<uint8_t> stored(layer.outputs * row_bytes);
+    for (int64_t r = 0; r < layer.outputs; ++r) {
+      std::memcpy(stored.data() + r * row_bytes, layer.weight.data() + r * layer.row_bytes,
+                  row_bytes);
+    }
+    for (cpu::Isa isa : supported_isas()) {
+      std::vector<std::pair<const cpu::BlockKernels*, std::vector<uint8_t>>> layouts;
+      layouts.emplace_back(&cpu::block_kernels(type, isa), stored);
+      if (cpu::has_interleaved_kernels(type, depth, isa)) {
+        cpu::set_isa(isa);
+        std::vector<uint8_t> interleaved(stored.size());
+        cpu::interleave_rows(type, stored.data(), interleaved.data(), layer.outputs, depth);
+        layouts.emplace_back(&cpu::interleaved_block_kernels(type, isa), interleaved);
+      }
+      for (const auto& [kernels, rows] : layouts) {
+        if (kernels->widen_row_f32 == nullptr) continue;
+        ++checked;
+        std::vector<float> widened(depth);
+        for (int64_t r = 0; r < layer.outputs; ++r) {
+          kernels->widen_row_f32(rows.data() + r * row_bytes, widened.data(), depth);
+          for (int64_t k = 0; k < depth; ++k) {
+            ASSERT_EQ(widened[k], static_cast<float>(layer.widened[r * depth + k]))
+                << block_format(type).name << " on " << cpu::isa_name(isa)
+                << (kernels == layouts.front().first ? "" : ", interleaved") << ", row " << r
+                << ", element " << k;
+          }
+        }
+      }
+    }
+  }
+  cpu::reset_isa();
+  // AVX2 widens every type but Q4_0 (whose 8-bit kernels run its prefill faster), stored, and
+  // the 4 other legacy types interleaved.
+  const std::vector<cpu::Isa> isas = supported_isas();
+  if (std::find(isas.begin(), isas.end(), cpu::Isa::avx2) != isas.end()) {
+    EXPECT_EQ(checked, static_cast<int>(types_with_kernels().size()) - 1 + 4);
   }
 }
 
@@ -328,15 +377,8 @@ TEST(QuantizedLinear, InterleavedRowsGiveExactlyWhatTheStoredRowsGive) {
   EXPECT_THROW(cpu::interleave_rows(BlockType::q5_0, odd.data(), odd.data(), 1, 96), Error);
 }
 
-// Prefill's widened GEMM over rows deeper than one of its depth blocks (4,864: Qwen2.5-0.5B's
-// down_proj, 19 K-quant super-blocks, cut into blocks of whole super-blocks), for every block
-// type: against the double loop; interleaved rows exactly as the stored rows; bf16 input rows
-// exactly as the same values in f32 (which the GEMM rounds to bf16). Decode's kernels refuse
-// bf16 rows.
-TEST(QuantizedLinear, PrefillWidensDeepRowsBlockByBlock) {
-  if (!cpu::quantized_linear_widens_to_bf16(cpu::kWidenedGemmMinRows, ActivationRounding::int8)) {
-    GTEST_SKIP() << "no widened GEMM on " << cpu::isa_name(cpu::detected_isa());
-  }
+// PrefillWidensDeepRowsBlockByBlock at the active ISA.
+void check_deep_rows_widened(const std::string& isa) {
   const int64_t depth = 4864;
   const int64_t outputs = 37;
   const int64_t rows = cpu::kWidenedGemmMinRows + 1;
@@ -348,15 +390,20 @@ TEST(QuantizedLinear, PrefillWidensDeepRowsBlockByBlock) {
     input[index] = bf16_to_f32(input_bf16[index]);
   }
   for (BlockType type : types_with_kernels()) {
+    const cpu::BlockKernels& kernels = cpu::block_kernels(type, cpu::active_isa());
+    if (cpu::gemm_widens_blocks_to_bf16() ? kernels.widen_row_bf16 == nullptr
+                                          : kernels.widen_row_f32 == nullptr) {
+      continue;  // AVX2's Q4_0
+    }
     Layer layer = make_layer(type, depth, outputs);
     for (int threads : {1, 2}) {
       set_num_threads(threads);
-      const std::string where = std::string(block_format(type).name) + ", " +
+      const std::string where = std::string(block_format(type).name) + " on " + isa + ", " +
                                 std::to_string(threads) + " threads";
       std::vector<float> expected(rows * outputs, NAN);
       const cpu::QuantizedLinearProblem problem = problem_of(
           layer, input, depth, rows, expected, outputs, ActivationRounding::int8, threads == 2);
-      ASSERT_TRUE(cpu::quantized_linear_widens_to_bf16(problem)) << where;
+      ASSERT_TRUE(cpu::quantized_linear_widens(problem)) << where;
       cpu::quantized_linear(problem);
       expect_double_loop(layer, problem, where);
 
@@ -365,9 +412,13 @@ TEST(QuantizedLinear, PrefillWidensDeepRowsBlockByBlock) {
       bf16_rows.input = input_bf16.data();
       bf16_rows.input_dtype = DType::bf16;
       bf16_rows.output = got.data();
-      cpu::quantized_linear(bf16_rows);
-      ASSERT_EQ(0, std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)))
-          << where << ", bf16 input";
+      if (cpu::quantized_linear_input_dtype(rows, ActivationRounding::int8) == DType::bf16) {
+        cpu::quantized_linear(bf16_rows);
+        ASSERT_EQ(0, std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)))
+            << where << ", bf16 input";
+      } else {
+        EXPECT_THROW(cpu::quantized_linear(bf16_rows), Error) << where << ": the f32 GEMM";
+      }
       bf16_rows.rows = cpu::kWidenedGemmMinRows - 1;
       EXPECT_THROW(cpu::quantized_linear(bf16_rows), Error) << where;
 
@@ -392,6 +443,21 @@ TEST(QuantizedLinear, PrefillWidensDeepRowsBlockByBlock) {
     }
   }
   set_num_threads(0);
+}
+
+// Prefill's widened GEMM over rows deeper than one of its depth blocks (4,864: Qwen2.5-0.5B's
+// down_proj, 19 K-quant super-blocks, cut into blocks of whole super-blocks), for every block
+// type, on each ISA with the widened GEMM: against the double loop; interleaved rows exactly as
+// the stored rows; bf16 input rows exactly as the same values in f32 where the GEMM rounds to
+// bf16, refused by the f32 GEMM (AVX2). Decode's kernels refuse bf16 rows.
+TEST(QuantizedLinear, PrefillWidensDeepRowsBlockByBlock) {
+  for (cpu::Isa isa : supported_isas()) {
+    cpu::set_isa(isa);
+    if (cpu::quantized_linear_widens(cpu::kWidenedGemmMinRows, ActivationRounding::int8)) {
+      check_deep_rows_widened(cpu::isa_name(isa));
+    }
+  }
+  cpu::reset_isa();
 }
 
 // quantized_linear_gated: activation(gate) * up, in f32 and in bf16, for decode's rows (after the
