@@ -621,6 +621,8 @@ bool linear_rounds_input_to_bf16(DType weight_dtype) {
   return weight_dtype == DType::bf16 && active_isa() == Isa::avx512;
 }
 
-bool gemm_widens_blocks_to_bf16() { return select_kernel(DType::bf16).bf16_pairs; }
+bool gemm_widens_blocks_to_bf16(DType weight_dtype) {
+  return select_kernel(weight_dtype).bf16_pairs;
+}
 
 }  // namespace fornace::cpu

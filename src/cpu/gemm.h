@@ -47,9 +47,9 @@ struct LinearProblem {
   // the GEMM and the GEMV then read it instead of `weight`.
   const void* packed_weight = nullptr;
   // Where present, the weight's rows in blocks, widened as the GEMM packs them; weight_dtype
-  // is then bf16 and `weight` unused. The GEMM only (gemm, gemm_group, linear_gated with more
-  // than kGemvPreferredMaxRows rows), with the widening that its micro-kernel takes
-  // (gemm_widens_blocks_to_bf16).
+  // (bf16 or f32) then picks the GEMM, and `weight` is unused. The GEMM only (gemm, gemm_group,
+  // linear_gated with more than kGemvPreferredMaxRows rows), with the widening that its
+  // micro-kernel takes (gemm_widens_blocks_to_bf16).
   BlockWeight blocks;
 };
 
@@ -116,8 +116,9 @@ void gemm(const LinearProblem& problem);
 
 // Whether linear() with this weight dtype rounds its input to bf16 at the active ISA.
 bool linear_rounds_input_to_bf16(DType weight_dtype);
-// Whether the GEMM widens weights in blocks to bf16 (AVX-512) or to f32 (the other ISAs).
-bool gemm_widens_blocks_to_bf16();
+// Whether the GEMM of this weight dtype at the active ISA widens weights in blocks to bf16 (its
+// micro-kernel multiplies bf16 pairs: bf16 at AVX-512) or to f32.
+bool gemm_widens_blocks_to_bf16(DType weight_dtype);
 
 // The kernels linear() picks at the active ISA for this weight dtype, in words (for --trace and
 // the bench's records): the GEMM micro-kernel, and the GEMV's way through one and several rows.

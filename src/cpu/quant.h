@@ -25,7 +25,7 @@ struct BlockKernels {
   // has no such kernel (prefill then keeps the 8-bit activation kernels).
   void (*widen_row_bf16)(const void* blocks, uint16_t* out, int64_t n) = nullptr;
   // Widens one row to f32 in registers: dequantize_row's values, bit for bit. Null where the ISA
-  // has no such kernel, or where its 8-bit kernels run a prefill faster (AVX2's Q4_0).
+  // has no such kernel.
   void (*widen_row_f32)(const void* blocks, float* out, int64_t n) = nullptr;
   // Rounds one f32 row into blocks, as llama.cpp's reference quantizer does (for `fornace
   // quantize` and tests); null for types Fornace only reads.
@@ -119,12 +119,13 @@ void quantized_linear_gated(const QuantizedLinearProblem& gate, const QuantizedL
                             const GatedProduct& product);
 
 constexpr int64_t kWidenedGemmMinRows = 32;
-// Whether quantized_linear runs `problem` as the GEMM that BF16 weights take, its weights widened
-// instead of the input rounded to 8-bit blocks: at the AVX-512 level the BF16 GEMM (weights and
-// input rounded to bf16), at AVX2 the f32 GEMM (weights and input exact). The first form for any
-// problem of `rows` rows at that rounding whose type has the widening (every type at AVX-512,
-// all but Q4_0 at AVX2).
-bool quantized_linear_widens(int64_t rows, ActivationRounding rounding);
+// Whether quantized_linear runs `problem` as a GEMM of cpu/gemm.h with its weights widened,
+// instead of the 8-bit or f32 kernels on the blocks: with 8-bit roundings the GEMM that BF16
+// weights take (at the AVX-512 level the BF16 GEMM, weights and input rounded to bf16; at AVX2
+// the f32 GEMM, weights and input exact), with ActivationRounding::f32 the f32 GEMM. Every type
+// widens at AVX2 and AVX-512 from kWidenedGemmMinRows rows on (the first form: whether the ISA
+// and `rows` allow it), but AVX2's Q4_0 with 8-bit roundings, whose integer kernels are faster.
+bool quantized_linear_widens(int64_t rows);
 bool quantized_linear_widens(const QuantizedLinearProblem& problem);
 // The rows that quantized_linear takes for `rows` rows at that rounding: bf16 where they go to
 // the BF16 GEMM (which would round f32 rows to bf16 anyway), else f32.

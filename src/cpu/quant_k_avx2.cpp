@@ -195,7 +195,7 @@ FORNACE_KQUANT_ENTRY_POINTS(avx2, StreamRowDot)
 
 template <BlockType Type>
 void widen_row_f32_avx2(const void* blocks, float* out, int64_t n) {
-  f32_kernel::widen_row_f32<BlockOf<Type>>(blocks, out, n);
+  f32_kernel::widen_row<BlockOf<Type>, f32_kernel::WidenToF32>(blocks, out, n);
 }
 template void widen_row_f32_avx2<BlockType::q4_k>(const void*, float*, int64_t);
 template void widen_row_f32_avx2<BlockType::q5_k>(const void*, float*, int64_t);

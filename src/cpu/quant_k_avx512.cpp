@@ -308,15 +308,18 @@ FORNACE_KQUANT_ENTRY_POINTS(avx512, StreamRowDot)
 
 template <BlockType Type>
 void widen_row_bf16_avx512(const void* blocks, uint16_t* out, int64_t n) {
-  using Block = BlockOf<Type>;
-  const auto* row = static_cast<const Block*>(blocks);
-  for (int64_t b = 0; b < n / kBlockElements; ++b) {
-    WidenToBf16 widen{out + b * kBlockElements};
-    f32_kernel::accumulate_block(row[b], widen);
-  }
+  f32_kernel::widen_row<BlockOf<Type>, WidenToBf16>(blocks, out, n);
 }
 template void widen_row_bf16_avx512<BlockType::q4_k>(const void*, uint16_t*, int64_t);
 template void widen_row_bf16_avx512<BlockType::q5_k>(const void*, uint16_t*, int64_t);
 template void widen_row_bf16_avx512<BlockType::q6_k>(const void*, uint16_t*, int64_t);
+
+template <BlockType Type>
+void widen_row_f32_avx512(const void* blocks, float* out, int64_t n) {
+  f32_kernel::widen_row<BlockOf<Type>, f32_kernel::WidenToF32>(blocks, out, n);
+}
+template void widen_row_f32_avx512<BlockType::q4_k>(const void*, float*, int64_t);
+template void widen_row_f32_avx512<BlockType::q5_k>(const void*, float*, int64_t);
+template void widen_row_f32_avx512<BlockType::q6_k>(const void*, float*, int64_t);
 
 }  // namespace fornace::cpu::kquant

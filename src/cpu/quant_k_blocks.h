@@ -214,6 +214,8 @@ void widen_row_bf16_avx512(const void* blocks, uint16_t* out, int64_t n);
 // One row widened to f32 in registers (BlockKernels::widen_row_f32).
 template <BlockType Type>
 void widen_row_f32_avx2(const void* blocks, float* out, int64_t n);
+template <BlockType Type>
+void widen_row_f32_avx512(const void* blocks, float* out, int64_t n);
 
 }  // namespace fornace::cpu::kquant
 

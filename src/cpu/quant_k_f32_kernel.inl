@@ -162,13 +162,14 @@ struct WidenToF32 {
   }
 };
 
-// One row widened to f32 (BlockKernels::widen_row_f32).
-template <typename Block>
-void widen_row_f32(const void* blocks, float* out, int64_t n) {
+// One row widened block by block, each block's values stored by Store{its first output}
+// (WidenToF32, or an ISA's own).
+template <typename Block, typename Store, typename Out>
+void widen_row(const void* blocks, Out* out, int64_t n) {
   const auto* row = static_cast<const Block*>(blocks);
   for (int64_t b = 0; b < n / kBlockElements; ++b) {
-    WidenToF32 widen{out + b * kBlockElements};
-    accumulate_block(row[b], widen);
+    Store store{out + b * kBlockElements};
+    accumulate_block(row[b], store);
   }
 }
 

@@ -381,12 +381,9 @@ BlockKernels interleaved_kernels_with_widening(const BlockKernels& stored) {
 
 }  // namespace
 
-// Q4_0 has no widening: its 8-bit kernels' prefill outruns the f32 GEMM's (on the 0.5B, 513
-// tokens, 2 threads: 280 against 258 tok/s; every other type gains from it).
 const BlockKernels* kernels(BlockType type) {
   static const BlockKernels table[5] = {
-      *vector_kernels<IntegerTile, FloatTile, RoundActivations>(BlockType::q4_0),
-      kernels_with_widening<kQ4_1>(BlockType::q4_1),
+      kernels_with_widening<kQ4_0>(BlockType::q4_0), kernels_with_widening<kQ4_1>(BlockType::q4_1),
       kernels_with_widening<kQ5_0>(BlockType::q5_0), kernels_with_widening<kQ5_1>(BlockType::q5_1),
       kernels_with_widening<kQ8_0>(BlockType::q8_0)};
   return pick(type, table);
@@ -394,7 +391,7 @@ const BlockKernels* kernels(BlockType type) {
 
 const BlockKernels* interleaved_kernels(BlockType type) {
   static const BlockKernels table[5] = {
-      interleaved_kernels_of<IntegerTile, BlockType::q4_0, kQ4_0, kQ4_0Interleaved>(
+      interleaved_kernels_with_widening<BlockType::q4_0, kQ4_0, kQ4_0Interleaved>(
           *kernels(BlockType::q4_0)),
       interleaved_kernels_with_widening<BlockType::q4_1, kQ4_1, kQ4_1Interleaved>(
           *kernels(BlockType::q4_1)),

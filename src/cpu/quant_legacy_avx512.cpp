@@ -424,31 +424,39 @@ void RoundActivations<Layout>::run(const float* in, void* out, int64_t n) {
   finish_activation_row(quads, block_count(n));
 }
 
-// A block widened (widen_block) and rounded to bf16 (vcvtne2ps2bf16: nearest even) into `out`.
+// A block widened (widen_block) into `out`: rounded to bf16 (vcvtne2ps2bf16: nearest even), or
+// as f32.
 template <const BlockLayout& Layout>
-inline void widen_block_bf16(const BlockFields& fields, uint16_t* out) {
+inline void store_widened_block(const BlockFields& fields, uint16_t* out) {
   __m512 low, high;
   widen_block<Layout>(fields, low, high);
   _mm512_storeu_si512(out, (__m512i)_mm512_cvtne2ps_pbh(high, low));
 }
-
-// A stored row widened to bf16 block by block.
 template <const BlockLayout& Layout>
-void widen_row_bf16(const void* blocks, uint16_t* out, int64_t n) {
+inline void store_widened_block(const BlockFields& fields, float* out) {
+  __m512 low, high;
+  widen_block<Layout>(fields, low, high);
+  _mm512_storeu_ps(out, low);
+  _mm512_storeu_ps(out + 16, high);
+}
+
+// A stored row widened block by block (to bf16 or f32, as Out).
+template <const BlockLayout& Layout, typename Out>
+void widen_row(const void* blocks, Out* out, int64_t n) {
   const auto* bytes = static_cast<const uint8_t*>(blocks);
   for (int64_t block = 0; block < block_count(n); ++block) {
-    widen_block_bf16<Layout>(stored_fields<Layout>(bytes + block * Layout.bytes),
-                             out + block * kBlockElements);
+    store_widened_block<Layout>(stored_fields<Layout>(bytes + block * Layout.bytes),
+                                out + block * kBlockElements);
   }
 }
 
-// An interleaved row widened to bf16 block by block, each quad's fields read where they are.
-template <const BlockLayout& Layout>
-void widen_interleaved_row_bf16(const void* quads, uint16_t* out, int64_t n) {
+// An interleaved row widened block by block, each quad's fields read where they are.
+template <const BlockLayout& Layout, typename Out>
+void widen_interleaved_row(const void* quads, Out* out, int64_t n) {
   const auto* bytes = static_cast<const uint8_t*>(quads);
   for (int64_t block = 0; block < block_count(n); ++block) {
     const uint8_t* quad = bytes + block / kQuadBlocks * (kQuadBlocks * Layout.bytes);
-    widen_block_bf16<Layout>(
+    store_widened_block<Layout>(
         interleaved_fields<Layout>(quad, static_cast<int>(block % kQuadBlocks)),
         out + block * kBlockElements);
   }
@@ -457,7 +465,8 @@ void widen_interleaved_row_bf16(const void* quads, uint16_t* out, int64_t n) {
 template <const BlockLayout& Layout>
 BlockKernels kernels_with_widening(BlockType type) {
   BlockKernels kernels = *vector_kernels<IntegerTile, FloatTile, RoundActivations>(type);
-  kernels.widen_row_bf16 = widen_row_bf16<Layout>;
+  kernels.widen_row_bf16 = widen_row<Layout, uint16_t>;
+  kernels.widen_row_f32 = widen_row<Layout, float>;
   return kernels;
 }
 
@@ -466,7 +475,8 @@ template <BlockType Type, const BlockLayout& Layout, const BlockLayout& Interlea
 BlockKernels interleaved_kernels_with_widening() {
   BlockKernels kernels = interleaved_kernels_of<IntegerTile, Type, Layout, Interleaved>(
       *vector_kernels<IntegerTile, FloatTile, RoundActivations>(Type));
-  kernels.widen_row_bf16 = widen_interleaved_row_bf16<Layout>;
+  kernels.widen_row_bf16 = widen_interleaved_row<Layout, uint16_t>;
+  kernels.widen_row_f32 = widen_interleaved_row<Layout, float>;
   return kernels;
 }
 

@@ -92,7 +92,8 @@ void prepare_quantized(const char* op, const Tensor& input,
   }
   // bf16 rows go as they are to the widened bf16 GEMM, which would round f32 rows to bf16 anyway.
   const bool bf16_in_place =
-      input.dtype() == DType::bf16 && cpu::linear_rounds_input_to_bf16(DType::bf16) &&
+      input.dtype() == DType::bf16 &&
+      cpu::quantized_linear_input_dtype(rows, activation_rounding) == DType::bf16 &&
       std::all_of(prepared.problems.begin(), prepared.problems.begin() + layers.size(),
                   [](const cpu::QuantizedLinearProblem& problem) {
                     return cpu::quantized_linear_widens(problem);

@@ -92,7 +92,9 @@ cpu::QuantizedLinearProblem problem_of(const Layer& layer, const std::vector<flo
 void expect_double_loop(const Layer& layer, const cpu::QuantizedLinearProblem& problem,
                         const std::string& where) {
   const bool widened = cpu::quantized_linear_widens(problem);
-  const bool widened_to_bf16 = widened && cpu::gemm_widens_blocks_to_bf16();
+  const bool widened_to_bf16 =
+      widened && cpu::quantized_linear_input_dtype(problem.rows, problem.activation_rounding) ==
+                     DType::bf16;
   const int64_t block = block_format(layer.type).block_elements;
   for (int64_t m = 0; m < problem.rows; ++m) {
     const float* x = static_cast<const float*>(problem.input) + m * problem.input_stride;
@@ -161,8 +163,8 @@ TEST(QuantizedLinear, WidenedRowsAreTheValuesInBf16) {
   }
 }
 
-// The f32 widening that prefill's f32 GEMM reads (AVX2): dequantize_row's values bit for bit,
-// from stored rows and from interleaved rows.
+// The f32 widening that prefill's f32 GEMM reads: dequantize_row's values bit for bit, from
+// stored rows and from interleaved rows.
 TEST(QuantizedLinear, WidenedRowsAreTheValuesInF32) {
   int checked = 0;
   for (BlockType type : types_with_kernels()) {
@@ -200,12 +202,12 @@ TEST(QuantizedLinear, WidenedRowsAreTheValuesInF32) {
     }
   }
   cpu::reset_isa();
-  // AVX2 widens every type but Q4_0 (whose 8-bit kernels run its prefill faster), stored, and
-  // the 4 other legacy types interleaved.
-  const std::vector<cpu::Isa> isas = supported_isas();
-  if (std::find(isas.begin(), isas.end(), cpu::Isa::avx2) != isas.end()) {
-    EXPECT_EQ(checked, static_cast<int>(types_with_kernels().size()) - 1 + 4);
+  // AVX2 and AVX-512 widen every type stored, and the 5 legacy types interleaved.
+  int expected = 0;
+  for (cpu::Isa isa : supported_isas()) {
+    if (isa != cpu::Isa::portable) expected += static_cast<int>(types_with_kernels().size()) + 5;
   }
+  EXPECT_EQ(checked, expected);
 }
 
 TEST(QuantizedLinear, MatchesADoubleLoop) {
@@ -377,8 +379,8 @@ TEST(QuantizedLinear, InterleavedRowsGiveExactlyWhatTheStoredRowsGive) {
   EXPECT_THROW(cpu::interleave_rows(BlockType::q5_0, odd.data(), odd.data(), 1, 96), Error);
 }
 
-// PrefillWidensDeepRowsBlockByBlock at the active ISA.
-void check_deep_rows_widened(const std::string& isa) {
+// PrefillWidensDeepRowsBlockByBlock at the active ISA and `rounding`.
+void check_deep_rows_widened(const std::string& isa, ActivationRounding rounding) {
   const int64_t depth = 4864;
   const int64_t outputs = 37;
   const int64_t rows = cpu::kWidenedGemmMinRows + 1;
@@ -390,20 +392,21 @@ void check_deep_rows_widened(const std::string& isa) {
     input[index] = bf16_to_f32(input_bf16[index]);
   }
   for (BlockType type : types_with_kernels()) {
-    const cpu::BlockKernels& kernels = cpu::block_kernels(type, cpu::active_isa());
-    if (cpu::gemm_widens_blocks_to_bf16() ? kernels.widen_row_bf16 == nullptr
-                                          : kernels.widen_row_f32 == nullptr) {
-      continue;  // AVX2's Q4_0
-    }
     Layer layer = make_layer(type, depth, outputs);
     for (int threads : {1, 2}) {
       set_num_threads(threads);
       const std::string where = std::string(block_format(type).name) + " on " + isa + ", " +
+                                activation_rounding_name(rounding) + " input, " +
                                 std::to_string(threads) + " threads";
       std::vector<float> expected(rows * outputs, NAN);
-      const cpu::QuantizedLinearProblem problem = problem_of(
-          layer, input, depth, rows, expected, outputs, ActivationRounding::int8, threads == 2);
-      ASSERT_TRUE(cpu::quantized_linear_widens(problem)) << where;
+      const cpu::QuantizedLinearProblem problem =
+          problem_of(layer, input, depth, rows, expected, outputs, rounding, threads == 2);
+      // AVX2's Q4_0 keeps its faster 8-bit kernels.
+      const bool integer_kernels = cpu::active_isa() == cpu::Isa::avx2 &&
+                                   type == BlockType::q4_0 &&
+                                   rounding != ActivationRounding::f32;
+      ASSERT_EQ(cpu::quantized_linear_widens(problem), !integer_kernels) << where;
+      if (integer_kernels) continue;
       cpu::quantized_linear(problem);
       expect_double_loop(layer, problem, where);
 
@@ -412,7 +415,7 @@ void check_deep_rows_widened(const std::string& isa) {
       bf16_rows.input = input_bf16.data();
       bf16_rows.input_dtype = DType::bf16;
       bf16_rows.output = got.data();
-      if (cpu::quantized_linear_input_dtype(rows, ActivationRounding::int8) == DType::bf16) {
+      if (cpu::quantized_linear_input_dtype(rows, rounding) == DType::bf16) {
         cpu::quantized_linear(bf16_rows);
         ASSERT_EQ(0, std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)))
             << where << ", bf16 input";
@@ -422,7 +425,11 @@ void check_deep_rows_widened(const std::string& isa) {
       bf16_rows.rows = cpu::kWidenedGemmMinRows - 1;
       EXPECT_THROW(cpu::quantized_linear(bf16_rows), Error) << where;
 
-      if (!cpu::has_interleaved_kernels(type, depth, cpu::active_isa())) continue;
+      // Interleaved rows take 8-bit roundings only.
+      if (rounding == ActivationRounding::f32 ||
+          !cpu::has_interleaved_kernels(type, depth, cpu::active_isa())) {
+        continue;
+      }
       const size_t row_bytes = block_row_bytes(type, depth);
       std::vector<uint8_t> stored(outputs * row_bytes);
       for (int64_t r = 0; r < outputs; ++r) {
@@ -447,14 +454,15 @@ void check_deep_rows_widened(const std::string& isa) {
 
 // Prefill's widened GEMM over rows deeper than one of its depth blocks (4,864: Qwen2.5-0.5B's
 // down_proj, 19 K-quant super-blocks, cut into blocks of whole super-blocks), for every block
-// type, on each ISA with the widened GEMM: against the double loop; interleaved rows exactly as
-// the stored rows; bf16 input rows exactly as the same values in f32 where the GEMM rounds to
-// bf16, refused by the f32 GEMM (AVX2). Decode's kernels refuse bf16 rows.
+// type, on each ISA with the widened GEMM, 8-bit and f32 roundings: against the double loop;
+// interleaved rows exactly as the stored rows; bf16 input rows exactly as the same values in f32
+// where the GEMM rounds to bf16, refused by the f32 GEMM. Decode's kernels refuse bf16 rows.
 TEST(QuantizedLinear, PrefillWidensDeepRowsBlockByBlock) {
   for (cpu::Isa isa : supported_isas()) {
     cpu::set_isa(isa);
-    if (cpu::quantized_linear_widens(cpu::kWidenedGemmMinRows, ActivationRounding::int8)) {
-      check_deep_rows_widened(cpu::isa_name(isa));
+    if (!cpu::quantized_linear_widens(cpu::kWidenedGemmMinRows)) continue;
+    for (ActivationRounding rounding : {ActivationRounding::int8, ActivationRounding::f32}) {
+      check_deep_rows_widened(cpu::isa_name(isa), rounding);
     }
   }
   cpu::reset_isa();
