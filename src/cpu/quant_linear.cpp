@@ -202,8 +202,7 @@ bool quantized_linear_widens(int64_t rows) {
 }
 
 bool quantized_linear_widens(const QuantizedLinearProblem& problem) {
-  if (!quantized_linear_widens(problem.rows) ||
-      integer_kernels_outrun_the_gemm(problem)) {
+  if (!quantized_linear_widens(problem.rows) || integer_kernels_outrun_the_gemm(problem)) {
     return false;
   }
   const BlockKernels& kernels = weight_kernels(problem);

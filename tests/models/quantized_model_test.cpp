@@ -158,7 +158,8 @@ TEST(QuantizedModels, LogitsMatchTheDequantizedModelInF32) {
 
 // A prompt long enough for prefill's path, where the projections run as the BF16 GEMM on weight
 // rows widened to bf16 (with AVX512_BF16: seen 0.6-1.6 %, as a BF16 checkpoint against f32;
-// elsewhere the 8-bit activation kernels again, 1.6-4.5 %).
+// with AVX2 the f32 GEMM, the test below; portable, the 8-bit activation kernels again,
+// 1.6-4.5 %).
 TEST(QuantizedModels, LongPromptLogitsMatchTheDequantizedModelInF32) {
   for (const Case& each : cases()) {
     std::string path = gguf_of(each.model, each.type);
@@ -180,6 +181,37 @@ TEST(QuantizedModels, LongPromptLogitsMatchTheDequantizedModelInF32) {
                                            expected.end());
     EXPECT_LT(relative_l2(last, expected_last), 5e-2) << each.model << " " << each.type;
   }
+}
+
+// A long prompt where prefill runs the f32 GEMM on weight rows widened to f32 (f32 activations at
+// AVX2 and AVX-512; 8-bit ones at AVX2, where only Q4_0 layers keep the 8-bit kernels): the
+// values and the input as the reference's f32 GEMM takes them, so its logits within f32's
+// rounding (seen: equal bit for bit).
+TEST(QuantizedModels, LongPromptLogitsOnTheF32GemmAreTheDequantizedModels) {
+  int checked = 0;
+  for (const char* isa : {"avx2", "avx512"}) {
+    if (parse_isa(isa) > cpu::detected_isa()) continue;
+    cpu::select_kernels(settings_with("FORNACE_ISA", isa));
+    for (const Case& each : cases()) {
+      std::string path = gguf_of(each.model, each.type);
+      std::unique_ptr<Model> reference = dequantized_model(path);
+      std::vector<uint32_t> prompt =
+          test_prompt_ids(cpu::kWidenedGemmMinRows + 8, reference->config().vocab_size);
+      const std::vector<float> expected = prompt_logits(*reference, prompt);
+      for (ActivationRounding rounding : {ActivationRounding::f32, ActivationRounding::int8}) {
+        const bool f32_gemm = rounding == ActivationRounding::f32 ||
+                              (cpu::active_isa() == cpu::Isa::avx2 && each.type != "q4_0");
+        if (!f32_gemm) continue;
+        std::unique_ptr<Model> model = quantized_model(path, rounding);
+        EXPECT_LT(relative_l2(prompt_logits(*model, prompt), expected), 1e-5)
+            << each.model << " " << each.type << " at " << isa << ", "
+            << activation_rounding_name(rounding) << " activations";
+        ++checked;
+      }
+    }
+  }
+  cpu::select_kernels(EngineSettings{});
+  EXPECT_GT(checked, 0);
 }
 
 TEST(QuantizedModels, GreedyTokensMatchTheDequantizedModelWithF32Activations) {
