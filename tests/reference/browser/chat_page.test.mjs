@@ -141,11 +141,13 @@ test('a message streams in and its answer equals the same request through the AP
     wait,
     modelId,
   );
+  // 240 tokens: at a few thousand tokens a second, 40 had come in one read of the stream (one
+  // change of the text) in one CI run; this answer spans many.
   await setSettings(page, {
     system: 'You answer briefly.',
     temperature: 0,
     top_p: 1,
-    max_tokens: 40,
+    max_tokens: 240,
     seed: 11,
   });
   // Every change of the last answer's text, as the page makes it.
@@ -175,7 +177,7 @@ test('a message streams in and its answer equals the same request through the AP
   assert.deepEqual(body.stream_options, { include_usage: true });
   assert.equal(body.temperature, 0);
   assert.equal(body.top_p, 1);
-  assert.equal(body.max_tokens, 40);
+  assert.equal(body.max_tokens, 240);
   assert.equal(body.seed, 11);
 
   const answer = await lastAnswer(page);
