@@ -135,12 +135,12 @@ struct StreamRowDotOf {
 // Rows [0, returned) of `rows` (row_of(r): weight row r) against one activation row, 4 a pass a
 // quarter of the rows apart, where StreamRowDot has a kernel and several streams pay; 0 otherwise.
 template <template <typename> class StreamRowDot, typename RowOf, typename Activations>
-int64_t dot_row_streams(const RowOf& row_of, int64_t rows, const Activations* activations,
-                        int64_t blocks, float* out) {
+int64_t dot_row_streams(const RowOf& row_of, size_t row_bytes, int64_t rows,
+                        const Activations* activations, int64_t blocks, float* out) {
   using Block = std::remove_const_t<std::remove_pointer_t<decltype(row_of(0))>>;
   if constexpr (requires { StreamRowDot<Block>::kRows; }) {
     constexpr int kRows = StreamRowDot<Block>::kRows;
-    return run_row_streams(rows, kRows, [&](int64_t first, int64_t spacing) {
+    return run_row_streams(row_of(0), row_bytes, rows, kRows, [&](int64_t first, int64_t spacing) {
       const Block* streams[kRows];
       float sums[kRows];
       for (int s = 0; s < kRows; ++s) streams[s] = row_of(first + s * spacing);
@@ -168,7 +168,8 @@ void dot_rows_with(const void* weights, size_t weight_row_bytes, int64_t rows,
   for_column_groups(columns, [&]<int Columns>(int64_t first_column) {
     int64_t r = 0;
     if constexpr (Columns == 1) {
-      r = dot_row_streams<StreamRowDot>(row_of, rows, activations + first_column * activation_stride,
+      r = dot_row_streams<StreamRowDot>(row_of, weight_row_bytes, rows,
+                                        activations + first_column * activation_stride,
                                         n / kBlockElements, out + first_column * out_stride);
     }
     for (; r < rows; ++r) {

@@ -352,15 +352,16 @@ void dot_columns(const uint8_t* weights, size_t weight_row_bytes, int64_t rows,
   if constexpr (Columns == 1) {
     // Decode where several streams pay: 4 rows a pass, `spacing` rows apart.
     constexpr int kStreams = 4;
-    row = run_row_streams(rows, kStreams, [&](int64_t first, int64_t spacing) {
-      Tile<kStreams, 1> tile(weights + first * weight_row_bytes, spacing * weight_row_bytes,
-                             activations, activation_row_bytes);
-      tile.run(n);
-      float sums[kStreams];
-      tile.store(sums, 1);
-      for (int stream = 0; stream < kStreams; ++stream)
-        out[first + stream * spacing] = sums[stream];
-    });
+    row = run_row_streams(
+        weights, weight_row_bytes, rows, kStreams, [&](int64_t first, int64_t spacing) {
+          Tile<kStreams, 1> tile(weights + first * weight_row_bytes, spacing * weight_row_bytes,
+                                 activations, activation_row_bytes);
+          tile.run(n);
+          float sums[kStreams];
+          tile.store(sums, 1);
+          for (int stream = 0; stream < kStreams; ++stream)
+            out[first + stream * spacing] = sums[stream];
+        });
   }
   for (; row + kRowsPerPass <= rows; row += kRowsPerPass) {
     Tile<kRowsPerPass, Columns> tile(weights + row * weight_row_bytes, weight_row_bytes,
