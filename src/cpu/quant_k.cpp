@@ -476,12 +476,14 @@ constexpr BlockKernels kernels_for(Isa isa) {
   kernels.dequantize_activations = dequantize_activations;
   switch (isa) {
     case Isa::avx512:
+      kernels.quantize_activations = quantize_activations_avx2;
       kernels.dot_rows = dot_rows_avx512<Type>;
       kernels.dot_rows_f32 = dot_rows_f32_avx512<Type>;
       kernels.widen_row_bf16 = widen_row_bf16_avx512<Type>;
       kernels.widen_row_f32 = widen_row_f32_avx512<Type>;
       break;
     case Isa::avx2:
+      kernels.quantize_activations = quantize_activations_avx2;
       kernels.dot_rows = dot_rows_avx2<Type>;
       kernels.dot_rows_f32 = dot_rows_f32_avx2<Type>;
       kernels.widen_row_f32 = widen_row_f32_avx2<Type>;

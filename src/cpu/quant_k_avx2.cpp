@@ -2,6 +2,8 @@
 // int8 activations, sub-block scales applied by vpmaddwd; and the f32 kernel.
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "cpu/prefetch.h"
 #include "cpu/quant_k_blocks.h"
 #include "cpu/quant_k_f32_kernel.inl"
@@ -152,8 +154,8 @@ inline void accumulate_block(const Block& block, const char* activations,
   }
   for (int c = 0; c < Columns; ++c) {
     const float activation_scale = a[c]->scale;
-    sums[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[c]),
-                              _mm256_set1_ps(row.d * activation_scale), sums[c]);
+    sums[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[c]), _mm256_set1_ps(row.d * activation_scale),
+                              sums[c]);
     if constexpr (kHasMins) {
       sums[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(min_dots[c]),
                                  _mm256_set1_ps(row.dmin * activation_scale), sums[c]);
@@ -192,6 +194,56 @@ using StreamRowDot = StreamRowDotOf<Block, RowSum<Block>>;
 }  // namespace
 
 FORNACE_KQUANT_ENTRY_POINTS(avx2, StreamRowDot)
+
+void quantize_activations_avx2(const float* in, void* out, int64_t n) {
+  auto* blocks = static_cast<ActivationBlock*>(out);
+  const __m256 magnitude_bits = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256i largest_q = _mm256_set1_epi32(127);
+  const __m256i smallest_q = _mm256_set1_epi32(-127);
+  for (int64_t b = 0; b < n / kBlockElements; ++b) {
+    const float* x = in + b * kBlockElements;
+    ActivationBlock& block = blocks[b];
+    __m256 largest = _mm256_setzero_ps();
+    for (int i = 0; i < kBlockElements; i += 8) {
+      // The running max second: a NaN is passed over, as std::max(amax, |x|) does.
+      largest = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + i), magnitude_bits), largest);
+    }
+    const float amax = simd::max_of_8(largest);
+    const __m256 inverse = _mm256_set1_ps(amax > 0 ? 127.f / amax : 0.f);
+    block.scale = amax / 127.f;
+    // Per 32 elements: 4 vectors of q (vcvtps2dq rounds to nearest even, as nearest_int), packed
+    // to bytes in order, and the 8-lane sums of each 16 (sums[2k], sums[2k + 1]).
+    __m256i sums[16];
+    for (int group = 0; group < kBlockElements / 32; ++group) {
+      __m256i q[4];
+      for (int part = 0; part < 4; ++part) {
+        const __m256 scaled = _mm256_mul_ps(_mm256_loadu_ps(x + 32 * group + 8 * part), inverse);
+        q[part] =
+            _mm256_max_epi32(_mm256_min_epi32(_mm256_cvtps_epi32(scaled), largest_q), smallest_q);
+      }
+      const __m256i bytes = _mm256_permutevar8x32_epi32(
+          _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3])),
+          _mm256_set_epi32(7, 3, 6, 2, 5, 1, 4, 0));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(block.q + 32 * group), bytes);
+      sums[2 * group] = _mm256_add_epi32(q[0], q[1]);
+      sums[2 * group + 1] = _mm256_add_epi32(q[2], q[3]);
+    }
+    // Horizontal sums, 4 at a time: lanes k of the hadd tree's halves are sums[first + k]'s.
+    __m128i sums16[4];
+    for (int first = 0; first < 16; first += 4) {
+      const __m256i tree = _mm256_hadd_epi32(_mm256_hadd_epi32(sums[first], sums[first + 1]),
+                                             _mm256_hadd_epi32(sums[first + 2], sums[first + 3]));
+      sums16[first / 4] =
+          _mm_add_epi32(_mm256_castsi256_si128(tree), _mm256_extracti128_si256(tree, 1));
+    }
+    const __m128i low = _mm_packs_epi32(sums16[0], sums16[1]);
+    const __m128i high = _mm_packs_epi32(sums16[2], sums16[3]);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(block.sums16), low);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(block.sums16 + 8), high);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(block.sums32), _mm_hadd_epi16(low, high));
+    std::memset(block.padding, 0, sizeof(block.padding));
+  }
+}
 
 template <BlockType Type>
 void widen_row_f32_avx2(const void* blocks, float* out, int64_t n) {

@@ -209,6 +209,9 @@ void dot_rows_f32_avx512(const void* weights, size_t weight_row_bytes, int64_t r
                          const float* activations, int64_t activation_stride, int64_t columns,
                          int64_t n, float* out, int64_t out_stride);
 
+// quantize_activations (quant_k.cpp) in AVX2 registers, bit for bit (AVX-512 takes it too).
+void quantize_activations_avx2(const float* in, void* out, int64_t n);
+
 // One row widened to bf16 in registers (BlockKernels::widen_row_bf16).
 template <BlockType Type>
 void widen_row_bf16_avx512(const void* blocks, uint16_t* out, int64_t n);

@@ -386,6 +386,32 @@ TEST(KQuantActivations, RoundedToInt8WithinHalfAStepAndSummed) {
   }
 }
 
+// Every ISA's rounding gives the portable bytes, and ties go to even (std::nearbyint): a block
+// whose largest magnitude is 127 (scale 1) holds k + 0.5 for k in [-64, 63].
+TEST(KQuantActivations, EveryIsaRoundsTiesToEvenAsThePortableCode) {
+  const int64_t n = 7 * kBlock;
+  std::vector<float> values = random_activations(n, 23);
+  float* ties = values.data() + 3 * kBlock;
+  ties[0] = 127.f;
+  for (int i = 1; i < kBlock; ++i) ties[i] = static_cast<float>(i % 128 - 64) + 0.5f;
+  const cpu::BlockKernels& portable = cpu::block_kernels(BlockType::q4_k, Isa::portable);
+  std::vector<ActivationBlock> expected(7);
+  portable.quantize_activations(values.data(), expected.data(), n);
+  for (int i = 0; i < kBlock; ++i) {
+    ASSERT_EQ(expected[3].q[i], static_cast<int>(std::nearbyint(ties[i]))) << i;
+  }
+  for (Isa isa : supported_isas()) {
+    for (BlockType type : kTypes) {
+      std::vector<ActivationBlock> blocks(7);
+      cpu::block_kernels(type, isa).quantize_activations(values.data(), blocks.data(), n);
+      for (int64_t b = 0; b < 7; ++b) {
+        EXPECT_EQ(std::memcmp(&blocks[b], &expected[b], sizeof(ActivationBlock)), 0)
+            << cpu::isa_name(isa) << " " << block_format(type).name << " block " << b;
+      }
+    }
+  }
+}
+
 // ---- dot_rows and dot_rows_f32 ---------------------------------------------------------------
 
 struct DotCase {
@@ -467,7 +493,8 @@ TEST(KQuantDot, MatchesDoublePrecisionOnEveryIsaShapeAndColumnCount) {
         for (int64_t columns = 1; columns <= cpu::kQuantMaxColumns; ++columns) {
           // From 32 rows of one column, Intel's AVX-512 and AVX2 decode read 4 rows a pass, a
           // quarter of the rows apart (decode_row_streams).
-          for (int64_t rows : {1, 2, 3, 5, 8, 11, 32, 35}) check_dots({type, n, rows, columns}, isa);
+          for (int64_t rows : {1, 2, 3, 5, 8, 11, 32, 35})
+            check_dots({type, n, rows, columns}, isa);
         }
       }
     }
