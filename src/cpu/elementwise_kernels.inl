@@ -96,11 +96,8 @@ void rms_norm_row(const float* input, const float* weight, float epsilon, float*
 }
 
 int64_t argmax_row(const float* input, int64_t count) {
-  float maximum = simd::max_value(input, count);
-  for (int64_t i = 0; i < count; ++i) {
-    if (input[i] == maximum) return i;
-  }
-  return 0;
+  const int64_t first = simd::first_index_of(input, count, simd::max_value(input, count));
+  return first < count ? first : 0;
 }
 
 // Four vectors of columns at a time, so each weight broadcast feeds four multiply-adds.

@@ -74,6 +74,8 @@ inline Int halve_int(Int a) { return _mm512_srai_epi32(a, 1); }
 inline Int broadcast_int(int32_t value) { return _mm512_set1_epi32(value); }
 inline Vec exponent_bits(Int biased) { return _mm512_castsi512_ps(_mm512_slli_epi32(biased, 23)); }
 // value where x is not below limit (NaN counts as not below), else 0.
+// Bit i set where lane i of a equals lane i of b (ordered: NaN equals nothing).
+inline uint32_t equal_lanes(Vec a, Vec b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
 inline Vec zero_below(Vec x, Vec limit, Vec value) {
   return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, limit, _CMP_NLT_UQ), value);
 }
@@ -103,6 +105,9 @@ inline Int subtract_int(Int a, Int b) { return _mm256_sub_epi32(a, b); }
 inline Int halve_int(Int a) { return _mm256_srai_epi32(a, 1); }
 inline Int broadcast_int(int32_t value) { return _mm256_set1_epi32(value); }
 inline Vec exponent_bits(Int biased) { return _mm256_castsi256_ps(_mm256_slli_epi32(biased, 23)); }
+inline uint32_t equal_lanes(Vec a, Vec b) {
+  return static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_EQ_OQ)));
+}
 inline Vec zero_below(Vec x, Vec limit, Vec value) {
   return _mm256_and_ps(_mm256_cmp_ps(x, limit, _CMP_NLT_UQ), value);
 }
@@ -140,6 +145,9 @@ inline Int subtract_int(Int a, Int b) { return _mm_sub_epi32(a, b); }
 inline Int halve_int(Int a) { return _mm_srai_epi32(a, 1); }
 inline Int broadcast_int(int32_t value) { return _mm_set1_epi32(value); }
 inline Vec exponent_bits(Int biased) { return _mm_castsi128_ps(_mm_slli_epi32(biased, 23)); }
+inline uint32_t equal_lanes(Vec a, Vec b) {
+  return static_cast<uint32_t>(_mm_movemask_ps(_mm_cmpeq_ps(a, b)));
+}
 inline Vec zero_below(Vec x, Vec limit, Vec value) {
   return _mm_and_ps(_mm_cmpnlt_ps(x, limit), value);
 }
@@ -178,6 +186,7 @@ inline Vec exponent_bits(Int biased) {
   return result;
 }
 inline Vec zero_below(Vec x, Vec limit, Vec value) { return x < limit ? 0.0f : value; }
+inline uint32_t equal_lanes(Vec a, Vec b) { return a == b ? 1u : 0u; }
 #endif
 
 // e^r for x = n ln2 + r (n: x log2 e rounded to an integer, so |r| <= ln2/2), by r's degree-6
@@ -286,6 +295,20 @@ inline float max_value(const float* values, int64_t count) {
   float result = max_lane(best);
   for (; i < count; ++i) result = values[i] > result ? values[i] : result;
   return result;
+}
+
+// The first index whose value equals `value`, or count where none does.
+inline int64_t first_index_of(const float* values, int64_t count, float value) {
+  const Vec target = broadcast(value);
+  int64_t i = 0;
+  for (; i + kWidth <= count; i += kWidth) {
+    const uint32_t equal = equal_lanes(load(values + i), target);
+    if (equal != 0) return i + __builtin_ctz(equal);
+  }
+  for (; i < count; ++i) {
+    if (values[i] == value) return i;
+  }
+  return count;
 }
 
 }  // namespace simd

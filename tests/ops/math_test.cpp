@@ -492,33 +492,50 @@ TEST(Rope, RejectsATableOfTheWrongShape) {
       << message;
 }
 
-TEST(Argmax, PicksTheFirstLargestPerRowAsU32) {
-  for (int64_t length : {1, 3, 17, 4097}) {
-    for (Storage kind : test::kAllStorages) {
-      Dims shape{3, 2, length};
-      std::vector<float> values = random_values(shape.product(), 14);
-      // Row 0 gets a tie between its last and first element; the first must win.
-      values[length - 1] = 5.0f;
-      values[0] = 5.0f;
-      Tensor input = make_tensor(values, shape, DType::f32, kind);
-      Tensor result = argmax(input);
-      ASSERT_EQ(result.dtype(), DType::u32);
-      ASSERT_EQ(result.shape(), (Dims{3, 2}));
-      std::vector<int64_t> actual = to_i64_vector(result);
-      for (int64_t row = 0; row < 6; ++row) {
-        int64_t best = 0;
-        for (int64_t i = 1; i < length; ++i) {
-          if (values[row * length + i] > values[row * length + best]) best = i;
+TEST(Argmax, PicksTheFirstLargestPerRowAsU32OnEveryIsa) {
+  for (cpu::Isa isa : {cpu::Isa::portable, cpu::Isa::avx2, cpu::Isa::avx512}) {
+    if (static_cast<int>(isa) > static_cast<int>(cpu::detected_isa())) continue;
+    cpu::set_isa(isa);
+    for (int64_t length : {1, 3, 17, 4097}) {
+      for (Storage kind : test::kAllStorages) {
+        Dims shape{3, 2, length};
+        std::vector<float> values = random_values(shape.product(), 14);
+        // Row 0 ties its last and first elements, row 1 elements 5 and 9 (one vector on every
+        // ISA), row 2 two neighbours 15 and 14 from its end; the first must win.
+        values[length - 1] = 5.0f;
+        values[0] = 5.0f;
+        if (length > 9) {
+          values[length + 5] = 6.0f;
+          values[length + 9] = 6.0f;
+          values[3 * length - 15] = 7.0f;
+          values[3 * length - 14] = 7.0f;
         }
-        EXPECT_EQ(actual[row], best) << "row " << row << " of " << input.describe();
+        Tensor input = make_tensor(values, shape, DType::f32, kind);
+        Tensor result = argmax(input);
+        ASSERT_EQ(result.dtype(), DType::u32);
+        ASSERT_EQ(result.shape(), (Dims{3, 2}));
+        std::vector<int64_t> actual = to_i64_vector(result);
+        for (int64_t row = 0; row < 6; ++row) {
+          int64_t best = 0;
+          for (int64_t i = 1; i < length; ++i) {
+            if (values[row * length + i] > values[row * length + best]) best = i;
+          }
+          EXPECT_EQ(actual[row], best)
+              << cpu::isa_name(isa) << " row " << row << " of " << input.describe();
+        }
       }
     }
   }
+  cpu::reset_isa();
 }
 
 TEST(Argmax, SkipsNaNAndRejectsAnEmptyLastDim) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   EXPECT_EQ(to_i64_vector(argmax(from_vector({nan, 1.0f, 3.0f, nan}, {4})))[0], 2);
+  std::vector<float> long_row(37, nan);
+  long_row[33] = -1.0f;
+  long_row[20] = -2.0f;
+  EXPECT_EQ(to_i64_vector(argmax(from_vector(long_row, {37})))[0], 33);
   std::string message = test::error_message([] { argmax(zeros({2, 0})); });
   EXPECT_NE(message.find("argmax: input f32[2, 0] has no last dim to reduce"), std::string::npos)
       << message;
