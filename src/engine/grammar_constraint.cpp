@@ -91,7 +91,7 @@ const std::vector<uint64_t>& GrammarProgress::allowed() {
   return current_;
 }
 
-void GrammarProgress::mask(std::vector<float>& logits) {
+void GrammarProgress::mask(std::span<float> logits) {
   const std::vector<uint64_t>& bits = allowed();
   constexpr float kRefused = -std::numeric_limits<float>::infinity();
   const size_t in_vocabulary = std::min(logits.size(), trie_->vocab_size());

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -24,7 +25,7 @@ class GrammarProgress : public ConstrainedSequence {
                   std::shared_ptr<const text::TokenTrie> trie, std::vector<uint32_t> eos_ids,
                   int64_t max_tokens);
 
-  void mask(std::vector<float>& logits) override;
+  void mask(std::span<float> logits) override;
   void accept(uint32_t id) override;
 
   // The ids allowed next, a bit per id of the trie's vocabulary (end-of-sequence ids past it

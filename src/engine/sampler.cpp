@@ -8,7 +8,7 @@
 
 namespace fornace {
 
-void apply_repeat_penalty(std::vector<float>& logits, const std::vector<uint32_t>& history,
+void apply_repeat_penalty(std::span<float> logits, const std::vector<uint32_t>& history,
                           double penalty, int64_t last_n) {
   if (penalty == 1.0 || last_n <= 0) return;
   size_t begin = history.size() > static_cast<size_t>(last_n) ? history.size() - last_n : 0;
@@ -24,7 +24,7 @@ void apply_repeat_penalty(std::vector<float>& logits, const std::vector<uint32_t
   }
 }
 
-void apply_frequency_presence_penalty(std::vector<float>& logits,
+void apply_frequency_presence_penalty(std::span<float> logits,
                                       std::span<const uint32_t> generated, double frequency,
                                       double presence) {
   if ((frequency == 0 && presence == 0) || generated.empty()) return;
@@ -52,8 +52,8 @@ Sampler::Sampler(const SamplerOptions& options) : options_(options), generator_(
 namespace {
 
 // Orders candidates largest logit first, the lower id first among equal logits.
-auto largest_first(const std::vector<float>& logits) {
-  return [&logits](const auto& left, const auto& right) {
+auto largest_first(std::span<const float> logits) {
+  return [logits](const auto& left, const auto& right) {
     return logits[left.id] > logits[right.id] ||
            (logits[left.id] == logits[right.id] && left.id < right.id);
   };
@@ -61,7 +61,7 @@ auto largest_first(const std::vector<float>& logits) {
 
 }  // namespace
 
-uint32_t Sampler::sample(std::vector<float>& logits, const std::vector<uint32_t>& history,
+uint32_t Sampler::sample(std::span<float> logits, const std::vector<uint32_t>& history,
                          size_t generated_from) {
   if (logits.empty()) fail("sampler: no logits");
   apply_repeat_penalty(logits, history, options_.repeat_penalty, options_.repeat_last_n);
@@ -76,7 +76,7 @@ uint32_t Sampler::sample(std::vector<float>& logits, const std::vector<uint32_t>
   return id;
 }
 
-uint32_t Sampler::pick(const std::vector<float>& logits) {
+uint32_t Sampler::pick(std::span<const float> logits) {
   const size_t vocab = logits.size();
   if (options_.temperature == 0.0) {
     // The first largest logit (vectorized: a 262k vocabulary is a megabyte per step).
@@ -128,7 +128,7 @@ uint32_t Sampler::pick(const std::vector<float>& logits) {
   return candidates_[count - 1].id;
 }
 
-size_t Sampler::select_top_mass(const std::vector<float>& logits, double mass) {
+size_t Sampler::select_top_mass(std::span<const float> logits, double mass) {
   const auto before = largest_first(logits);
   // Quickselect on mass: [begin, first) is in the prefix (its mass `taken` short of `mass`),
   // [last, end) is not; each pass splits what lies between around a pivot.

@@ -34,7 +34,7 @@ class Sampler {
   // Picks the next id from `logits` (modified in place by the penalties) given the ids so far;
   // the ids from `history[generated_from]` on are the generated ones that the frequency and
   // presence penalties count.
-  uint32_t sample(std::vector<float>& logits, const std::vector<uint32_t>& history,
+  uint32_t sample(std::span<float> logits, const std::vector<uint32_t>& history,
                   size_t generated_from = 0);
   const SamplerOptions& options() const { return options_; }
 
@@ -44,10 +44,10 @@ class Sampler {
     double weight;  // Probability, once the softmax has run.
   };
   // Greedy or filtered temperature sampling from the penalized (and masked) logits.
-  uint32_t pick(const std::vector<float>& logits);
+  uint32_t pick(std::span<const float> logits);
   // Moves the fewest candidates, largest logit first, whose weights reach `mass` to the front
   // of candidates_, in no particular order, in expected linear time; returns how many.
-  size_t select_top_mass(const std::vector<float>& logits, double mass);
+  size_t select_top_mass(std::span<const float> logits, double mass);
 
   SamplerOptions options_;
   std::unique_ptr<ConstrainedSequence> constrained_;
@@ -58,12 +58,12 @@ class Sampler {
 
 // For each distinct id among the last `last_n` of `history`: a positive logit is divided by
 // `penalty`, a negative one multiplied by it.
-void apply_repeat_penalty(std::vector<float>& logits, const std::vector<uint32_t>& history,
+void apply_repeat_penalty(std::span<float> logits, const std::vector<uint32_t>& history,
                           double penalty, int64_t last_n);
 
 // OpenAI's penalties: for each distinct id of `generated`, seen `count` times, the logit loses
 // count * frequency + presence.
-void apply_frequency_presence_penalty(std::vector<float>& logits,
+void apply_frequency_presence_penalty(std::span<float> logits,
                                       std::span<const uint32_t> generated, double frequency,
                                       double presence);
 

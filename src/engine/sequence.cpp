@@ -2,6 +2,7 @@
 #include "engine/sequence.h"
 
 #include <algorithm>
+#include <span>
 
 #include "core/error.h"
 #include "cpu/copy_kernels.h"
@@ -67,13 +68,22 @@ uint32_t Sequence::decode(Model& model) {
 }
 
 uint32_t Sequence::accept(const Tensor& logits) {
-  logits_.resize(logits.numel());
-  cpu::strided_to_contiguous(logits_.data(), DType::f32, logits.storage()->data(), logits.dtype(),
-                             logits.layout());
-  if (limits_.keep_logits) kept_logits_.push_back(logits_);
   const bool logprobs = limits_.top_logprobs >= 0;
-  if (logprobs) raw_logits_ = logits_;  // The sampler's penalties change logits_ in place.
-  const uint32_t id = sampler_->sample(logits_, tokens_, prompt_length_);
+  std::span<float> row;
+  if (logits.dtype() == DType::f32 && logits.is_contiguous() && !limits_.keep_logits &&
+      !logprobs) {
+    // The forward pass's output, rewritten at every step: sampled (and penalized) where it lies,
+    // without the copy of the vocabulary's logits (608 KB, 71 us a step on Qwen2.5).
+    row = {logits.data<float>(), static_cast<size_t>(logits.numel())};
+  } else {
+    logits_.resize(logits.numel());
+    cpu::strided_to_contiguous(logits_.data(), DType::f32, logits.storage()->data(),
+                               logits.dtype(), logits.layout());
+    if (limits_.keep_logits) kept_logits_.push_back(logits_);
+    if (logprobs) raw_logits_ = logits_;  // The sampler's penalties change logits_ in place.
+    row = logits_;
+  }
+  const uint32_t id = sampler_->sample(row, tokens_, prompt_length_);
   if (logprobs) logprobs_.push_back(token_logprob(raw_logits_, id, limits_.top_logprobs));
   tokens_.push_back(id);
   const std::vector<int64_t>& eos = limits_.eos_ids;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace fornace {
@@ -13,7 +14,7 @@ class ConstrainedSequence {
  public:
   virtual ~ConstrainedSequence() = default;
   // Sets the logits of the ids that may not come next to -infinity (at least one id stays).
-  virtual void mask(std::vector<float>& logits) = 0;
+  virtual void mask(std::span<float> logits) = 0;
   // Advances past `id`, the one picked.
   virtual void accept(uint32_t id) = 0;
 };
