@@ -154,8 +154,8 @@ inline void accumulate_block(const Block& block, const char* activations,
   }
   for (int c = 0; c < Columns; ++c) {
     const float activation_scale = a[c]->scale;
-    sums[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[c]), _mm256_set1_ps(row.d * activation_scale),
-                              sums[c]);
+    sums[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots[c]),
+                              _mm256_set1_ps(row.d * activation_scale), sums[c]);
     if constexpr (kHasMins) {
       sums[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(min_dots[c]),
                                  _mm256_set1_ps(row.dmin * activation_scale), sums[c]);
