@@ -62,7 +62,8 @@ class Sequence {
   // The token that the next decode step feeds (the last one sampled).
   uint32_t next_input() const { return tokens_.back(); }
   // Samples the next token from `logits` (f32 [1, vocab], any layout), the output of the forward
-  // pass that ran this sequence's last token, and checks the end. Returns the token.
+  // pass that ran this sequence's last token, and checks the end. Returns the token. Contiguous
+  // f32 logits that are neither kept nor needed for logprobs are penalized in place.
   uint32_t accept(const Tensor& logits);
 
   std::vector<uint32_t> prompt() const;
