@@ -48,6 +48,26 @@ struct StreamPrefetch {
       prefetch_lines<Bytes>(ahead);
     }
   }
+
+  // Prefetches a stream's first min(bytes, bytes_ahead) bytes from `start`, which lines() never
+  // reaches: it runs bytes_ahead beyond where the kernel reads.
+  void head(const void* start, int64_t bytes) const {
+    if (into_l2) {
+      head_into<PrefetchInto::l2>(start, bytes);
+    } else {
+      head_into<PrefetchInto::l1>(start, bytes);
+    }
+  }
+
+ private:
+  template <PrefetchInto Into>
+  void head_into(const void* start, int64_t bytes) const {
+    const char* first = static_cast<const char*>(start);
+    const int64_t end = std::min(bytes, bytes_ahead);
+    for (int64_t offset = 0; offset < end; offset += 64) {
+      __builtin_prefetch(first + offset, 0, static_cast<int>(Into));
+    }
+  }
 };
 
 // How many weight rows a decode kernel (one input row) reads at once, each its own sequential
@@ -79,12 +99,9 @@ int64_t run_row_streams(const void* weights, size_t row_bytes, int64_t rows, int
   const int64_t spacing = rows / streams;
   if (decode_row_streams() != streams || spacing < 8) return 0;
   const StreamPrefetch prefetch = stream_prefetch(0);
-  const int64_t head = std::min<int64_t>(prefetch.bytes_ahead, spacing * row_bytes);
+  const int64_t stream_bytes = spacing * static_cast<int64_t>(row_bytes);
   for (int stream = 0; stream < streams; ++stream) {
-    const char* start = static_cast<const char*>(weights) + stream * spacing * row_bytes;
-    for (int64_t offset = 0; offset < head; offset += 64) {
-      __builtin_prefetch(start + offset, 0, static_cast<int>(PrefetchInto::l2));
-    }
+    prefetch.head(static_cast<const char*>(weights) + stream * stream_bytes, stream_bytes);
   }
   for (int64_t first = 0; first < spacing; ++first) pass(first, spacing);
   return streams * spacing;
