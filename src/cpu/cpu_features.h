@@ -20,6 +20,7 @@ struct CpuFeatures {
   // AMX tiles with bf16 dot products, enabled by the OS and granted to this process.
   bool amx_bf16 = false;
   bool intel = false;  // The vendor, for tunings measured per vendor (cpu/prefetch.h).
+  int family = 0;      // CPUID's display family (AMD: 25 Zen 3 and 4, 26 Zen 5), for the same.
 };
 
 // The kernel levels (core/settings.h).

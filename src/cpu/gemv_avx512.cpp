@@ -279,7 +279,7 @@ void panel_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
 // One input row over Panels whole panels side by side, two k steps each per pass: Panels
 // sequential streams at once. A core that reads one stream is held to less than the memory's
 // pace (Intel model 167, micro-matmul gate_proj, 1 thread: one panel 13.4 GB/s, four 16.3).
-// Each stream is prefetched by the vendor's plan too (Intel: into L2 3 KiB ahead; none on Zen):
+// Each stream is prefetched by the CPU's plan too (Intel: into L2 3 KiB ahead; none on Zen):
 // 2 threads, 3 alternations, gate_proj 276-286 -> 239-242 us, down_proj 284-296 -> 269-290; BF16
 // decode of the synthetic 0.5B (4 alternations) 27.3-27.9 -> 29.0-29.7 tok/s.
 template <int Panels>

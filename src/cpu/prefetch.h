@@ -12,6 +12,9 @@ namespace fornace::cpu {
 
 // Whether the CPU is Intel, read once: the decode kernels ask per tile of rows.
 inline const bool kIntelCpu = cpu_features().intel;
+// Whether it is AMD family 19h: Zen 4 (Zen 3 has no AVX-512, and its AVX2 kernels prefetch
+// nothing on AMD).
+inline const bool kAmdFamily19h = !kIntelCpu && cpu_features().family == 0x19;
 
 // Where prefetched lines go.
 enum class PrefetchInto { l1 = 3, l2 = 2 };
@@ -25,8 +28,11 @@ inline void prefetch_lines(const void* address) {
   }
 }
 
-// How a decode kernel prefetches each weight row's stream, as measured per vendor: on Zen 5
-// into L1 at the kernel's own distance, or not at all where it gives none; on Intel (model 167)
+// How a decode kernel prefetches each weight row's stream, as measured per CPU: on Zen 5
+// into L1 at the kernel's own distance, or not at all where it gives none; on Zen 4 not at all
+// (AVX-512, decode steps alternating with and without, 3 runs of 127 steps, median ratios:
+// Q8_0 +10 %, Q5_1 +7.5 %, Q4_K_M +6 %, Q4_0 +3 %, BF16 1.00; into L2 3 or 8 KiB ahead, or from
+// 4 streams, was slower than none: Q8_0 0.89, 0.78, 0.94); on Intel (model 167)
 // into L2, 3 KiB ahead (1-16 KiB into L1 were no faster than none). Synthetic 0.5B decode, paired:
 // AVX-512 against L1, Q4_0 +14-18 %, Q8_0 +12-14 %, Q4_K_M +16-20 %, Q5_K_M +10-12 %; AVX2
 // against none, Q4_0 29 -> 59 tok/s, Q8_0 25 -> 48, Q4_K_M 22 -> 48. 3 KiB against 4 KiB (the
@@ -78,9 +84,10 @@ struct StreamPrefetch {
 // measured plan is one row at a time.
 inline int decode_row_streams() { return kIntelCpu ? 4 : 1; }
 
-// The vendor's plan; `l1_bytes_ahead` is the kernel's distance on Zen, into L1 (0: none).
+// The CPU's plan; `l1_bytes_ahead` is the kernel's distance on Zen 5, into L1 (0: none).
 inline StreamPrefetch stream_prefetch(int64_t l1_bytes_ahead) {
   if (kIntelCpu) return {true, int64_t{3} << 10};
+  if (kAmdFamily19h) return {};
   return {false, l1_bytes_ahead};
 }
 

@@ -193,7 +193,7 @@ inline QuadWeights unpack_quad(const uint8_t* quad) {
   }
 }
 
-// Decode prefetches the weight stream into L1 this many bytes ahead on Zen (Zen 5, one row from
+// Decode prefetches the weight stream into L1 this many bytes ahead on Zen 5 (one row from
 // memory: about +10 % over the hardware prefetchers alone; 1-4 KiB ahead was slower).
 constexpr int kPrefetchDistance = 8192;
 
