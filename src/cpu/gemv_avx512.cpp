@@ -226,7 +226,7 @@ void panel_rows(const GemvArguments& arguments, int64_t begin, int64_t end) {
   const int64_t steps = (arguments.depth + 1) / 2;
   const auto* input = static_cast<const uint32_t*>(arguments.input);
   const int64_t input_stride = arguments.input_stride / 2;  // In k pairs.
-  const StreamPrefetch prefetch = stream_prefetch(kPrefetchBytes);
+  const StreamPrefetch prefetch = stream_prefetch(Isa::avx512, kPrefetchBytes);
   for (int64_t column = begin; column < end; column += 32) {
     const uint32_t* panel = static_cast<const uint32_t*>(arguments.weight) + column * steps;
     __m512 acc[Rows][2][Unroll];
@@ -294,7 +294,7 @@ void one_row_panels(const GemvArguments& arguments, int64_t column) {
       acc[panel][half][0] = acc[panel][half][1] = _mm512_setzero_ps();
     }
   }
-  const StreamPrefetch prefetch = stream_prefetch(0);
+  const StreamPrefetch prefetch = stream_prefetch(Isa::avx512, 0);
   auto step = [&](int64_t k_pair, int u) {
     const __m512bh pair = (__m512bh)_mm512_set1_epi32(static_cast<int>(input[k_pair]));
 #pragma GCC unroll 8

@@ -28,11 +28,12 @@ inline void prefetch_lines(const void* address) {
   }
 }
 
-// How a decode kernel prefetches each weight row's stream, as measured per CPU: on Zen 5
-// into L1 at the kernel's own distance, or not at all where it gives none; on Zen 4 not at all
-// (AVX-512, decode steps alternating with and without, 3 runs of 127 steps, median ratios:
-// Q8_0 +10 %, Q5_1 +7.5 %, Q4_K_M +6 %, Q4_0 +3 %, BF16 1.00; into L2 3 or 8 KiB ahead, or from
-// 4 streams, was slower than none: Q8_0 0.89, 0.78, 0.94); on Intel (model 167)
+// How a decode kernel prefetches each weight row's stream, as measured per CPU and level: on
+// Zen 5 into L1 at the kernel's own distance, or not at all where it gives none; on Zen 4 not
+// at all with AVX-512 (decode steps alternating with and without, 3 runs of 127 steps, median
+// ratios: Q8_0 +10 %, Q5_1 +7.5 %, Q4_K_M +6 %, Q4_0 +3 %, BF16 1.00; into L2 3 or 8 KiB
+// ahead was slower than none: Q8_0 0.89, 0.78), into L2 as on Intel with AVX2 (below); on
+// Intel (model 167)
 // into L2, 3 KiB ahead (1-16 KiB into L1 were no faster than none). Synthetic 0.5B decode, paired:
 // AVX-512 against L1, Q4_0 +14-18 %, Q8_0 +12-14 %, Q4_K_M +16-20 %, Q5_K_M +10-12 %; AVX2
 // against none, Q4_0 29 -> 59 tok/s, Q8_0 25 -> 48, Q4_K_M 22 -> 48. 3 KiB against 4 KiB (the
@@ -76,22 +77,29 @@ struct StreamPrefetch {
   }
 };
 
+// Whether decode kernels of level `isa` read 4 row streams a core, each prefetched into L2 3 KiB
+// ahead: on Intel, and on Zen 4 with AVX2 (steps alternating with Zen 4's AVX-512 plan, 2 runs:
+// Q4_0 +20 %, Q8_0 +10 %, Q4_K_M +5.5 %, Q5_0 +5 %; with AVX-512 it was slower: Q4_0 0.80,
+// Q4_K_M 0.89, Q8_0 0.94).
+inline bool streams_rows(Isa isa) { return kIntelCpu || (kAmdFamily19h && isa == Isa::avx2); }
+
 // How many weight rows a decode kernel (one input row) reads at once, each its own sequential
 // stream a quarter of the rows apart: 4 on Intel (model 167: micro-quant-matmul, 2 threads,
 // gate_proj Q4_0 25.3-25.7 -> 32.6-32.7 GB/s, Q5_0 24.5-25.0 -> 32.3-33.7, Q8_0 31.3-31.4 ->
 // 36.7-37.6; the model, paired: Q4_0 75.4-75.6 -> 86.8-88.7 tok/s, Q8_0 51.2-52.0 -> 56.2-56.8,
-// the 1.5B's Q4_K 24.2-24.5 -> 26.4-26.9, Q5_K and Q6_K within noise); 1 on Zen, whose
-// measured plan is one row at a time.
-inline int decode_row_streams() { return kIntelCpu ? 4 : 1; }
+// the 1.5B's Q4_K 24.2-24.5 -> 26.4-26.9, Q5_K and Q6_K within noise) and on Zen 4 with AVX2;
+// 1 on Zen 5 (its measured plan) and on Zen 4 with AVX-512.
+inline int decode_row_streams(Isa isa) { return streams_rows(isa) ? 4 : 1; }
 
-// The CPU's plan; `l1_bytes_ahead` is the kernel's distance on Zen 5, into L1 (0: none).
-inline StreamPrefetch stream_prefetch(int64_t l1_bytes_ahead) {
-  if (kIntelCpu) return {true, int64_t{3} << 10};
+// The plan of a kernel of level `isa`; `l1_bytes_ahead` is its distance on Zen 5, into L1
+// (0: none).
+inline StreamPrefetch stream_prefetch(Isa isa, int64_t l1_bytes_ahead) {
+  if (streams_rows(isa)) return {true, int64_t{3} << 10};
   if (kAmdFamily19h) return {};
   return {false, l1_bytes_ahead};
 }
 
-// Where decode reads `streams` rows a pass (decode_row_streams) and each stream holds at least 8
+// Where decode at level `isa` reads `streams` rows a pass (decode_row_streams) and each stream holds at least 8
 // rows: pass(first, spacing) for first in [0, rows / streams), each pass reading rows first,
 // first + spacing, ...; returns the rows done (0 otherwise), the rest being the caller's. The
 // rows lie `row_bytes` apart from `weights`. The kernels prefetch each stream bytes_ahead beyond
@@ -101,11 +109,11 @@ inline StreamPrefetch stream_prefetch(int64_t l1_bytes_ahead) {
 // q_proj 18.6-19.6 -> 17.9-19.0; synthetic 0.5B decode (4 alternations, medians) Q4_0 81.1 ->
 // 83.1 tok/s, Q4_K_M 64.5 -> 67.0, Q5_K_M 59.9 -> 61.5, Q8_0 and Q5_0 +1 %. AVX-512: within noise.
 template <typename Pass>
-int64_t run_row_streams(const void* weights, size_t row_bytes, int64_t rows, int streams,
+int64_t run_row_streams(Isa isa, const void* weights, size_t row_bytes, int64_t rows, int streams,
                         Pass&& pass) {
   const int64_t spacing = rows / streams;
-  if (decode_row_streams() != streams || spacing < 8) return 0;
-  const StreamPrefetch prefetch = stream_prefetch(0);
+  if (decode_row_streams(isa) != streams || spacing < 8) return 0;
+  const StreamPrefetch prefetch = stream_prefetch(isa, 0);
   const int64_t stream_bytes = spacing * static_cast<int64_t>(row_bytes);
   for (int stream = 0; stream < streams; ++stream) {
     prefetch.head(static_cast<const char*>(weights) + stream * stream_bytes, stream_bytes);

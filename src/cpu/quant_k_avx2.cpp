@@ -168,7 +168,7 @@ template <typename Block, int Columns>
 struct RowDot {
   static void run(const Block* weights, const char* activations, int64_t activation_row_bytes,
                   int64_t blocks, float* out, int64_t out_stride) {
-    const StreamPrefetch prefetch = stream_prefetch(0);
+    const StreamPrefetch prefetch = stream_prefetch(Isa::avx2, 0);
     __m256 sums[Columns];
     for (__m256& sum : sums) sum = _mm256_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b) {
@@ -182,6 +182,7 @@ struct RowDot {
 // One row's running dot for StreamRowDotOf.
 template <typename Block>
 struct RowSum {
+  static constexpr Isa kIsa = Isa::avx2;
   __m256 sum[1] = {_mm256_setzero_ps()};
   void add(const Block& block, const char* activations, int64_t b) {
     accumulate_block<Block, 1>(block, activations, 0, b, sum);

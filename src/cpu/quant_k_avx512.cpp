@@ -260,7 +260,7 @@ struct RowDot {
     // micro-quant-k, ffn_down streamed, 1 column: Q4_K 154-169 -> 86-92 us, Q6_K 209 -> 105 us
     // (Zen 5, into L1 16 KiB ahead); on Intel model 167 into L2 4 KiB ahead (now 3, prefetch.h)
     // against L1 16 KiB: 10.4-10.9 -> 11.4-13.0 GB/s for Q4_K, Q5_K and Q6_K.
-    const StreamPrefetch prefetch = stream_prefetch(16 << 10);
+    const StreamPrefetch prefetch = stream_prefetch(Isa::avx512, 16 << 10);
     int64_t b = 0;
     for (; b + 1 < blocks; b += 2) {
       prefetch.lines<2 * sizeof(Block)>(weights + b);
@@ -278,6 +278,7 @@ struct RowDot {
 // One row's running dot for StreamRowDotOf, even and odd blocks in chains of their own.
 template <typename Block>
 struct RowSum {
+  static constexpr Isa kIsa = Isa::avx512;
   Accumulators<1> acc;
   RowSum() { zero(acc); }
   void add(const Block& block, const char* activations, int64_t b) {

@@ -114,14 +114,16 @@ struct NoStreamRowDot {};
 
 // Decode where several streams pay (decode_row_streams): 4 weight rows against one activation
 // row, each row's blocks in turn, so that the core reads 4 sequential streams at once. RowSum is
-// an ISA's running dot of one row with one activation row: add(block, activations, b), total().
+// an ISA's running dot of one row with one activation row: add(block, activations, b), total();
+// RowSum::kIsa its level.
 template <typename Block, typename RowSum>
 struct StreamRowDotOf {
   static constexpr int kRows = 4;
+  static constexpr Isa kIsa = RowSum::kIsa;
   static void run(const Block* const (&weights)[kRows], const char* activations, int64_t blocks,
                   float (&out)[kRows]) {
     RowSum sums[kRows];
-    const StreamPrefetch prefetch = stream_prefetch(0);  // Streams run on Intel only: into L2.
+    const StreamPrefetch prefetch = stream_prefetch(kIsa, 0);  // Where streams run: into L2.
     for (int64_t b = 0; b < blocks; ++b) {
       for (int r = 0; r < kRows; ++r) {
         prefetch.lines<sizeof(Block)>(weights[r] + b);
@@ -140,7 +142,7 @@ int64_t dot_row_streams(const RowOf& row_of, size_t row_bytes, int64_t rows,
   using Block = std::remove_const_t<std::remove_pointer_t<decltype(row_of(0))>>;
   if constexpr (requires { StreamRowDot<Block>::kRows; }) {
     constexpr int kRows = StreamRowDot<Block>::kRows;
-    return run_row_streams(row_of(0), row_bytes, rows, kRows, [&](int64_t first, int64_t spacing) {
+    return run_row_streams(StreamRowDot<Block>::kIsa, row_of(0), row_bytes, rows, kRows, [&](int64_t first, int64_t spacing) {
       const Block* streams[kRows];
       float sums[kRows];
       for (int s = 0; s < kRows; ++s) streams[s] = row_of(first + s * spacing);

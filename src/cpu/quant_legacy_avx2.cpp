@@ -125,6 +125,7 @@ struct PairSource {
 };
 
 struct Lanes {
+  static constexpr Isa kIsa = Isa::avx2;
   static constexpr int kRowsPerPass = 2;
   using Vector = __m256;
   static Vector zero() { return _mm256_setzero_ps(); }
@@ -143,7 +144,7 @@ class IntegerTile : public TileBase<Rows, Columns> {
   using TileBase<Rows, Columns>::TileBase;
 
   void run(int64_t n) {
-    const StreamPrefetch prefetch = stream_prefetch(0);
+    const StreamPrefetch prefetch = stream_prefetch(Isa::avx2, 0);
     // Interleaved rows go a quad at a time (its fields lie across it), in two pairs.
     constexpr int kBlocks = Layout.interleaved ? kQuadBlocks : kStepBlocks;
     this->template run_steps<kBlocks, Layout.bytes>(

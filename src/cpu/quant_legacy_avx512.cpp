@@ -198,6 +198,7 @@ inline QuadWeights unpack_quad(const uint8_t* quad) {
 constexpr int kPrefetchDistance = 8192;
 
 struct Lanes {
+  static constexpr Isa kIsa = Isa::avx512;
   static constexpr int kRowsPerPass = 4;
   using Vector = __m512;
   static Vector zero() { return _mm512_setzero_ps(); }
@@ -256,7 +257,7 @@ class IntegerTile : public TileBase<Rows, Columns> {
       this->step(first, row_stride, block / kQuadBlocks, 0);
     };
     // Two quads at a time while two fit, each row's stream prefetched ahead.
-    const StreamPrefetch prefetch = stream_prefetch(kPrefetchDistance);
+    const StreamPrefetch prefetch = stream_prefetch(Isa::avx512, kPrefetchDistance);
     auto pair_step = [this, prefetch](const uint8_t* first, size_t row_stride, int64_t block) {
       for (int row = 0; row < Rows; ++row) {
         prefetch.lines<2 * kQuadStride>(first + row * row_stride);

@@ -259,6 +259,7 @@ class TileState {
 
  public:
   static constexpr int kRowsPerPass = Columns == 1 ? 1 : Lanes::kRowsPerPass;
+  static constexpr Isa kIsa = Lanes::kIsa;
 
   TileState(const uint8_t* weights, size_t weight_row_bytes, const void* activations,
             size_t activation_row_bytes)
@@ -353,7 +354,7 @@ void dot_columns(const uint8_t* weights, size_t weight_row_bytes, int64_t rows,
     // Decode where several streams pay: 4 rows a pass, `spacing` rows apart.
     constexpr int kStreams = 4;
     row = run_row_streams(
-        weights, weight_row_bytes, rows, kStreams, [&](int64_t first, int64_t spacing) {
+        Tile<kStreams, 1>::kIsa, weights, weight_row_bytes, rows, kStreams, [&](int64_t first, int64_t spacing) {
           Tile<kStreams, 1> tile(weights + first * weight_row_bytes, spacing * weight_row_bytes,
                                  activations, activation_row_bytes);
           tile.run(n);

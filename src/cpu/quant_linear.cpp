@@ -219,7 +219,7 @@ DType quantized_linear_input_dtype(int64_t rows, ActivationRounding rounding) {
 }
 
 std::string quantized_kernel_name() {
-  const StreamPrefetch prefetch = stream_prefetch(0);
+  const StreamPrefetch prefetch = stream_prefetch(active_isa(), 0);
   std::string rows = ", " + std::to_string(kQuantMaxColumns) + " input rows a pass" +
                      (prefetch.into_l2 ? ", each row prefetched into L2 " +
                                              std::to_string(prefetch.bytes_ahead >> 10) +
