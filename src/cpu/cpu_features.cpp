@@ -43,8 +43,8 @@ CpuFeatures detect() {
   unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
   features.f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
   const unsigned int base_family = (eax >> 8) & 0xf;
-  features.family = static_cast<int>(base_family == 0xf ? base_family + ((eax >> 20) & 0xff)
-                                                         : base_family);
+  features.family =
+      static_cast<int>(base_family == 0xf ? base_family + ((eax >> 20) & 0xff) : base_family);
   features.avx512f = __builtin_cpu_supports("avx512f");
   features.avx512bw = __builtin_cpu_supports("avx512bw");
   features.avx512vl = __builtin_cpu_supports("avx512vl");

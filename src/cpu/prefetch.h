@@ -33,13 +33,13 @@ inline void prefetch_lines(const void* address) {
 // at all with AVX-512 (decode steps alternating with and without, 3 runs of 127 steps, median
 // ratios: Q8_0 +10 %, Q5_1 +7.5 %, Q4_K_M +6 %, Q4_0 +3 %, BF16 1.00; into L2 3 or 8 KiB
 // ahead was slower than none: Q8_0 0.89, 0.78), into L2 as on Intel with AVX2 (below); on
-// Intel (model 167)
-// into L2, 3 KiB ahead (1-16 KiB into L1 were no faster than none). Synthetic 0.5B decode, paired:
-// AVX-512 against L1, Q4_0 +14-18 %, Q8_0 +12-14 %, Q4_K_M +16-20 %, Q5_K_M +10-12 %; AVX2
-// against none, Q4_0 29 -> 59 tok/s, Q8_0 25 -> 48, Q4_K_M 22 -> 48. 3 KiB against 4 KiB (the
-// decode kernels reading 4 rows a pass, 3 alternations): the 1.5B's Q4_K 27.7-28.1 -> 29.9-31.0
-// tok/s, Q5_K 23.0-23.6 -> 23.3-24.1, Q8_0 17.8-18.1 -> 18.0-18.2; the 0.5B's Q4_0 84.7-86.4 ->
-// 87.4-89.6, Q4_K_M 74.3-74.8 -> 75.6-76.0, BF16 27.7-28.1 -> 27.4-28.1; Q6_K 17.5-21.0 both.
+// Intel (model 167) into L2, 3 KiB ahead (1-16 KiB into L1 were no faster than none). Synthetic
+// 0.5B decode, paired: AVX-512 against L1, Q4_0 +14-18 %, Q8_0 +12-14 %, Q4_K_M +16-20 %,
+// Q5_K_M +10-12 %; AVX2 against none, Q4_0 29 -> 59 tok/s, Q8_0 25 -> 48, Q4_K_M 22 -> 48.
+// 3 KiB against 4 KiB (the decode kernels reading 4 rows a pass, 3 alternations): the 1.5B's
+// Q4_K 27.7-28.1 -> 29.9-31.0 tok/s, Q5_K 23.0-23.6 -> 23.3-24.1, Q8_0 17.8-18.1 -> 18.0-18.2; the
+// 0.5B's Q4_0 84.7-86.4 -> 87.4-89.6, Q4_K_M 74.3-74.8 -> 75.6-76.0, BF16 27.7-28.1 -> 27.4-28.1;
+// Q6_K 17.5-21.0 both.
 struct StreamPrefetch {
   bool into_l2 = false;
   int64_t bytes_ahead = 0;  // 0: no software prefetch
@@ -99,15 +99,16 @@ inline StreamPrefetch stream_prefetch(Isa isa, int64_t l1_bytes_ahead) {
   return {false, l1_bytes_ahead};
 }
 
-// Where decode at level `isa` reads `streams` rows a pass (decode_row_streams) and each stream holds at least 8
-// rows: pass(first, spacing) for first in [0, rows / streams), each pass reading rows first,
-// first + spacing, ...; returns the rows done (0 otherwise), the rest being the caller's. The
-// rows lie `row_bytes` apart from `weights`. The kernels prefetch each stream bytes_ahead beyond
-// where they read, so the streams' first bytes_ahead bytes are prefetched here first: every part
-// of a decode op starts 4 cold streams. AVX2, 2 threads, paired, 3 alternations: micro-quant-matmul
-// interleaved Q5_0 q_proj 21.5-23.2 -> 19.9-20.9 us, gate_proj 98.0-101 -> 91.9-95.1, Q4_0
-// q_proj 18.6-19.6 -> 17.9-19.0; synthetic 0.5B decode (4 alternations, medians) Q4_0 81.1 ->
-// 83.1 tok/s, Q4_K_M 64.5 -> 67.0, Q5_K_M 59.9 -> 61.5, Q8_0 and Q5_0 +1 %. AVX-512: within noise.
+// Where decode at level `isa` reads `streams` rows a pass (decode_row_streams) and each stream
+// holds at least 8 rows: pass(first, spacing) for first in [0, rows / streams), each pass reading
+// rows first, first + spacing, ...; returns the rows done (0 otherwise), the rest being the
+// caller's. The rows lie `row_bytes` apart from `weights`. The kernels prefetch each stream
+// bytes_ahead beyond where they read, so the streams' first bytes_ahead bytes are prefetched here
+// first: every part of a decode op starts 4 cold streams. AVX2, 2 threads, paired, 3 alternations:
+// micro-quant-matmul interleaved Q5_0 q_proj 21.5-23.2 -> 19.9-20.9 us, gate_proj 98.0-101
+// -> 91.9-95.1, Q4_0 q_proj 18.6-19.6 -> 17.9-19.0; synthetic 0.5B decode (4 alternations, medians)
+// Q4_0 81.1 -> 83.1 tok/s, Q4_K_M 64.5 -> 67.0, Q5_K_M 59.9 -> 61.5, Q8_0 and Q5_0 +1 %. AVX-512:
+// within noise.
 template <typename Pass>
 int64_t run_row_streams(Isa isa, const void* weights, size_t row_bytes, int64_t rows, int streams,
                         Pass&& pass) {

@@ -142,13 +142,14 @@ int64_t dot_row_streams(const RowOf& row_of, size_t row_bytes, int64_t rows,
   using Block = std::remove_const_t<std::remove_pointer_t<decltype(row_of(0))>>;
   if constexpr (requires { StreamRowDot<Block>::kRows; }) {
     constexpr int kRows = StreamRowDot<Block>::kRows;
-    return run_row_streams(StreamRowDot<Block>::kIsa, row_of(0), row_bytes, rows, kRows, [&](int64_t first, int64_t spacing) {
+    auto pass = [&](int64_t first, int64_t spacing) {
       const Block* streams[kRows];
       float sums[kRows];
       for (int s = 0; s < kRows; ++s) streams[s] = row_of(first + s * spacing);
       StreamRowDot<Block>::run(streams, activations, blocks, sums);
       for (int s = 0; s < kRows; ++s) out[first + s * spacing] = sums[s];
-    });
+    };
+    return run_row_streams(StreamRowDot<Block>::kIsa, row_of(0), row_bytes, rows, kRows, pass);
   } else {
     return 0;
   }

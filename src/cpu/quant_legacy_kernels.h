@@ -354,7 +354,8 @@ void dot_columns(const uint8_t* weights, size_t weight_row_bytes, int64_t rows,
     // Decode where several streams pay: 4 rows a pass, `spacing` rows apart.
     constexpr int kStreams = 4;
     row = run_row_streams(
-        Tile<kStreams, 1>::kIsa, weights, weight_row_bytes, rows, kStreams, [&](int64_t first, int64_t spacing) {
+        Tile<kStreams, 1>::kIsa, weights, weight_row_bytes, rows, kStreams,
+        [&](int64_t first, int64_t spacing) {
           Tile<kStreams, 1> tile(weights + first * weight_row_bytes, spacing * weight_row_bytes,
                                  activations, activation_row_bytes);
           tile.run(n);
