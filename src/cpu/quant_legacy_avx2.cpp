@@ -130,6 +130,12 @@ struct Lanes {
   using Vector = __m256;
   static Vector zero() { return _mm256_setzero_ps(); }
   static float sum(Vector value) { return simd::sum_of_8(value); }
+  static void sum_four(const Vector (&sums)[4], float* out) {
+    // Pairs, then quads, of adjacent lanes: a0123 b0123 c0123 d0123 | a4567 b4567 c4567 d4567.
+    const __m256 quads = _mm256_hadd_ps(_mm256_hadd_ps(sums[0], sums[1]),
+                                        _mm256_hadd_ps(sums[2], sums[3]));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(quads), _mm256_extractf128_ps(quads, 1)));
+  }
 };
 template <int Rows, int Columns>
 using TileBase = TileState<Lanes, Rows, Columns>;

@@ -197,16 +197,6 @@ inline QuadWeights unpack_quad(const uint8_t* quad) {
 // memory: about +10 % over the hardware prefetchers alone; 1-4 KiB ahead was slower).
 constexpr int kPrefetchDistance = 8192;
 
-struct Lanes {
-  static constexpr Isa kIsa = Isa::avx512;
-  static constexpr int kRowsPerPass = 4;
-  using Vector = __m512;
-  static Vector zero() { return _mm512_setzero_ps(); }
-  static float sum(Vector value) { return _mm512_reduce_add_ps(value); }
-};
-template <int Rows, int Columns>
-using TileBase = TileState<Lanes, Rows, Columns>;
-
 // The lane sums of a, b, c and d, in that order.
 inline __m128 reduce_four(__m512 a, __m512 b, __m512 c, __m512 d) {
   // 256-bit halves added: ab holds a in 128-bit lanes 0 and 1, b in 2 and 3; cd likewise.
@@ -223,6 +213,19 @@ inline __m128 reduce_four(__m512 a, __m512 b, __m512 c, __m512 d) {
   const __m512i first_lanes = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
   return _mm512_castps512_ps128(_mm512_permutexvar_ps(first_lanes, sums));
 }
+
+struct Lanes {
+  static constexpr Isa kIsa = Isa::avx512;
+  static constexpr int kRowsPerPass = 4;
+  using Vector = __m512;
+  static Vector zero() { return _mm512_setzero_ps(); }
+  static float sum(Vector value) { return _mm512_reduce_add_ps(value); }
+  static void sum_four(const Vector (&sums)[4], float* out) {
+    _mm_storeu_ps(out, reduce_four(sums[0], sums[1], sums[2], sums[3]));
+  }
+};
+template <int Rows, int Columns>
+using TileBase = TileState<Lanes, Rows, Columns>;
 
 // Integer dot products of Rows weight rows with Columns activation rows, a quad of blocks per
 // step: per 32-bit lane, sum = correction + unsigned q . activation q (two vpdpbusd), then f32
