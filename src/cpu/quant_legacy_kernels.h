@@ -364,7 +364,8 @@ void dot_columns(const uint8_t* weights, size_t weight_row_bytes, int64_t rows,
       tile.run(n);
       float sums[kStreams];
       tile.store(sums, 1);
-      for (int stream = 0; stream < kStreams; ++stream) out[first + stream * spacing] = sums[stream];
+      for (int stream = 0; stream < kStreams; ++stream)
+        out[first + stream * spacing] = sums[stream];
     };
     row = run_row_streams(Tile<kStreams, 1>::kIsa, weights, weight_row_bytes, rows, kStreams, pass);
   }
