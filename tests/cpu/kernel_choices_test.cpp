@@ -31,9 +31,11 @@ TEST(KernelChoices, NameTheActiveLevelAndTheKernelsItPicks) {
     expect_contains(avx2, "gemv bf16: f32 FMA (AVX2)");
     expect_contains(avx2, "gemm bf16: 6x16 f32");
     expect_contains(avx2, "attention bf16: f32 FMA (AVX2)");
-    // The decode kernels' prefetch plan is the vendor's: into L2 on Intel, named only there.
+    // The decode kernels' prefetch plan is the CPU's and the level's: AVX2 into L2 on Intel and
+    // on AMD family 19h (Zen 4), named only there.
+    const bool amd_family_19h = !cpu::cpu_features().intel && cpu::cpu_features().family == 0x19;
     EXPECT_EQ(avx2.find("prefetched into L2 3 KiB ahead") != std::string::npos,
-              cpu::cpu_features().intel)
+              cpu::cpu_features().intel || amd_family_19h)
         << avx2;
   }
   if (cpu::detected_isa() >= cpu::Isa::avx512) {
@@ -49,6 +51,10 @@ TEST(KernelChoices, NameTheActiveLevelAndTheKernelsItPicks) {
                                   "at load");
     expect_contains(avx512, "weights widened to bf16");
     expect_contains(avx512, "quads interleaved at load");
+    // AVX-512 decode prefetches into L2 on Intel only.
+    EXPECT_EQ(avx512.find("prefetched into L2 3 KiB ahead") != std::string::npos,
+              cpu::cpu_features().intel)
+        << avx512;
     // Attention over a bf16 cache runs on AMX tiles where the CPU has them, unless switched off.
     expect_contains(avx512, cpu::cpu_features().amx_bf16 ? "attention bf16: AMX bf16 tiles"
                                                          : "attention bf16: bf16 pairs (vdpbf16ps)");
