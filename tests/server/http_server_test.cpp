@@ -352,7 +352,9 @@ TEST(HttpServer, FiftyDisconnectsMidStreamFreeEverySlotAndMemory) {
     SchedulerStats stats = test.scheduler.stats();
     return stats.active_slots == 0 && stats.queue_length == 0;
   };
-  disconnect_round(10, 2);  // Warms up the workers, the slots and the allocator.
+  // Warms up the workers, the slots and the allocator with a round like the measured one: after
+  // a shorter one (10 x 2), the allocator's own growth alone reached 8.3 MiB in 1 of 6 runs.
+  disconnect_round(10, 5);
   ASSERT_TRUE(eventually(all_free));
   const int64_t baseline_kib = resident_kib();
 
@@ -361,7 +363,7 @@ TEST(HttpServer, FiftyDisconnectsMidStreamFreeEverySlotAndMemory) {
       << "active " << test.scheduler.stats().active_slots;
   SchedulerStats stats = test.scheduler.stats();
   EXPECT_EQ(stats.requests_finished, stats.requests_submitted);
-  EXPECT_EQ(stats.requests_submitted, 70);
+  EXPECT_EQ(stats.requests_submitted, 100);
   httplib::Client http = test.client();
   std::string metrics = http.Get("/metrics")->body;
   EXPECT_NE(metrics.find("\nfornace_active_slots 0\n"), std::string::npos) << metrics;
