@@ -77,19 +77,15 @@ struct StreamPrefetch {
   }
 };
 
-// Whether decode kernels of level `isa` read 4 row streams a core, each prefetched into L2 3 KiB
-// ahead: on Intel, and on Zen 4 with AVX2 (steps alternating with Zen 4's AVX-512 plan, 2 runs:
+// Whether decode kernels of level `isa` (one input row) read 4 weight rows at once, each its own
+// sequential stream a quarter of the rows apart and prefetched into L2 3 KiB ahead: on Intel
+// (model 167: micro-quant-matmul, 2 threads, gate_proj Q4_0 25.3-25.7 -> 32.6-32.7 GB/s, Q5_0
+// 24.5-25.0 -> 32.3-33.7, Q8_0 31.3-31.4 -> 36.7-37.6; the model, paired: Q4_0 75.4-75.6 ->
+// 86.8-88.7 tok/s, Q8_0 51.2-52.0 -> 56.2-56.8, the 1.5B's Q4_K 24.2-24.5 -> 26.4-26.9, Q5_K and
+// Q6_K within noise) and on Zen 4 with AVX2 (steps alternating with Zen 4's AVX-512 plan, 2 runs:
 // Q4_0 +20 %, Q8_0 +10 %, Q4_K_M +5.5 %, Q5_0 +5 %; with AVX-512 it was slower: Q4_0 0.80,
-// Q4_K_M 0.89, Q8_0 0.94).
+// Q4_K_M 0.89, Q8_0 0.94). Elsewhere one row at a time: Zen 5's measured plan.
 inline bool streams_rows(Isa isa) { return kIntelCpu || (kAmdFamily19h && isa == Isa::avx2); }
-
-// How many weight rows a decode kernel (one input row) reads at once, each its own sequential
-// stream a quarter of the rows apart: 4 on Intel (model 167: micro-quant-matmul, 2 threads,
-// gate_proj Q4_0 25.3-25.7 -> 32.6-32.7 GB/s, Q5_0 24.5-25.0 -> 32.3-33.7, Q8_0 31.3-31.4 ->
-// 36.7-37.6; the model, paired: Q4_0 75.4-75.6 -> 86.8-88.7 tok/s, Q8_0 51.2-52.0 -> 56.2-56.8,
-// the 1.5B's Q4_K 24.2-24.5 -> 26.4-26.9, Q5_K and Q6_K within noise) and on Zen 4 with AVX2;
-// 1 on Zen 5 (its measured plan) and on Zen 4 with AVX-512.
-inline int decode_row_streams(Isa isa) { return streams_rows(isa) ? 4 : 1; }
 
 // The plan of a kernel of level `isa`; `l1_bytes_ahead` is its distance on Zen 5, into L1
 // (0: none).
@@ -99,8 +95,8 @@ inline StreamPrefetch stream_prefetch(Isa isa, int64_t l1_bytes_ahead) {
   return {false, l1_bytes_ahead};
 }
 
-// Where decode at level `isa` reads `streams` rows a pass (decode_row_streams) and each stream
-// holds at least 8 rows: pass(first, spacing) for first in [0, rows / streams), each pass reading
+// Where decode at level `isa` reads several rows a pass (streams_rows), `streams` of them, and
+// each stream holds at least 8 rows: pass(first, spacing) for first in [0, rows / streams), each pass reading
 // rows first, first + spacing, ...; returns the rows done (0 otherwise), the rest being the
 // caller's. The rows lie `row_bytes` apart from `weights`. The kernels prefetch each stream
 // bytes_ahead beyond where they read, so the streams' first bytes_ahead bytes are prefetched here
@@ -113,7 +109,7 @@ template <typename Pass>
 int64_t run_row_streams(Isa isa, const void* weights, size_t row_bytes, int64_t rows, int streams,
                         Pass&& pass) {
   const int64_t spacing = rows / streams;
-  if (decode_row_streams(isa) != streams || spacing < 8) return 0;
+  if (!streams_rows(isa) || spacing < 8) return 0;
   const StreamPrefetch prefetch = stream_prefetch(isa, 0);
   const int64_t stream_bytes = spacing * static_cast<int64_t>(row_bytes);
   for (int stream = 0; stream < streams; ++stream) {

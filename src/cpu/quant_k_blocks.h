@@ -112,7 +112,7 @@ void for_column_groups(int64_t columns, Run&& run) {
 template <typename Block>
 struct NoStreamRowDot {};
 
-// Decode where several streams pay (decode_row_streams): 4 weight rows against one activation
+// Decode where several streams pay (streams_rows): 4 weight rows against one activation
 // row, each row's blocks in turn, so that the core reads 4 sequential streams at once. RowSum is
 // an ISA's running dot of one row with one activation row: add(block, activations, b), total();
 // RowSum::kIsa its level.
@@ -158,7 +158,7 @@ int64_t dot_row_streams(const RowOf& row_of, size_t row_bytes, int64_t rows,
 // The body of every dot_rows*: RowDot<Block, Columns>::run(row, activations, activation_stride,
 // blocks, out, out_stride) for each weight row and group of activation rows (Activations is char
 // for int8 blocks, with a stride in bytes, or float, with a stride in floats); for one activation
-// row where several streams pay (decode_row_streams), StreamRowDot's 4 rows a quarter apart.
+// row where several streams pay (streams_rows), StreamRowDot's 4 rows a quarter apart.
 template <BlockType Type, template <typename, int> class RowDot,
           template <typename> class StreamRowDot, typename Activations>
 void dot_rows_with(const void* weights, size_t weight_row_bytes, int64_t rows,

@@ -492,7 +492,7 @@ TEST(KQuantDot, MatchesDoublePrecisionOnEveryIsaShapeAndColumnCount) {
       for (int64_t n : {kBlock, 2 * kBlock, 19 * kBlock}) {
         for (int64_t columns = 1; columns <= cpu::kQuantMaxColumns; ++columns) {
           // From 32 rows of one column, decode on Intel (and on Zen 4 with AVX2) reads 4 rows a
-          // pass, a quarter of the rows apart (decode_row_streams).
+          // pass, a quarter of the rows apart (streams_rows).
           for (int64_t rows : {1, 2, 3, 5, 8, 11, 32, 35})
             check_dots({type, n, rows, columns}, isa);
         }

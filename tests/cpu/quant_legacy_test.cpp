@@ -307,7 +307,7 @@ struct DotShape {
   int64_t n;
 };
 // From 32 rows of one column, decode on Intel (and on Zen 4 with AVX2) reads 4 rows a pass, a
-// quarter of the rows apart (decode_row_streams), and the rest one by one.
+// quarter of the rows apart (streams_rows), and the rest one by one.
 constexpr DotShape kDotShapes[] = {{1, 1, 32},  {3, 2, 64},   {4, 4, 96},   {5, 3, 896},
                                    {9, 4, 160}, {2, 1, 4864}, {7, 4, 1024}, {4, 1, 32},
                                    {3, 1, 416}, {32, 1, 64},  {35, 1, 896}, {131, 1, 32}};
