@@ -226,9 +226,10 @@ inline const uint16_t* bf16_rows(const StridedInput& input, int64_t batch, int64
 
 // Decode reads the cache once, from memory. The next block's K and V lines are prefetched a few
 // at a time between pieces of this block's work: a burst of hundreds would wait on the core's
-// few outstanding misses and stall the work behind it. Into L1 on Zen; into L2 on Intel (model
+// few outstanding misses and stall the work behind it. Into L1 on Zen 5; into L2 on Intel (model
 // 167, micro-attention at 16,384 keys with caches inside that VM's 480 MiB LLC, 2 threads,
-// paired: 543 -> 490 us a layer on vector pairs, 360 -> 319 on AMX).
+// paired: 543 -> 490 us a layer on vector pairs, 360 -> 319 on AMX) and on Zen 4 (bf16 cache,
+// 2 threads: 652-753 -> 423-447 us a layer, the other cache types unchanged).
 class PrefetchStream {
  public:
   PrefetchStream(const AttentionPlan& plan, int64_t batch, int64_t head, int64_t first,
@@ -288,7 +289,7 @@ class PrefetchStream {
   }
 
   const AttentionPlan& plan_;
-  const bool into_l2_ = kIntelCpu;
+  const bool into_l2_ = kIntelCpu || kAmdFamily19h;
   int64_t lines_per_step_;
   int64_t batch_, head_, first_, keys_;
   int operand_ = 0;
@@ -412,12 +413,14 @@ void transpose_keys(const Element* keys, int64_t key_stride, int64_t count, int6
 
 // How the register tile multiplies: F32Product takes f32 left values and f32 right rows (one k
 // per step, FMA); PairProduct takes 32-bit words of two bf16 values on both sides (two k per
-// step, vdpbf16ps).
+// step, vdpbf16ps). Right rows are read vector by vector with `load`, except where kRowPairs
+// says that a step takes two rows (ValuePairProduct's load_columns).
 struct F32Product {
   using Left = float;
   using Right = float;
   using Factor = Vec;
   using Column = Vec;
+  static constexpr bool kRowPairs = false;
   static Factor broadcast(Left value) { return simd::broadcast(value); }
   static Column load(const Right* source) { return simd::load(source); }
   static Vec multiply_add(Factor factor, Column column, Vec sum) {
@@ -435,12 +438,32 @@ struct PairProduct {
   using Right = uint32_t;
   using Factor = __m512bh;
   using Column = __m512bh;
+  static constexpr bool kRowPairs = false;
   static Factor broadcast(Left value) {
     return (__m512bh)_mm512_set1_epi32(static_cast<int32_t>(value));
   }
   static Column load(const Right* source) { return (__m512bh)_mm512_loadu_si512(source); }
   static Vec multiply_add(Factor factor, Column column, Vec sum) {
     return _mm512_dpbf16_ps(sum, factor, column);
+  }
+};
+// PairProduct whose right words pair two bf16 V rows read in place: step k takes rows 2k and
+// 2k + 1 (`stride` / 2 apart) and interleaves them in registers, 128-bit lane by lane. So the
+// sums of each 32 dims come in the order PairOperands::finish puts back.
+struct ValuePairProduct : PairProduct {
+  static constexpr bool kRowPairs = true;
+  using Right = uint16_t;
+  template <int kVectors>
+  static void load_columns(const Right* source, int64_t stride, Column* columns) {
+    if constexpr (kVectors % 2 != 0) {
+      __builtin_trap();  // The pair path's D is a multiple of 32: whole pairs of vectors.
+    }
+    for (int v = 0; v + 1 < kVectors; v += 2) {
+      const __m512i first = _mm512_loadu_si512(source + v * simd::kWidth);
+      const __m512i second = _mm512_loadu_si512(source + stride / 2 + v * simd::kWidth);
+      columns[v] = (Column)_mm512_unpacklo_epi16(first, second);
+      columns[v + 1] = (Column)_mm512_unpackhi_epi16(first, second);
+    }
   }
 };
 #endif
@@ -465,8 +488,12 @@ void multiply_tile(const typename Product::Left* left, int64_t left_stride,
   }
   for (int64_t k = 0; k < depth; ++k) {
     typename Product::Column columns[kVectors];
-    for (int v = 0; v < kVectors; ++v) {
-      columns[v] = Product::load(right + k * right_stride + v * simd::kWidth);
+    if constexpr (Product::kRowPairs) {
+      Product::template load_columns<kVectors>(right + k * right_stride, right_stride, columns);
+    } else {
+      for (int v = 0; v < kVectors; ++v) {
+        columns[v] = Product::load(right + k * right_stride + v * simd::kWidth);
+      }
     }
     for (int r = 0; r < kRows; ++r) {
       const typename Product::Factor factor = Product::broadcast(left[r * left_stride + k]);
@@ -623,6 +650,11 @@ struct RegisterTileGroups {
   static int64_t group_rows(int64_t rows) {
     return rows <= kMaxTileRows ? kMaxTileRows : kRunTileRows;
   }
+  // Puts the accumulators in order where the products left them otherwise: here, nothing.
+  void finish(float* accumulators, int64_t rows) {
+    (void)accumulators;
+    (void)rows;
+  }
 };
 
 // The operands of the f32 path: K transposed into [D, block keys], V rows read in place when
@@ -776,11 +808,35 @@ class PairOperands : public RegisterTileGroups {
   }
 
   void load_block(int64_t batch, int64_t kv_head, int64_t block, int64_t block_keys) {
-    // 8 groups of 16 keys, 8 groups of 16 value pairs, 3 register-tile calls: 19 steps.
-    prefetch_.emplace(plan_, batch, kv_head, block + kBlockKeys, kBlockKeys, 32);
+    // 8 groups of 16 keys and 3 register-tile calls: 11 steps of 48 lines cover the 512 lines
+    // of the next 128 keys.
+    prefetch_.emplace(plan_, batch, kv_head, block + kBlockKeys, kBlockKeys, 48);
     pack_keys(batch, kv_head, block, block_keys);
-    pack_value_pairs(plan_, batch, kv_head, block, block_keys, 0, (block_keys + 1) / 2,
-                     scratch_.value_pairs.data(), *prefetch_);
+    values_ = bf16_rows(plan_.value, batch, kv_head, block);
+    if (block_keys % 2 != 0) {
+      // An odd last key pairs with a zero row, in value_pairs' scratch: its partner's weight
+      // is 0, but whatever follows the key in memory might be NaN.
+      auto* tail = reinterpret_cast<uint16_t*>(scratch_.value_pairs.data());
+      const uint16_t* last = values_ + (block_keys - 1) * plan_.value.layout.strides[2];
+      std::copy(last, last + plan_.head_dim, tail);
+      std::fill(tail + plan_.head_dim, tail + 2 * plan_.head_dim, uint16_t{0});
+    }
+  }
+
+  // Puts the accumulators' dims back in order (ValuePairProduct permutes each 32 of them).
+  void finish(float* accumulators, int64_t rows) {
+    alignas(64) static constexpr int32_t kFirst[16] = {0, 1, 2, 3, 16, 17, 18, 19,
+                                                       4, 5, 6, 7, 20, 21, 22, 23};
+    alignas(64) static constexpr int32_t kSecond[16] = {8,  9,  10, 11, 24, 25, 26, 27,
+                                                        12, 13, 14, 15, 28, 29, 30, 31};
+    const __m512i first = _mm512_load_si512(kFirst);
+    const __m512i second = _mm512_load_si512(kSecond);
+    for (int64_t i = 0; i < rows * plan_.head_dim; i += 32) {
+      const __m512 low = _mm512_loadu_ps(accumulators + i);
+      const __m512 high = _mm512_loadu_ps(accumulators + i + 16);
+      _mm512_storeu_ps(accumulators + i, _mm512_permutex2var_ps(low, first, high));
+      _mm512_storeu_ps(accumulators + i + 16, _mm512_permutex2var_ps(low, second, high));
+    }
   }
 
   void score(int64_t first, int64_t count, int64_t columns) {
@@ -798,10 +854,17 @@ class PairOperands : public RegisterTileGroups {
     for (int64_t r = first; r < first + count; ++r) {
       to_bf16(scratch_.scores.data() + r * kBlockKeys, weights + r * kWeightWords, columns);
     }
-    multiply<PairProduct>(weights + first * kWeightWords, kWeightWords,
-                          scratch_.value_pairs.data(), head_dim, (block_keys + 1) / 2,
-                          scratch_.accumulators.data() + first * head_dim, head_dim, count,
-                          head_dim, true, *prefetch_);
+    const int64_t pairs = block_keys / 2;
+    float* sums = scratch_.accumulators.data() + first * head_dim;
+    multiply<ValuePairProduct>(weights + first * kWeightWords, kWeightWords, values_,
+                               2 * plan_.value.layout.strides[2], pairs, sums, head_dim, count,
+                               head_dim, true, *prefetch_);
+    if (block_keys % 2 != 0) {
+      multiply<ValuePairProduct>(weights + first * kWeightWords + pairs, kWeightWords,
+                                 reinterpret_cast<const uint16_t*>(scratch_.value_pairs.data()),
+                                 2 * head_dim, 1, sums, head_dim, count, head_dim, true,
+                                 *prefetch_);
+    }
   }
 
  private:
@@ -838,6 +901,7 @@ class PairOperands : public RegisterTileGroups {
   TileScratch& scratch_;
   int64_t words_;
   std::optional<PrefetchStream> prefetch_;  // The next block's K and V lines.
+  const uint16_t* values_ = nullptr;        // The block's first V row, in place.
 };
 
 #if defined(__AMX_TILE__) && defined(__AMX_BF16__)
@@ -854,6 +918,10 @@ class AmxOperands {
   static int64_t group_rows(int64_t rows) {
     (void)rows;
     return 16;
+  }
+  void finish(float* accumulators, int64_t rows) {
+    (void)accumulators;
+    (void)rows;
   }
 
   AmxOperands(const AttentionPlan& plan, TileScratch& scratch, int64_t rows)
@@ -1018,10 +1086,9 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
     int64_t row = first_row + r;
     positions[r] = row / plan.group;
     heads[r] = kv_head * plan.group + row % plan.group;
-    key_limits[r] = plan.causal
-                        ? std::min(plan.kv_length,
-                                   plan.kv_length - plan.query_length + positions[r] + 1)
-                        : plan.kv_length;
+    key_limits[r] = plan.causal ? std::min(plan.kv_length,
+                                           plan.kv_length - plan.query_length + positions[r] + 1)
+                                : plan.kv_length;
     key_starts[r] = plan.window ? std::max<int64_t>(0, key_limits[r] - plan.window) : 0;
     tile_key_end = std::max(tile_key_end, key_limits[r]);
     tile_key_start = std::min(tile_key_start, key_starts[r]);
@@ -1078,6 +1145,7 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
     }
   }
 
+  operands.finish(accumulators, rows);
   if (partial) {
     // Key-range split: leave the running state for attention.cpp to combine.
     int64_t stride = attention_partial_stride(plan);
@@ -1121,9 +1189,9 @@ void attention_items(const AttentionPlan& plan, int64_t begin, int64_t end) {
     int64_t kv_head = rest % plan.kv_heads;
     int64_t batch = rest / plan.kv_heads;
     int64_t tile = attention_tile_of_order(order, plan.tiles);
-    float* partial = plan.splits > 1 ? plan.partials + item * kAttentionTileRows *
-                                                            attention_partial_stride(plan)
-                                     : nullptr;
+    float* partial =
+        plan.splits > 1 ? plan.partials + item * kAttentionTileRows * attention_partial_stride(plan)
+                        : nullptr;
 #if defined(__AMX_TILE__) && defined(__AMX_BF16__)
     if (amx_path) {
       process_item<AmxOperands>(plan, batch, kv_head, tile, split, partial);
