@@ -74,7 +74,8 @@ struct TileScratch {
   // The bf16 pair path: 32-bit words that each hold two bf16 values.
   std::vector<uint32_t> query_pairs;   // [tile rows, D / 2]: pre-scaled Q.
   std::vector<uint32_t> key_pairs;     // [D / 2, block keys]: the block's K transposed by pairs.
-  std::vector<uint32_t> value_pairs;   // [block keys / 2, D]: V rows j and j + 1 interleaved.
+  std::vector<uint32_t> value_pairs;   // [block keys / 2, D]: V rows j and j + 1 interleaved
+                                       // (AMX); the pair path's odd last key and a zero row.
   std::vector<uint32_t> weight_pairs;  // [tile rows, block keys / 2]: softmax weights.
   std::vector<uint32_t> query_by_pair;  // [D / 2, kQueryColumns]: Q's words transposed (AMX).
 
@@ -644,16 +645,16 @@ inline float softmax_block(float* scores, int64_t hidden, int64_t visible, int64
   return correction;
 }
 
+// Operands whose products leave the accumulators' dims in order: finish has nothing to do.
+struct AccumulatorsInOrder {
+  void finish(float* /*accumulators*/, int64_t /*rows*/) {}
+};
+
 // How many query rows the register-tile products take a pass: a GQA group of up to
 // kMaxTileRows in one, longer runs kRunTileRows at a time.
-struct RegisterTileGroups {
+struct RegisterTileGroups : AccumulatorsInOrder {
   static int64_t group_rows(int64_t rows) {
     return rows <= kMaxTileRows ? kMaxTileRows : kRunTileRows;
-  }
-  // Puts the accumulators in order where the products left them otherwise: here, nothing.
-  void finish(float* accumulators, int64_t rows) {
-    (void)accumulators;
-    (void)rows;
   }
 };
 
@@ -913,15 +914,11 @@ class PairOperands : public RegisterTileGroups {
 //   - weights · V: tile A the rows' bf16 weights (32 keys), tile B 16 V rows interleaved by pairs
 //     (pack_value_pairs), tile C 16 dims of the rows' accumulators, loaded and stored in place.
 // Tiles: 0 scores^T, 1 keys, 2 Q words, 3 and 6 accumulators, 4 weights, 5 and 7 value pairs.
-class AmxOperands {
+class AmxOperands : public AccumulatorsInOrder {
  public:
   static int64_t group_rows(int64_t rows) {
     (void)rows;
     return 16;
-  }
-  void finish(float* accumulators, int64_t rows) {
-    (void)accumulators;
-    (void)rows;
   }
 
   AmxOperands(const AttentionPlan& plan, TileScratch& scratch, int64_t rows)
@@ -1086,9 +1083,10 @@ void process_item(const AttentionPlan& plan, int64_t batch, int64_t kv_head, int
     int64_t row = first_row + r;
     positions[r] = row / plan.group;
     heads[r] = kv_head * plan.group + row % plan.group;
-    key_limits[r] = plan.causal ? std::min(plan.kv_length,
-                                           plan.kv_length - plan.query_length + positions[r] + 1)
-                                : plan.kv_length;
+    key_limits[r] = plan.causal
+                        ? std::min(plan.kv_length,
+                                   plan.kv_length - plan.query_length + positions[r] + 1)
+                        : plan.kv_length;
     key_starts[r] = plan.window ? std::max<int64_t>(0, key_limits[r] - plan.window) : 0;
     tile_key_end = std::max(tile_key_end, key_limits[r]);
     tile_key_start = std::min(tile_key_start, key_starts[r]);
@@ -1189,9 +1187,9 @@ void attention_items(const AttentionPlan& plan, int64_t begin, int64_t end) {
     int64_t kv_head = rest % plan.kv_heads;
     int64_t batch = rest / plan.kv_heads;
     int64_t tile = attention_tile_of_order(order, plan.tiles);
-    float* partial =
-        plan.splits > 1 ? plan.partials + item * kAttentionTileRows * attention_partial_stride(plan)
-                        : nullptr;
+    float* partial = plan.splits > 1 ? plan.partials + item * kAttentionTileRows *
+                                                            attention_partial_stride(plan)
+                                     : nullptr;
 #if defined(__AMX_TILE__) && defined(__AMX_BF16__)
     if (amx_path) {
       process_item<AmxOperands>(plan, batch, kv_head, tile, split, partial);
