@@ -101,11 +101,10 @@ inline StreamPrefetch stream_prefetch(Isa isa, int64_t l1_bytes_ahead) {
 // being the caller's. The rows lie `row_bytes` apart from `weights`. The kernels prefetch each
 // stream bytes_ahead beyond where they read, so the streams' first bytes_ahead bytes are prefetched
 // here first: every part of a decode op starts 4 cold streams. AVX2, 2 threads, paired, 3
-// alternations: micro-quant-matmul interleaved Q5_0 q_proj 21.5-23.2 -> 19.9-20.9 us,
-// gate_proj 98.0-101
-// -> 91.9-95.1, Q4_0 q_proj 18.6-19.6 -> 17.9-19.0; synthetic 0.5B decode (4 alternations, medians)
-// Q4_0 81.1 -> 83.1 tok/s, Q4_K_M 64.5 -> 67.0, Q5_K_M 59.9 -> 61.5, Q8_0 and Q5_0 +1 %. AVX-512:
-// within noise.
+// alternations: micro-quant-matmul interleaved Q5_0 q_proj 21.5-23.2 -> 19.9-20.9 us, gate_proj
+// 98.0-101 -> 91.9-95.1, Q4_0 q_proj 18.6-19.6 -> 17.9-19.0; synthetic 0.5B decode (4
+// alternations, medians) Q4_0 81.1 -> 83.1 tok/s, Q4_K_M 64.5 -> 67.0, Q5_K_M 59.9 -> 61.5, Q8_0
+// and Q5_0 +1 %. AVX-512: within noise.
 template <typename Pass>
 int64_t run_row_streams(Isa isa, const void* weights, size_t row_bytes, int64_t rows, int streams,
                         Pass&& pass) {

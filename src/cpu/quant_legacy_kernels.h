@@ -368,13 +368,11 @@ void dot_columns(const uint8_t* weights, size_t weight_row_bytes, int64_t rows,
         out[first + stream * spacing] = sums[stream];
     };
     row = run_row_streams(Tile<kStreams, 1>::kIsa, weights, weight_row_bytes, rows, kStreams, pass);
-  }
-  if constexpr (Columns == 1) {
-    // One row at a time, their lanes reduced 4 rows at once: each row's own reduction, a chain
-    // of dependent shuffles and adds, held half the profile samples of 896-wide Q4_0 rows read
-    // from L2 (Zen 4). Decode steps alternating without and with (Zen 4, AVX-512, 2 runs of 128
-    // steps, median ratios): Q4_1 +14 %, Q5_0 +11 %, Q5_1 +10-11 %, Q4_K_M +5 %, Q4_0 and Q8_0
-    // 1.00.
+    // Otherwise one row at a time, their lanes reduced 4 rows at once: each row's own
+    // reduction, a chain of dependent shuffles and adds, held half the profile samples of
+    // 896-wide Q4_0 rows read from L2 (Zen 4). Decode steps alternating without and with (Zen 4,
+    // AVX-512, 2 runs of 128 steps, median ratios): Q4_1 +14 %, Q5_0 +11 %, Q5_1 +10-11 %,
+    // Q4_K_M +5 %, Q4_0 and Q8_0 1.00.
     for (; row + 4 <= rows; row += 4) {
       typename Tile<1, 1>::Vector sums[4];
       for (int r = 0; r < 4; ++r) {
