@@ -88,6 +88,18 @@ const char* bf16_attention_kernel_name() {
   return "f32, portable";
 }
 
+const char* quantized_cache_attention_kernel_name() {
+  switch (active_isa()) {
+    case Isa::avx512:
+      return "bf16 pairs over levels (vdpbf16ps)";
+    case Isa::avx2:
+      return "f32 FMA (AVX2)";
+    case Isa::portable:
+      break;
+  }
+  return "f32, portable";
+}
+
 void attention(const StridedInput& query, const StridedInput& key, const StridedInput& value,
                const StridedOutput& output, float scale, bool causal, int64_t window) {
   AttentionPlan plan{query, key, value, output, scale, causal, causal ? window : 0};

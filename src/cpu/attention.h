@@ -33,12 +33,15 @@ struct StridedOutput {
 // through `output`'s layout. Query head h reads kv head h / (Hq / Hkv). With
 // `causal`, query row i sits at position Skv - Sq + i and sees keys 0..that position; a
 // `window` above 0 narrows that to the last `window` keys (a sliding-window layer).
-// Quantized K and V are read in place: each block of keys widened to f32 as the tile loads it.
+// Quantized K and V are read in place: each block of keys widened as the tile loads it (to bf16
+// levels and f32 scales with AVX512_BF16, to f32 otherwise).
 // Runs on the global thread pool.
 void attention(const StridedInput& query, const StridedInput& key, const StridedInput& value,
                const StridedOutput& output, float scale, bool causal, int64_t window = 0);
 
 // The products that attention over a bf16 cache runs on at the active level, in words.
 const char* bf16_attention_kernel_name();
+// The products that attention over a q8_0 or q4_0 cache runs on at the active level, in words.
+const char* quantized_cache_attention_kernel_name();
 
 }  // namespace fornace::cpu

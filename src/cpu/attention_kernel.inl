@@ -17,7 +17,9 @@
 // No [Sq, Skv] matrix is ever formed, and keys past a row's causal limit are masked or skipped.
 // With AVX512_BF16 and bf16 K and V (a bf16 KV cache), both products run on vdpbf16ps instead:
 // Q, K, V and the softmax weights as bf16 pairs, f32 sums, twice the FMA path's arithmetic rate;
-// where the CPU has AMX-BF16 (cpu::amx_selected), on AMX tiles (AmxOperands).
+// where the CPU has AMX-BF16 (cpu::amx_selected), on AMX tiles (AmxOperands). A quantized cache
+// takes the same pairs there: its blocks' integer levels, exact in bf16, with each key's scales
+// applied in f32 to its sums over K's blocks and folded into its weights for V's.
 
 #include <algorithm>
 #include <array>
@@ -78,6 +80,14 @@ struct TileScratch {
                                        // (AMX); the pair path's odd last key and a zero row.
   std::vector<uint32_t> weight_pairs;  // [tile rows, block keys / 2]: softmax weights.
   std::vector<uint32_t> query_by_pair;  // [D / 2, kQueryColumns]: Q's words transposed (AMX).
+  // The pair path over a quantized cache: the block's K and V levels as bf16 rows [keys, D],
+  // their scales [D / 32, block keys], and the weights times V's scales as bf16 pairs
+  // [D / 32, kMaxTileRows, block keys / 2].
+  std::vector<uint16_t> key_levels;
+  std::vector<uint16_t> value_levels;
+  std::vector<float> key_scales;
+  std::vector<float> value_scales;
+  std::vector<uint32_t> scaled_weight_pairs;
 
   void reserve(int64_t head_dim, int64_t padded_dim) {
     auto grow = [](std::vector<float>& buffer, int64_t size) {
@@ -98,6 +108,14 @@ struct TileScratch {
     grow_pairs(value_pairs, kBlockKeys / 2 * head_dim);
     grow_pairs(weight_pairs, kAttentionTileRows * kBlockKeys / 2);
     grow_pairs(query_by_pair, head_dim / 2 * kQueryColumns);
+    if (static_cast<int64_t>(key_levels.size()) < kBlockKeys * head_dim) {
+      key_levels.resize(kBlockKeys * head_dim);
+      value_levels.resize(kBlockKeys * head_dim);
+      const int64_t blocks = (head_dim + 31) / 32;
+      key_scales.resize(blocks * kBlockKeys);
+      value_scales.resize(blocks * kBlockKeys);
+      scaled_weight_pairs.resize(blocks * kMaxTileRows * kBlockKeys / 2);
+    }
   }
 };
 
@@ -107,35 +125,56 @@ inline bool unit_stride_f32(const StridedInput& input, int64_t head_dim) {
   return input.dtype == DType::f32 && (input.layout.strides[3] == 1 || head_dim == 1);
 }
 
-// One GGUF block of 32 values (a quantized cache's) widened to f32 in registers, exactly as
-// cpu/quant's dequantize_row gives them: q * d for Q8_0 (an f16 d, 32 int8 q); (q - 8) * d for
-// Q4_0 (an f16 d, 16 bytes: elements 0-15 in the low nibbles, 16-31 in the high ones), computed
-// as q * d + (-8 * d), one rounding of the same value.
-inline void dequantize_block(BlockType type, const uint8_t* block, float* out) {
-  uint16_t scale_bits;
-  std::memcpy(&scale_bits, block, sizeof scale_bits);
-  const float scale = f16_to_f32(scale_bits);
-  const uint8_t* quants = block + sizeof scale_bits;
+// A quantized cache's GGUF blocks of 32 values: q * d for Q8_0 (an f16 d, 32 int8 q); (q - 8) * d
+// for Q4_0 (an f16 d, 16 bytes: elements 0-15 in the low nibbles, 16-31 in the high ones).
+
+// The block's f16 scale d as f32: one instruction where the ISA has F16C.
+inline float block_scale(const uint8_t* block) {
+  uint16_t bits;
+  std::memcpy(&bits, block, sizeof bits);
+#if defined(__F16C__)
+  return _cvtsh_ss(bits);
+#else
+  return f16_to_f32(bits);
+#endif
+}
+
 #if defined(__AVX512F__)
-  const __m512 d = _mm512_set1_ps(scale);
+// The block's levels, q for Q8_0 and q - 8 for Q4_0 (integers, exact in f32 and in bf16): values
+// 0-15 in halves[0], 16-31 in halves[1]. Times block_scale(block) they are the block's values.
+inline void widen_levels(BlockType type, const uint8_t* block, __m512 halves[2]) {
+  const uint8_t* quants = block + sizeof(uint16_t);
   if (type == BlockType::q8_0) {
     for (int half = 0; half < 2; ++half) {
       __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(quants + 16 * half));
-      _mm512_storeu_ps(out + 16 * half,
-                       _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)), d));
+      halves[half] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes));
     }
     return;
   }
   const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(quants));
   const __m128i nibble = _mm_set1_epi8(0x0f);
-  const __m128i halves[2] = {_mm_and_si128(packed, nibble),
-                             _mm_and_si128(_mm_srli_epi16(packed, 4), nibble)};
-  const __m512 shift = _mm512_set1_ps(-8.0f * scale);
+  const __m128i nibbles[2] = {_mm_and_si128(packed, nibble),
+                              _mm_and_si128(_mm_srli_epi16(packed, 4), nibble)};
   for (int half = 0; half < 2; ++half) {
-    __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(halves[half]));
-    _mm512_storeu_ps(out + 16 * half, _mm512_fmadd_ps(q, d, shift));
+    __m512i q = _mm512_sub_epi32(_mm512_cvtepu8_epi32(nibbles[half]), _mm512_set1_epi32(8));
+    halves[half] = _mm512_cvtepi32_ps(q);
   }
-#elif defined(__AVX2__)
+}
+#endif
+
+// One block widened to f32 in registers, exactly as cpu/quant's dequantize_row gives it: a
+// level times d is exact in f32 (8 bits times the 11 of an f16), and so is q * d + (-8 * d).
+inline void dequantize_block(BlockType type, const uint8_t* block, float* out) {
+#if defined(__AVX512F__)
+  __m512 halves[2];
+  widen_levels(type, block, halves);
+  const __m512 d = _mm512_set1_ps(block_scale(block));
+  _mm512_storeu_ps(out, _mm512_mul_ps(halves[0], d));
+  _mm512_storeu_ps(out + 16, _mm512_mul_ps(halves[1], d));
+#else
+  const uint8_t* quants = block + sizeof(uint16_t);
+  const float scale = block_scale(block);
+#if defined(__AVX2__)
   const __m256 d = _mm256_set1_ps(scale);
   if (type == BlockType::q8_0) {
     for (int group = 0; group < 4; ++group) {
@@ -167,6 +206,7 @@ inline void dequantize_block(BlockType type, const uint8_t* block, float* out) {
     out[j] = static_cast<float>((quants[j] & 0x0f) - 8) * scale;
     out[j + 16] = static_cast<float>((quants[j] >> 4) - 8) * scale;
   }
+#endif
 #endif
 }
 
@@ -415,13 +455,15 @@ void transpose_keys(const Element* keys, int64_t key_stride, int64_t count, int6
 // How the register tile multiplies: F32Product takes f32 left values and f32 right rows (one k
 // per step, FMA); PairProduct takes 32-bit words of two bf16 values on both sides (two k per
 // step, vdpbf16ps). Right rows are read vector by vector with `load`, except where kRowPairs
-// says that a step takes two rows (ValuePairProduct's load_columns).
+// says that a step takes two rows (ValuePairProduct's load_columns). kColumnScales: the sums
+// are multiplied column by column by the tile's column scales before they are stored.
 struct F32Product {
   using Left = float;
   using Right = float;
   using Factor = Vec;
   using Column = Vec;
   static constexpr bool kRowPairs = false;
+  static constexpr bool kColumnScales = false;
   static Factor broadcast(Left value) { return simd::broadcast(value); }
   static Column load(const Right* source) { return simd::load(source); }
   static Vec multiply_add(Factor factor, Column column, Vec sum) {
@@ -440,6 +482,7 @@ struct PairProduct {
   using Factor = __m512bh;
   using Column = __m512bh;
   static constexpr bool kRowPairs = false;
+  static constexpr bool kColumnScales = false;
   static Factor broadcast(Left value) {
     return (__m512bh)_mm512_set1_epi32(static_cast<int32_t>(value));
   }
@@ -447,6 +490,11 @@ struct PairProduct {
   static Vec multiply_add(Factor factor, Column column, Vec sum) {
     return _mm512_dpbf16_ps(sum, factor, column);
   }
+};
+// PairProduct over K levels (a quantized cache's, exact in bf16) of one block of 32 dims: each
+// key's sum times its scale.
+struct ScaledPairProduct : PairProduct {
+  static constexpr bool kColumnScales = true;
 };
 // PairProduct whose right words pair two bf16 V rows read in place: step k takes rows 2k and
 // 2k + 1 (`stride` / 2 apart) and interleaves them in registers, 128-bit lane by lane. So the
@@ -471,11 +519,12 @@ struct ValuePairProduct : PairProduct {
 
 // The register tile: out[r][0, kVectors * kWidth) = (accumulate ? out[r] : 0) + the sum over
 // k < depth, in order, of left[r * left_stride + k] * right[k * right_stride + (0, kVectors *
-// kWidth)], for r < kRows (k counts words for PairProduct, each a product of two pairs).
+// kWidth)], for r < kRows (k counts words for PairProduct, each a product of two pairs); with
+// kColumnScales the sum times column_scales[0, kVectors * kWidth), column by column.
 template <typename Product, int kRows, int kVectors>
 void multiply_tile(const typename Product::Left* left, int64_t left_stride,
                    const typename Product::Right* right, int64_t right_stride, int64_t depth,
-                   float* out, int64_t out_stride, bool accumulate) {
+                   float* out, int64_t out_stride, bool accumulate, const float* column_scales) {
   // Loops unrolled from the start, so that the sums live in registers from load to store (left
   // to later passes, GCC kept them on the stack around the k loop: ~100 moves a call).
   Vec sums[kRows][kVectors];
@@ -483,8 +532,9 @@ void multiply_tile(const typename Product::Left* left, int64_t left_stride,
   for (int r = 0; r < kRows; ++r) {
 #pragma GCC unroll 4
     for (int v = 0; v < kVectors; ++v) {
-      sums[r][v] = accumulate ? simd::load(out + r * out_stride + v * simd::kWidth)
-                              : simd::broadcast(0.0f);
+      sums[r][v] = accumulate && !Product::kColumnScales
+                       ? simd::load(out + r * out_stride + v * simd::kWidth)
+                       : simd::broadcast(0.0f);
     }
   }
   for (int64_t k = 0; k < depth; ++k) {
@@ -503,6 +553,18 @@ void multiply_tile(const typename Product::Left* left, int64_t left_stride,
       }
     }
   }
+  if constexpr (Product::kColumnScales) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) {
+      const Vec scale = simd::load(column_scales + v * simd::kWidth);
+#pragma GCC unroll 8
+      for (int r = 0; r < kRows; ++r) {
+        float* destination = out + r * out_stride + v * simd::kWidth;
+        sums[r][v] = accumulate ? simd::multiply_add(sums[r][v], scale, simd::load(destination))
+                                : simd::multiply(sums[r][v], scale);
+      }
+    }
+  }
 #pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) {
 #pragma GCC unroll 4
@@ -517,7 +579,7 @@ template <typename Product>
 struct Tiles {
   using Function = void (*)(const typename Product::Left*, int64_t,
                             const typename Product::Right*, int64_t, int64_t, float*, int64_t,
-                            bool);
+                            bool, const float*);
   template <int kVectors, int... kRowsBelow>
   static constexpr std::array<Function, kMaxTileRows> of_width(
       std::integer_sequence<int, kRowsBelow...>) {
@@ -532,18 +594,20 @@ struct Tiles {
 };
 
 // out[rows, columns] = (accumulate ? out : 0) + left[rows, depth] · right[depth, columns], for
-// 1 <= rows <= kMaxTileRows and `columns` a multiple of kWidth; `prefetch` takes a step per
-// register-tile call.
+// 1 <= rows <= kMaxTileRows and `columns` a multiple of kWidth (the product's columns times
+// column_scales[columns] where it has kColumnScales); `prefetch` takes a step per register-tile
+// call.
 template <typename Product>
 void multiply(const typename Product::Left* left, int64_t left_stride,
               const typename Product::Right* right, int64_t right_stride, int64_t depth,
               float* out, int64_t out_stride, int64_t rows, int64_t columns, bool accumulate,
-              PrefetchStream& prefetch) {
+              PrefetchStream& prefetch, const float* column_scales = nullptr) {
   for (int64_t column = 0; column < columns; column += kColumns) {
     prefetch.step();
     int64_t vectors = std::min<int64_t>(kColumnVectors, (columns - column) / simd::kWidth);
-    Tiles<Product>::table[vectors - 1][rows - 1](left, left_stride, right + column, right_stride,
-                                                 depth, out + column, out_stride, accumulate);
+    Tiles<Product>::table[vectors - 1][rows - 1](
+        left, left_stride, right + column, right_stride, depth, out + column, out_stride,
+        accumulate, column_scales ? column_scales + column : nullptr);
   }
 }
 
@@ -734,14 +798,45 @@ class F32Operands : public RegisterTileGroups {
 
 #if defined(__AVX512BF16__)
 // The pair path takes bf16 K and V with a unit-stride D that is a multiple of 32 and rows that
-// start at even elements, so that every two dims of a row form one 32-bit word.
+// start at even elements, so that every two dims of a row form one 32-bit word; or quantized K
+// and V (whose D is a multiple of 32), widened block by block to bf16 rows.
 bool pair_path_applies(const AttentionPlan& plan) {
   auto fits = [](const StridedInput& input) {
     const Layout& layout = input.layout;
-    return input.dtype == DType::bf16 && layout.strides[3] == 1 && layout.offset % 2 == 0 &&
-           layout.strides[0] % 2 == 0 && layout.strides[1] % 2 == 0 && layout.strides[2] % 2 == 0;
+    return input.blocks ||
+           (input.dtype == DType::bf16 && layout.strides[3] == 1 && layout.offset % 2 == 0 &&
+            layout.strides[0] % 2 == 0 && layout.strides[1] % 2 == 0 &&
+            layout.strides[2] % 2 == 0);
   };
   return plan.head_dim % 32 == 0 && fits(plan.key) && fits(plan.value);
+}
+
+// Rows [first, first + count) of kv head (batch, head) of a quantized operand split into levels
+// and scales, both exact: levels[j * D + d] (bf16) times scales[(d / 32) * kBlockKeys + j] is
+// the value cpu/quant's dequantize_row gives. Scales past `count`, up to the next 16 keys, are 0.
+// `prefetch` takes a step per 16 rows.
+inline void widen_levels_bf16(const StridedInput& input, int64_t batch, int64_t head,
+                              int64_t first, int64_t count, int64_t head_dim, uint16_t* levels,
+                              float* scales, PrefetchStream& prefetch) {
+  const BlockFormat& format = block_format(*input.blocks);
+  const int64_t row_bytes = sizeof(uint32_t) * input.layout.strides[2];
+  const int64_t blocks = head_dim / 32;
+  const uint8_t* row = block_rows(input, batch, head, first);
+  for (int64_t j = 0; j < count; ++j, row += row_bytes, levels += head_dim) {
+    if (j % 16 == 0) prefetch.step();
+    for (int64_t block = 0; block < blocks; ++block) {
+      const uint8_t* source = row + block * format.block_bytes;
+      __m512 halves[2];
+      widen_levels(format.type, source, halves);
+      _mm512_storeu_si512(levels + 32 * block,
+                          (__m512i)_mm512_cvtne2ps_pbh(halves[1], halves[0]));
+      scales[block * kBlockKeys + j] = block_scale(source);
+    }
+  }
+  for (int64_t block = 0; block < blocks; ++block) {
+    std::fill(scales + block * kBlockKeys + count, scales + block * kBlockKeys + round_up(count, 16),
+              0.0f);
+  }
 }
 
 // f32 -> bf16 (nearest even) for a count that is a multiple of 16.
@@ -749,6 +844,16 @@ inline void to_bf16(const float* source, uint32_t* destination, int64_t count) {
   auto* out = reinterpret_cast<__m256i*>(destination);
   for (int64_t i = 0; i < count; i += 16) {
     _mm256_storeu_si256(out + i / 16, (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(source + i)));
+  }
+}
+
+// source times scales, element by element, rounded to bf16 (nearest even); count as to_bf16's.
+inline void scale_to_bf16(const float* source, const float* scales, uint32_t* destination,
+                          int64_t count) {
+  auto* out = reinterpret_cast<__m256i*>(destination);
+  for (int64_t i = 0; i < count; i += 16) {
+    const __m512 product = _mm512_mul_ps(_mm512_loadu_ps(source + i), _mm512_loadu_ps(scales + i));
+    _mm256_storeu_si256(out + i / 16, (__m256i)_mm512_cvtneps_pbh(product));
   }
 }
 
@@ -809,16 +914,34 @@ class PairOperands : public RegisterTileGroups {
   }
 
   void load_block(int64_t batch, int64_t kv_head, int64_t block, int64_t block_keys) {
-    // 8 groups of 16 keys and 3 register-tile calls: 11 steps of 48 lines cover the 512 lines
-    // of the next 128 keys.
-    prefetch_.emplace(plan_, batch, kv_head, block + kBlockKeys, kBlockKeys, 48);
-    pack_keys(batch, kv_head, block, block_keys);
-    values_ = bf16_rows(plan_.value, batch, kv_head, block);
+    // bf16: 8 groups of 16 keys and 3 register-tile calls, 11 steps of 48 lines for the 512
+    // lines of the next 128 keys. Quantized: 16 more steps widening 16 rows each, for 272 lines
+    // (Q8_0, D 64).
+    const bool quantized = plan_.key.blocks || plan_.value.blocks;
+    prefetch_.emplace(plan_, batch, kv_head, block + kBlockKeys, kBlockKeys, quantized ? 16 : 48);
+    const int64_t head_dim = plan_.head_dim;
+    if (plan_.key.blocks) {
+      widen_levels_bf16(plan_.key, batch, kv_head, block, block_keys, head_dim,
+                        scratch_.key_levels.data(), scratch_.key_scales.data(), *prefetch_);
+      pack_keys(scratch_.key_levels.data(), head_dim, block_keys);
+    } else {
+      pack_keys(bf16_rows(plan_.key, batch, kv_head, block), plan_.key.layout.strides[2],
+                block_keys);
+    }
+    if (plan_.value.blocks) {
+      widen_levels_bf16(plan_.value, batch, kv_head, block, block_keys, head_dim,
+                        scratch_.value_levels.data(), scratch_.value_scales.data(), *prefetch_);
+      values_ = scratch_.value_levels.data();
+      value_stride_ = head_dim;
+    } else {
+      values_ = bf16_rows(plan_.value, batch, kv_head, block);
+      value_stride_ = plan_.value.layout.strides[2];
+    }
     if (block_keys % 2 != 0) {
       // An odd last key pairs with a zero row, in value_pairs' scratch: its partner's weight
       // is 0, but whatever follows the key in memory might be NaN.
       auto* tail = reinterpret_cast<uint16_t*>(scratch_.value_pairs.data());
-      const uint16_t* last = values_ + (block_keys - 1) * plan_.value.layout.strides[2];
+      const uint16_t* last = values_ + (block_keys - 1) * value_stride_;
       std::copy(last, last + plan_.head_dim, tail);
       std::fill(tail + plan_.head_dim, tail + 2 * plan_.head_dim, uint16_t{0});
     }
@@ -841,39 +964,71 @@ class PairOperands : public RegisterTileGroups {
   }
 
   void score(int64_t first, int64_t count, int64_t columns) {
-    multiply<PairProduct>(scratch_.query_pairs.data() + first * words_, words_,
-                          scratch_.key_pairs.data(), kBlockKeys, words_,
-                          scratch_.scores.data() + first * kBlockKeys, kBlockKeys, count, columns,
-                          false, *prefetch_);
+    const uint32_t* query = scratch_.query_pairs.data() + first * words_;
+    float* scores = scratch_.scores.data() + first * kBlockKeys;
+    if (!plan_.key.blocks) {
+      multiply<PairProduct>(query, words_, scratch_.key_pairs.data(), kBlockKeys, words_, scores,
+                            kBlockKeys, count, columns, false, *prefetch_);
+      return;
+    }
+    // Quantized K: block by block of 32 dims (16 words), each key's sum times its scale.
+    for (int64_t block = 0; block < words_ / 16; ++block) {
+      multiply<ScaledPairProduct>(query + 16 * block, words_,
+                                  scratch_.key_pairs.data() + 16 * block * kBlockKeys, kBlockKeys,
+                                  16, scores, kBlockKeys, count, columns, block > 0, *prefetch_,
+                                  scratch_.key_scales.data() + block * kBlockKeys);
+    }
   }
 
   void accumulate(int64_t first, int64_t count, int64_t block_keys, int64_t columns) {
     const int64_t head_dim = plan_.head_dim;
-    constexpr int64_t kWeightWords = kBlockKeys / 2;
-    uint32_t* weights = scratch_.weight_pairs.data();
-    // Weights past the block's keys are 0, so an odd last key pairs with a zero weight.
-    for (int64_t r = first; r < first + count; ++r) {
-      to_bf16(scratch_.scores.data() + r * kBlockKeys, weights + r * kWeightWords, columns);
-    }
-    const int64_t pairs = block_keys / 2;
     float* sums = scratch_.accumulators.data() + first * head_dim;
-    multiply<ValuePairProduct>(weights + first * kWeightWords, kWeightWords, values_,
-                               2 * plan_.value.layout.strides[2], pairs, sums, head_dim, count,
-                               head_dim, true, *prefetch_);
-    if (block_keys % 2 != 0) {
-      multiply<ValuePairProduct>(weights + first * kWeightWords + pairs, kWeightWords,
-                                 reinterpret_cast<const uint16_t*>(scratch_.value_pairs.data()),
-                                 2 * head_dim, 1, sums, head_dim, count, head_dim, true,
-                                 *prefetch_);
+    if (!plan_.value.blocks) {
+      uint32_t* weights = scratch_.weight_pairs.data() + first * kWeightWords;
+      for (int64_t r = 0; r < count; ++r) {
+        to_bf16(scratch_.scores.data() + (first + r) * kBlockKeys, weights + r * kWeightWords,
+                columns);
+      }
+      accumulate_dims(weights, sums, count, block_keys, 0, head_dim);
+      return;
+    }
+    // Quantized V: block by block of 32 dims, each weight times its key's scale there.
+    const float* scores = scratch_.scores.data() + first * kBlockKeys;
+    for (int64_t block = 0; block < head_dim / 32; ++block) {
+      uint32_t* weights =
+          scratch_.scaled_weight_pairs.data() + block * kMaxTileRows * kWeightWords;
+      const float* scales = scratch_.value_scales.data() + block * kBlockKeys;
+      for (int64_t r = 0; r < count; ++r) {
+        scale_to_bf16(scores + r * kBlockKeys, scales, weights + r * kWeightWords, columns);
+      }
+      accumulate_dims(weights, sums, count, block_keys, 32 * block, 32);
     }
   }
 
  private:
-  // key_pairs[w * kBlockKeys + j] = word w of key j, zero for keys past block_keys up to the
-  // next 16. The words move through the f32 transpose as bits.
-  void pack_keys(int64_t batch, int64_t kv_head, int64_t block, int64_t block_keys) {
-    const auto* keys = reinterpret_cast<const float*>(bf16_rows(plan_.key, batch, kv_head, block));
-    const int64_t key_stride = plan_.key.layout.strides[2] / 2;
+  static constexpr int64_t kWeightWords = kBlockKeys / 2;
+
+  // sums[count, dims [first_dim, first_dim + dims)] += weights · V there, for `weights` the
+  // rows' bf16 pairs (kWeightWords apart; past the block's keys 0, so an odd last key pairs with
+  // a zero weight).
+  void accumulate_dims(const uint32_t* weights, float* sums, int64_t count, int64_t block_keys,
+                       int64_t first_dim, int64_t dims) {
+    const int64_t head_dim = plan_.head_dim;
+    const int64_t pairs = block_keys / 2;
+    multiply<ValuePairProduct>(weights, kWeightWords, values_ + first_dim, 2 * value_stride_,
+                               pairs, sums + first_dim, head_dim, count, dims, true, *prefetch_);
+    if (block_keys % 2 != 0) {
+      const auto* tail = reinterpret_cast<const uint16_t*>(scratch_.value_pairs.data());
+      multiply<ValuePairProduct>(weights + pairs, kWeightWords, tail + first_dim, 2 * head_dim, 1,
+                                 sums + first_dim, head_dim, count, dims, true, *prefetch_);
+    }
+  }
+
+  // key_pairs[w * kBlockKeys + j] = word w of key j (bf16 rows `stride` apart), zero for keys
+  // past block_keys up to the next 16. The words move through the f32 transpose as bits.
+  void pack_keys(const uint16_t* rows, int64_t stride, int64_t block_keys) {
+    const auto* keys = reinterpret_cast<const float*>(rows);
+    const int64_t key_stride = stride / 2;
     auto* destination = reinterpret_cast<float*>(scratch_.key_pairs.data());
     float* padded = scratch_.keys.data();  // [16, words]
     for (int64_t j = 0; j < block_keys; j += 16) {
@@ -902,7 +1057,8 @@ class PairOperands : public RegisterTileGroups {
   TileScratch& scratch_;
   int64_t words_;
   std::optional<PrefetchStream> prefetch_;  // The next block's K and V lines.
-  const uint16_t* values_ = nullptr;        // The block's first V row, in place.
+  const uint16_t* values_ = nullptr;  // The block's first V row: in place, or widened to bf16.
+  int64_t value_stride_ = 0;
 };
 
 #if defined(__AMX_TILE__) && defined(__AMX_BF16__)
@@ -1177,7 +1333,7 @@ void attention_items(const AttentionPlan& plan, int64_t begin, int64_t end) {
   const bool pair_path = pair_path_applies(plan);
 #endif
 #if defined(__AMX_TILE__) && defined(__AMX_BF16__)
-  const bool amx_path = pair_path && amx_selected();
+  const bool amx_path = pair_path && amx_selected() && !plan.key.blocks && !plan.value.blocks;
 #endif
   for (int64_t item = begin; item < end; ++item) {
     int64_t split = item % plan.splits;

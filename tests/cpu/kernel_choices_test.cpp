@@ -24,6 +24,7 @@ TEST(KernelChoices, NameTheActiveLevelAndTheKernelsItPicks) {
   expect_contains(portable, "gemm bf16: 4x16 f32");
   expect_contains(portable, "quantized: 8-bit activation blocks, portable");
   expect_contains(portable, "attention bf16: f32, portable");
+  expect_contains(portable, "attention q8_0/q4_0: f32, portable");
   if (cpu::detected_isa() >= cpu::Isa::avx2) {
     cpu::set_isa(cpu::Isa::avx2);
     std::string avx2 = cpu::kernel_choices();
@@ -31,6 +32,7 @@ TEST(KernelChoices, NameTheActiveLevelAndTheKernelsItPicks) {
     expect_contains(avx2, "gemv bf16: f32 FMA (AVX2)");
     expect_contains(avx2, "gemm bf16: 6x16 f32");
     expect_contains(avx2, "attention bf16: f32 FMA (AVX2)");
+    expect_contains(avx2, "attention q8_0/q4_0: f32 FMA (AVX2)");
     // The decode kernels' prefetch plan is the CPU's and the level's: AVX2 into L2 on Intel and
     // on AMD family 19h (Zen 4), named only there.
     const bool amd_family_19h = !cpu::cpu_features().intel && cpu::cpu_features().family == 0x19;
@@ -58,6 +60,8 @@ TEST(KernelChoices, NameTheActiveLevelAndTheKernelsItPicks) {
     // Attention over a bf16 cache runs on AMX tiles where the CPU has them, unless switched off.
     expect_contains(avx512, cpu::cpu_features().amx_bf16 ? "attention bf16: AMX bf16 tiles"
                                                          : "attention bf16: bf16 pairs (vdpbf16ps)");
+    // A quantized cache's levels take the vector pairs, AMX or not.
+    expect_contains(avx512, "attention q8_0/q4_0: bf16 pairs over levels (vdpbf16ps)");
     cpu::select_kernels(settings_with("FORNACE_AMX", "0"));
     std::string without_amx = cpu::kernel_choices();
     EXPECT_FALSE(cpu::amx_selected());

@@ -13,6 +13,7 @@
 #include "common/source_paths.h"
 #include "common/test_models.h"
 #include "core/error.h"
+#include "cpu/cpu_features.h"
 #include "engine/generator.h"
 #include "models/model.h"
 #include "models/synthetic.h"
@@ -231,18 +232,23 @@ INSTANTIATE_TEST_SUITE_P(
 // KV cache types (--cache-type) on the f32 tiny Qwen3 and Gemma 3 (head_dim 32: one block a row;
 // Gemma's sliding layers keep a ring of 8 that a prompt of 20 in chunks of 6 to 11 passes).
 // Against the reference that rounds every key and value as the cache holds them, the logits
-// agree to the first bound of the type (relative L2; measured: f16 ~4e-5, q8_0 and q4_0 ~5e-7,
-// bf16 ~3e-3, whose kernel with AVX512_BF16 rounds Q and the softmax weights to bf16 too; the
-// bounds leave room for a value that the float32 K tips across a rounding step). Against the
+// agree to the first bound of the type (relative L2; measured: f16 ~4e-5; on f32 products q8_0
+// and q4_0 ~5e-7; with AVX512_BF16, whose kernels round Q and the softmax weights to bf16, bf16
+// ~3e-3, q8_0 ~5e-3, q4_0 ~1.5e-2; the bounds leave room for a value that the float32 K tips
+// across a rounding step). Greedy tokens must match the reference's where the products are
+// f32: with bf16 products a near tie may part them, which only the bound judges. Against the
 // engine's own bf16 cache (the default for bf16 and quantized weights), they move by at most
 // the second bound (measured on these random-weight models: f16 ~5e-3, q8_0 ~2e-2, q4_0 ~0.16;
-// docs/usage.md gives them with those of synth-qwen2.5-0.5b).
+// docs/fornace.md gives them with those of synth-qwen2.5-0.5b).
 class CacheTypeReference : public ::testing::TestWithParam<FamilyCase> {};
 
 struct CacheTypeBounds {
   double against_reference;
   double against_bf16_cache;
 };
+
+// Whether the attention kernels run on bf16 products (AVX512_BF16) at the active level.
+bool bf16_products() { return cpu::active_isa() == cpu::Isa::avx512; }
 
 CacheTypeBounds cache_type_bounds(BlockType type) {
   switch (type) {
@@ -251,9 +257,9 @@ CacheTypeBounds cache_type_bounds(BlockType type) {
     case BlockType::bf16:
       return {1e-2, 0};
     case BlockType::q8_0:
-      return {1e-3, 0.05};
+      return {bf16_products() ? 1e-2 : 1e-3, 0.05};
     default:
-      return {1e-3, 0.3};  // q4_0
+      return {bf16_products() ? 3e-2 : 1e-3, 0.3};  // q4_0
   }
 }
 
@@ -286,7 +292,7 @@ TEST_P(CacheTypeReference, EachTypeMatchesTheReferenceRoundingAsItHoldsAndStaysN
           family.preset, name, static_cast<long long>(family.prompt_length), row,
           comparison.relative_errors[row], against_bf16);
     }
-    EXPECT_TRUE(comparison.greedy_matches) << name;
+    if (type == BlockType::f16 || !bf16_products()) EXPECT_TRUE(comparison.greedy_matches) << name;
   }
 }
 
