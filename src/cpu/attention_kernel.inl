@@ -80,10 +80,9 @@ struct TileScratch {
                                        // (AMX); the pair path's odd last key and a zero row.
   std::vector<uint32_t> weight_pairs;  // [tile rows, block keys / 2]: softmax weights.
   std::vector<uint32_t> query_by_pair;  // [D / 2, kQueryColumns]: Q's words transposed (AMX).
-  // The pair path over a quantized cache: the block's K and V levels as bf16 rows [keys, D],
-  // their scales [D / 32, block keys], and the weights times V's scales as bf16 pairs
+  // The pair path over a quantized cache: the block's V levels as bf16 rows [keys, D], K's and
+  // V's scales [D / 32, block keys], and the weights times V's scales as bf16 pairs
   // [D / 32, kMaxTileRows, block keys / 2].
-  std::vector<uint16_t> key_levels;
   std::vector<uint16_t> value_levels;
   std::vector<float> key_scales;
   std::vector<float> value_scales;
@@ -108,8 +107,7 @@ struct TileScratch {
     grow_pairs(value_pairs, kBlockKeys / 2 * head_dim);
     grow_pairs(weight_pairs, kAttentionTileRows * kBlockKeys / 2);
     grow_pairs(query_by_pair, head_dim / 2 * kQueryColumns);
-    if (static_cast<int64_t>(key_levels.size()) < kBlockKeys * head_dim) {
-      key_levels.resize(kBlockKeys * head_dim);
+    if (static_cast<int64_t>(value_levels.size()) < kBlockKeys * head_dim) {
       value_levels.resize(kBlockKeys * head_dim);
       const int64_t blocks = (head_dim + 31) / 32;
       key_scales.resize(blocks * kBlockKeys);
@@ -338,15 +336,11 @@ class PrefetchStream {
   int64_t row_bytes_ = 0, row_stride_ = 0, rows_ = 0, row_index_ = 0, offset_ = 0;
 };
 
-// Transposes the kWidth x kWidth block at `source` (rows `source_stride` apart; f32, or bf16
-// widened on the way) into `destination` (f32 rows `destination_stride` apart).
-template <typename Element>
-void transpose_block(const Element* source, int64_t source_stride, float* destination,
-                     int64_t destination_stride) {
 #if defined(__AVX512F__)
-  __m512 rows[16];
+// Transposes the 16 x 16 block in `rows` (clobbered) into `destination` (rows
+// `destination_stride` apart).
+inline void transpose_registers(__m512 rows[16], float* destination, int64_t destination_stride) {
   __m512 pairs[16];
-  for (int i = 0; i < 16; ++i) rows[i] = load_row(source + i * source_stride);
   // Interleave neighbouring rows, then pairs of rows: rows[4i + c] holds, in 128-bit lane l,
   // element 4l + c of rows 4i..4i+3.
   for (int i = 0; i < 8; ++i) {
@@ -377,6 +371,18 @@ void transpose_block(const Element* source, int64_t source_stride, float* destin
     _mm512_storeu_ps(destination + (12 + c) * destination_stride,
                      _mm512_shuffle_f32x4(first_high, second_high, 0xDD));
   }
+}
+#endif
+
+// Transposes the kWidth x kWidth block at `source` (rows `source_stride` apart; f32, or bf16
+// widened on the way) into `destination` (f32 rows `destination_stride` apart).
+template <typename Element>
+void transpose_block(const Element* source, int64_t source_stride, float* destination,
+                     int64_t destination_stride) {
+#if defined(__AVX512F__)
+  __m512 rows[16];
+  for (int i = 0; i < 16; ++i) rows[i] = load_row(source + i * source_stride);
+  transpose_registers(rows, destination, destination_stride);
 #elif defined(__AVX2__)
   __m256 rows[8];
   __m256 pairs[8];
@@ -921,9 +927,7 @@ class PairOperands : public RegisterTileGroups {
     prefetch_.emplace(plan_, batch, kv_head, block + kBlockKeys, kBlockKeys, quantized ? 16 : 48);
     const int64_t head_dim = plan_.head_dim;
     if (plan_.key.blocks) {
-      widen_levels_bf16(plan_.key, batch, kv_head, block, block_keys, head_dim,
-                        scratch_.key_levels.data(), scratch_.key_scales.data(), *prefetch_);
-      pack_keys(scratch_.key_levels.data(), head_dim, block_keys);
+      pack_key_levels(batch, kv_head, block, block_keys);
     } else {
       pack_keys(bf16_rows(plan_.key, batch, kv_head, block), plan_.key.layout.strides[2],
                 block_keys);
@@ -1021,6 +1025,34 @@ class PairOperands : public RegisterTileGroups {
       const auto* tail = reinterpret_cast<const uint16_t*>(scratch_.value_pairs.data());
       multiply<ValuePairProduct>(weights + pairs, kWeightWords, tail + first_dim, 2 * head_dim, 1,
                                  sums + first_dim, head_dim, count, dims, true, *prefetch_);
+    }
+  }
+
+  // Quantized K: key_pairs as pack_keys leaves them, of the keys' levels, and key_scales, both
+  // as widen_levels_bf16 gives them; each 16 keys' levels go from the blocks to the transpose in
+  // registers.
+  void pack_key_levels(int64_t batch, int64_t kv_head, int64_t block, int64_t block_keys) {
+    const BlockFormat& format = block_format(*plan_.key.blocks);
+    const int64_t row_bytes = sizeof(uint32_t) * plan_.key.layout.strides[2];
+    const uint8_t* rows = block_rows(plan_.key, batch, kv_head, block);
+    auto* destination = reinterpret_cast<float*>(scratch_.key_pairs.data());
+    float* scales = scratch_.key_scales.data();
+    for (int64_t j = 0; j < block_keys; j += 16) {
+      prefetch_->step();
+      const int64_t count = std::min<int64_t>(16, block_keys - j);
+      for (int64_t b = 0; b < words_ / 16; ++b) {
+        __m512 levels[16];
+#pragma GCC unroll 16
+        for (int r = 0; r < 16; ++r) {
+          const uint8_t* source = rows + (j + r) * row_bytes + b * format.block_bytes;
+          __m512 halves[2];
+          if (r < count) widen_levels(format.type, source, halves);
+          levels[r] = r < count ? (__m512)_mm512_cvtne2ps_pbh(halves[1], halves[0])
+                                : _mm512_setzero_ps();
+          scales[b * kBlockKeys + j + r] = r < count ? block_scale(source) : 0.0f;
+        }
+        transpose_registers(levels, destination + 16 * b * kBlockKeys + j, kBlockKeys);
+      }
     }
   }
 
