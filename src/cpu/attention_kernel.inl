@@ -921,8 +921,8 @@ class PairOperands : public RegisterTileGroups {
 
   void load_block(int64_t batch, int64_t kv_head, int64_t block, int64_t block_keys) {
     // bf16: 8 groups of 16 keys and 3 register-tile calls, 11 steps of 48 lines for the 512
-    // lines of the next 128 keys. Quantized: 16 more steps widening 16 rows each, for 272 lines
-    // (Q8_0, D 64).
+    // lines of the next 128 keys. Quantized (Q8_0, D 64): 8 groups of 16 keys, 8 of 16 V rows
+    // and 6 register-tile calls, 22 steps of 16 lines for 272.
     const bool quantized = plan_.key.blocks || plan_.value.blocks;
     prefetch_.emplace(plan_, batch, kv_head, block + kBlockKeys, kBlockKeys, quantized ? 16 : 48);
     const int64_t head_dim = plan_.head_dim;
