@@ -805,7 +805,7 @@ class F32Operands : public RegisterTileGroups {
 #if defined(__AVX512BF16__)
 // The pair path takes bf16 K and V with a unit-stride D that is a multiple of 32 and rows that
 // start at even elements, so that every two dims of a row form one 32-bit word; or quantized K
-// and V (whose D is a multiple of 32), widened block by block to bf16 rows.
+// and V (whose D is a multiple of 32), widened block by block to bf16 levels.
 bool pair_path_applies(const AttentionPlan& plan) {
   auto fits = [](const StridedInput& input) {
     const Layout& layout = input.layout;
@@ -817,31 +817,38 @@ bool pair_path_applies(const AttentionPlan& plan) {
   return plan.head_dim % 32 == 0 && fits(plan.key) && fits(plan.value);
 }
 
-// Rows [first, first + count) of kv head (batch, head) of a quantized operand split into levels
-// and scales, both exact: levels[j * D + d] (bf16) times scales[(d / 32) * kBlockKeys + j] is
-// the value cpu/quant's dequantize_row gives. Scales past `count`, up to the next 16 keys, are 0.
-// `prefetch` takes a step per 16 rows.
-inline void widen_levels_bf16(const StridedInput& input, int64_t batch, int64_t head,
-                              int64_t first, int64_t count, int64_t head_dim, uint16_t* levels,
-                              float* scales, PrefetchStream& prefetch) {
+// A quantized operand's rows [first, first + count) of kv head (batch, head) split into levels
+// and scales, both exact: the value cpu/quant's dequantize_row gives at row j, dim d is its
+// level times scales[(d / 32) * kBlockKeys + j]. Scales past `count`, up to the next 16 keys,
+// are 0.
+inline void block_scales(const StridedInput& input, int64_t batch, int64_t head, int64_t first,
+                         int64_t count, int64_t head_dim, float* scales) {
   const BlockFormat& format = block_format(*input.blocks);
   const int64_t row_bytes = sizeof(uint32_t) * input.layout.strides[2];
-  const int64_t blocks = head_dim / 32;
+  const uint8_t* rows = block_rows(input, batch, head, first);
+  for (int64_t block = 0; block < head_dim / 32; ++block) {
+    float* out = scales + block * kBlockKeys;
+    const uint8_t* source = rows + block * format.block_bytes;
+    for (int64_t j = 0; j < count; ++j) out[j] = block_scale(source + j * row_bytes);
+    std::fill(out + count, out + round_up(count, 16), 0.0f);
+  }
+}
+
+// The same rows' levels as bf16 rows of D in `levels`; `prefetch` takes a step per 16 rows.
+inline void widen_levels_bf16(const StridedInput& input, int64_t batch, int64_t head,
+                              int64_t first, int64_t count, int64_t head_dim, uint16_t* levels,
+                              PrefetchStream& prefetch) {
+  const BlockFormat& format = block_format(*input.blocks);
+  const int64_t row_bytes = sizeof(uint32_t) * input.layout.strides[2];
   const uint8_t* row = block_rows(input, batch, head, first);
   for (int64_t j = 0; j < count; ++j, row += row_bytes, levels += head_dim) {
     if (j % 16 == 0) prefetch.step();
-    for (int64_t block = 0; block < blocks; ++block) {
-      const uint8_t* source = row + block * format.block_bytes;
+    for (int64_t block = 0; block < head_dim / 32; ++block) {
       __m512 halves[2];
-      widen_levels(format.type, source, halves);
+      widen_levels(format.type, row + block * format.block_bytes, halves);
       _mm512_storeu_si512(levels + 32 * block,
                           (__m512i)_mm512_cvtne2ps_pbh(halves[1], halves[0]));
-      scales[block * kBlockKeys + j] = block_scale(source);
     }
-  }
-  for (int64_t block = 0; block < blocks; ++block) {
-    std::fill(scales + block * kBlockKeys + count, scales + block * kBlockKeys + round_up(count, 16),
-              0.0f);
   }
 }
 
@@ -927,14 +934,18 @@ class PairOperands : public RegisterTileGroups {
     prefetch_.emplace(plan_, batch, kv_head, block + kBlockKeys, kBlockKeys, quantized ? 16 : 48);
     const int64_t head_dim = plan_.head_dim;
     if (plan_.key.blocks) {
+      block_scales(plan_.key, batch, kv_head, block, block_keys, head_dim,
+                   scratch_.key_scales.data());
       pack_key_levels(batch, kv_head, block, block_keys);
     } else {
       pack_keys(bf16_rows(plan_.key, batch, kv_head, block), plan_.key.layout.strides[2],
                 block_keys);
     }
     if (plan_.value.blocks) {
+      block_scales(plan_.value, batch, kv_head, block, block_keys, head_dim,
+                   scratch_.value_scales.data());
       widen_levels_bf16(plan_.value, batch, kv_head, block, block_keys, head_dim,
-                        scratch_.value_levels.data(), scratch_.value_scales.data(), *prefetch_);
+                        scratch_.value_levels.data(), *prefetch_);
       values_ = scratch_.value_levels.data();
       value_stride_ = head_dim;
     } else {
@@ -1028,15 +1039,13 @@ class PairOperands : public RegisterTileGroups {
     }
   }
 
-  // Quantized K: key_pairs as pack_keys leaves them, of the keys' levels, and key_scales, both
-  // as widen_levels_bf16 gives them; each 16 keys' levels go from the blocks to the transpose in
-  // registers.
+  // Quantized K: key_pairs as pack_keys leaves them, of the keys' levels (widen_levels_bf16's);
+  // each 16 keys' levels go from the blocks to the transpose in registers.
   void pack_key_levels(int64_t batch, int64_t kv_head, int64_t block, int64_t block_keys) {
     const BlockFormat& format = block_format(*plan_.key.blocks);
     const int64_t row_bytes = sizeof(uint32_t) * plan_.key.layout.strides[2];
     const uint8_t* rows = block_rows(plan_.key, batch, kv_head, block);
     auto* destination = reinterpret_cast<float*>(scratch_.key_pairs.data());
-    float* scales = scratch_.key_scales.data();
     for (int64_t j = 0; j < block_keys; j += 16) {
       prefetch_->step();
       const int64_t count = std::min<int64_t>(16, block_keys - j);
@@ -1049,7 +1058,6 @@ class PairOperands : public RegisterTileGroups {
           if (r < count) widen_levels(format.type, source, halves);
           levels[r] = r < count ? (__m512)_mm512_cvtne2ps_pbh(halves[1], halves[0])
                                 : _mm512_setzero_ps();
-          scales[b * kBlockKeys + j + r] = r < count ? block_scale(source) : 0.0f;
         }
         transpose_registers(levels, destination + 16 * b * kBlockKeys + j, kBlockKeys);
       }
