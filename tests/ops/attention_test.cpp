@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "common/settings_support.h"
 #include "cpu/cpu_features.h"
@@ -424,6 +425,29 @@ TEST_F(AttentionTest, QuantizedCachesGiveBitwiseTheSameResultInEveryLayout) {
         Tensor other = check_blocks({1, 14, 2, 1, 300, 64}, false, layout, type, 210);
         EXPECT_EQ(to_f32_vector(other), to_f32_vector(first)) << cpu::isa_name(isa);
       }
+    }
+  }
+}
+
+TEST_F(AttentionTest, ANonFiniteScaleInOneCallNeverReachesTheNext) {
+  // The tile's scratch outlives a call, scales past a block's keys included. One thread, so both
+  // calls share it: the first call's last block holds 34 keys, the last with an infinite V
+  // scale; the second call has one block of 33, whose odd last key pairs with that 34th place
+  // (weight 0).
+  set_num_threads(1);
+  for (cpu::Isa isa : supported_isas()) {
+    cpu::set_isa(isa);
+    for (BlockType type : {BlockType::q8_0, BlockType::q4_0}) {
+      Inputs inputs = random_inputs({1, 7, 1, 1, 290, 64}, 220);
+      const Dims kv_dims{1, 1, 290, 64};
+      Tensor key = quantize_rows(from_vector(inputs.key, kv_dims), type);
+      Tensor value = quantize_rows(from_vector(inputs.value, kv_dims), type);
+      const uint16_t infinity = 0x7c00;  // f16
+      std::memcpy(value.data<uint32_t>() + 289 * value.shape()[3], &infinity, sizeof infinity);
+      Tensor query = from_vector(inputs.query, {1, 7, 1, 64});
+      std::vector<float> poisoned = to_f32_vector(attention(query, key, value, 0.125, false, 0, type));
+      EXPECT_FALSE(std::isfinite(poisoned[0])) << cpu::isa_name(isa);
+      check_blocks({1, 7, 1, 1, 33, 64}, false, KvLayout::contiguous, type, 221);
     }
   }
 }
