@@ -852,21 +852,15 @@ inline void widen_levels_bf16(const StridedInput& input, int64_t batch, int64_t 
   }
 }
 
-// f32 -> bf16 (nearest even) for a count that is a multiple of 16.
-inline void to_bf16(const float* source, uint32_t* destination, int64_t count) {
+// f32 -> bf16 (nearest even) for a count that is a multiple of 16; with `scales`, each value
+// times its scale first.
+inline void to_bf16(const float* source, uint32_t* destination, int64_t count,
+                    const float* scales = nullptr) {
   auto* out = reinterpret_cast<__m256i*>(destination);
   for (int64_t i = 0; i < count; i += 16) {
-    _mm256_storeu_si256(out + i / 16, (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(source + i)));
-  }
-}
-
-// source times scales, element by element, rounded to bf16 (nearest even); count as to_bf16's.
-inline void scale_to_bf16(const float* source, const float* scales, uint32_t* destination,
-                          int64_t count) {
-  auto* out = reinterpret_cast<__m256i*>(destination);
-  for (int64_t i = 0; i < count; i += 16) {
-    const __m512 product = _mm512_mul_ps(_mm512_loadu_ps(source + i), _mm512_loadu_ps(scales + i));
-    _mm256_storeu_si256(out + i / 16, (__m256i)_mm512_cvtneps_pbh(product));
+    __m512 values = _mm512_loadu_ps(source + i);
+    if (scales) values = _mm512_mul_ps(values, _mm512_loadu_ps(scales + i));
+    _mm256_storeu_si256(out + i / 16, (__m256i)_mm512_cvtneps_pbh(values));
   }
 }
 
@@ -1014,7 +1008,7 @@ class PairOperands : public RegisterTileGroups {
           scratch_.scaled_weight_pairs.data() + block * kMaxTileRows * kWeightWords;
       const float* scales = scratch_.value_scales.data() + block * kBlockKeys;
       for (int64_t r = 0; r < count; ++r) {
-        scale_to_bf16(scores + r * kBlockKeys, scales, weights + r * kWeightWords, columns);
+        to_bf16(scores + r * kBlockKeys, weights + r * kWeightWords, columns, scales);
       }
       accumulate_dims(weights, sums, count, block_keys, 32 * block, 32);
     }
