@@ -73,31 +73,21 @@ void combine_splits(const AttentionPlan& plan) {
   }
 }
 
+// The products below AVX-512, where every cache type runs on f32.
+const char* f32_attention_kernel_name() {
+  return active_isa() == Isa::avx2 ? "f32 FMA (AVX2)" : "f32, portable";
+}
+
 }  // namespace
 
 const char* bf16_attention_kernel_name() {
   if (amx_selected()) return "AMX bf16 tiles";
-  switch (active_isa()) {
-    case Isa::avx512:
-      return "bf16 pairs (vdpbf16ps)";
-    case Isa::avx2:
-      return "f32 FMA (AVX2)";
-    case Isa::portable:
-      break;
-  }
-  return "f32, portable";
+  return active_isa() == Isa::avx512 ? "bf16 pairs (vdpbf16ps)" : f32_attention_kernel_name();
 }
 
 const char* quantized_cache_attention_kernel_name() {
-  switch (active_isa()) {
-    case Isa::avx512:
-      return "bf16 pairs over levels (vdpbf16ps)";
-    case Isa::avx2:
-      return "f32 FMA (AVX2)";
-    case Isa::portable:
-      break;
-  }
-  return "f32, portable";
+  return active_isa() == Isa::avx512 ? "bf16 pairs over levels (vdpbf16ps)"
+                                     : f32_attention_kernel_name();
 }
 
 void attention(const StridedInput& query, const StridedInput& key, const StridedInput& value,
